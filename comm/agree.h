@@ -1,0 +1,3 @@
+#ifndef CANOPY_AGREE_H
+#define CANOPY_AGREE_H
+#endif

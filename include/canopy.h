@@ -1,0 +1,273 @@
+/**
+ * @file canopy.h
+ * Public interface of Canopy, a hybrid MPI + threads, NUMA-aware sparse direct solver.
+ *
+ * Life cycle: canopy_create() on a communicator -> canopy_set_matrix() -> canopy_analyze()
+ * -> canopy_factorize() -> canopy_solve() / canopy_refine() (any number of times)
+ * -> canopy_destroy(). canopy_update_values() followed by canopy_factorize() refactorizes a
+ * matrix with the same pattern, reusing the analysis.
+ *
+ * Every call returns a canopy_status: 0 on success, a negative error code, or a positive
+ * warning. canopy_strerror() names a code; canopy_last_error() gives the detailed message of
+ * the last failing call on a handle. With several MPI ranks every rank returns the same code.
+ *
+ * The application initializes MPI (MPI_Init_thread); Canopy duplicates the communicator it is
+ * given and never uses MPI_COMM_WORLD itself.
+ */
+#ifndef CANOPY_H
+#define CANOPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+#include <canopy_config.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(CANOPY_BUILDING_LIBRARY)
+#define CANOPY_EXPORT __attribute__((visibility("default")))
+#else
+#define CANOPY_EXPORT
+#endif
+
+/** Status codes: 0 success, > 0 warning (result usable), < 0 error (no result). */
+typedef enum canopy_status {
+    CANOPY_SUCCESS = 0,
+    CANOPY_WARN_PIVOTS_PERTURBED = 1,     /**< tiny pivots were replaced (static pivoting) */
+    CANOPY_WARN_NOT_CONVERGED = 2,        /**< refinement stopped above the requested accuracy */
+    CANOPY_ERR_ARGUMENT = -1,             /**< invalid argument (NULL pointer, bad size, bad option) */
+    CANOPY_ERR_NOMEM = -2,                /**< out of memory */
+    CANOPY_ERR_IO = -3,                   /**< file cannot be opened or read */
+    CANOPY_ERR_FORMAT = -4,               /**< malformed file */
+    CANOPY_ERR_MATRIX = -5,               /**< invalid matrix: not square, bad or duplicate index, NaN/Inf */
+    CANOPY_ERR_SINGULAR = -6,             /**< structurally or numerically singular */
+    CANOPY_ERR_NOT_SPD = -7,              /**< LL^T asked for a matrix that is not positive definite */
+    CANOPY_ERR_PHASE = -8,                /**< call out of order (e.g. solve before factorize) */
+    CANOPY_ERR_UNSUPPORTED = -9,          /**< valid request this build cannot serve yet */
+    CANOPY_ERR_TOO_LARGE = -10,           /**< sizes overflow the index type */
+    CANOPY_ERR_MPI = -11,                 /**< MPI failure or insufficient thread level */
+    CANOPY_ERR_ORDERING = -12,            /**< the ordering library failed */
+    CANOPY_ERR_INTERNAL = -13             /**< bug: please report */
+} canopy_status;
+
+/** What the caller knows about the matrix. */
+typedef enum canopy_matrix_kind {
+    CANOPY_KIND_GENERAL = 0,      /**< unsymmetric: LU on the symmetrized pattern */
+    CANOPY_KIND_SYMMETRIC = 1,    /**< symmetric (indefinite allowed): LDL^T */
+    CANOPY_KIND_SPD = 2,          /**< symmetric positive definite: LL^T */
+    CANOPY_KIND_HERMITIAN = 3     /**< complex Hermitian */
+} canopy_matrix_kind;
+
+/** Scalar type of the values. */
+typedef enum canopy_arith {
+    CANOPY_REAL = 0,              /**< double */
+    CANOPY_COMPLEX = 1,           /**< double complex, stored as (re, im) pairs */
+    CANOPY_PATTERN = 2            /**< no values (file readers only) */
+} canopy_arith;
+
+/** For symmetric kinds: which entries the arrays hold. */
+typedef enum canopy_triangle {
+    CANOPY_TRIANGLE_BOTH = 0,     /**< every entry of the full matrix */
+    CANOPY_TRIANGLE_LOWER = 1,    /**< row >= column only */
+    CANOPY_TRIANGLE_UPPER = 2     /**< row <= column only */
+} canopy_triangle;
+
+/**
+ * A sparse matrix in compressed sparse column form. A plain descriptor: the solver copies what it
+ * needs, so the caller keeps ownership. Row indices inside a column need not be sorted; duplicate
+ * entries are rejected (CANOPY_ERR_MATRIX).
+ */
+typedef struct canopy_csc {
+    canopy_int n;                 /**< order (rows = columns) */
+    canopy_int *colptr;           /**< n + 1 column starts */
+    canopy_int *rowind;           /**< row index of each entry */
+    void *values;                 /**< double[nnz] or double[2*nnz]; NULL for a pattern */
+    int base;                     /**< 0 or 1: index base of colptr and rowind */
+    canopy_arith arith;
+    canopy_matrix_kind kind;
+    canopy_triangle triangle;     /**< ignored for CANOPY_KIND_GENERAL */
+} canopy_csc;
+
+typedef enum canopy_factorization {
+    CANOPY_FACT_AUTO = 0,         /**< LL^T for SPD (falls back to LDL^T if it fails), LDL^T for symmetric, LU otherwise */
+    CANOPY_FACT_LLT = 1,
+    CANOPY_FACT_LDLT = 2,
+    CANOPY_FACT_LU = 3
+} canopy_factorization;
+
+typedef enum canopy_ordering {
+    CANOPY_ORDER_SCOTCH = 0,      /**< nested dissection with halo minimum-degree leaves */
+    CANOPY_ORDER_NATURAL = 1,
+    CANOPY_ORDER_USER = 2         /**< the permutation given by canopy_set_permutation() */
+} canopy_ordering;
+
+typedef enum canopy_bind { CANOPY_BIND_NONE = 0, CANOPY_BIND_CORE = 1, CANOPY_BIND_LIST = 2 } canopy_bind;
+typedef enum canopy_numa { CANOPY_NUMA_LOCAL = 0, CANOPY_NUMA_GLOBAL = 1, CANOPY_NUMA_INTERLEAVE = 2 } canopy_numa;
+typedef enum canopy_scheduler { CANOPY_SCHED_STATIC = 0, CANOPY_SCHED_DYNAMIC = 1 } canopy_scheduler;
+typedef enum canopy_tree { CANOPY_TREE_FLAT = 0, CANOPY_TREE_BINARY = 1, CANOPY_TREE_SHIFTED = 2 } canopy_tree;
+
+/** Matching / scaling applied before factorization (unsymmetric and indefinite matrices). */
+typedef enum canopy_scaling {
+    CANOPY_SCALING_AUTO = 0,      /**< matching + scaling for LU, scaling for LDL^T, none for LL^T */
+    CANOPY_SCALING_NONE = 1,
+    CANOPY_SCALING_EQUILIBRATE = 2, /**< row/column equilibration only */
+    CANOPY_SCALING_MATCHING = 3   /**< maximum-product matching permutation + scaling */
+} canopy_scaling;
+
+#define CANOPY_PATH_MAX 1024
+
+/**
+ * Runtime options. canopy_options_default() fills the defaults; canopy_options_from_env()
+ * overlays the CANOPY_* environment variables; canopy_options_set() sets one option by the name
+ * used by the environment variables and by canopy-solve ("threads", "bind", ...).
+ */
+typedef struct canopy_options {
+    int threads;                  /**< worker threads per rank; 0 = usable cores of the rank */
+    canopy_bind bind;
+    char bind_list[256];          /**< core list for CANOPY_BIND_LIST, e.g. "0,2,4-7" */
+    canopy_numa numa;
+    canopy_scheduler scheduler;
+    int comm_threads;             /**< 0, 1 or 2 */
+    canopy_tree tree;
+    canopy_factorization factorization;
+    canopy_ordering ordering;
+    canopy_scaling scaling;
+    double pivot_threshold;       /**< |pivot| below threshold * ||A||_max is perturbed; default sqrt(eps) */
+    int amalgamation;             /**< 0 = fundamental supernodes only, 1 = relaxed (default) */
+    double amalgamation_fill;     /**< extra zeros allowed in a merged supernode, as a fraction (default 0.12) */
+    int split_size;               /**< widest column block before splitting (0 = no splitting) */
+    int refine_max_iter;          /**< iterative refinement steps at most (default 10) */
+    double refine_tolerance;      /**< target backward error (default 1e-15) */
+    int verbose;                  /**< 0..3, messages on stderr of rank 0 */
+    char trace_file[CANOPY_PATH_MAX]; /**< empty = no trace */
+} canopy_options;
+
+/** Figures of the last analysis, factorization and solve. Sizes are global. */
+typedef struct canopy_stats {
+    int64_t n;
+    int64_t nnz;                  /**< entries of the full matrix */
+    int64_t nnz_factor;           /**< entries of L (LL^T, LDL^T) or of L+U-I (LU) */
+    int64_t ncblk;                /**< column blocks (supernodes after amalgamation/splitting) */
+    int64_t nblok;                /**< dense blocks in the block structure */
+    double flops;                 /**< predicted factorization flops */
+    double time_order;
+    double time_symbolic;
+    double time_analyze;          /**< seconds, ordering + symbolic included */
+    double time_factorize;        /**< seconds of the last factorization */
+    double time_solve;            /**< seconds of the last solve */
+    double time_refine;           /**< seconds of the last refinement */
+    double gflops_factorize;
+    double backward_error;        /**< of the last refinement (componentwise, or normwise if larger) */
+    int refinement_steps;
+    int64_t perturbed_pivots;
+    size_t factor_bytes;
+    size_t peak_memory_bytes;     /**< largest memory held by the solver on any rank */
+    int ranks;
+    int threads_per_rank;
+    canopy_factorization factorization; /**< what was actually used */
+} canopy_stats;
+
+typedef struct canopy_solver canopy_solver;
+
+/** Fill @p opts with the defaults. */
+CANOPY_EXPORT void canopy_options_default(canopy_options *opts);
+
+/**
+ * Set one option by name ("threads", "bind", "numa", "scheduler", "comm-threads", "tree",
+ * "factorization", "ordering", "scaling", "pivot-threshold", "amalgamation", "refine",
+ * "refine-tolerance", "verbose", "trace", "split"); '_' and '-' are interchangeable.
+ * @return CANOPY_ERR_ARGUMENT with a message in @p msg (if not NULL) for an unknown name or bad value.
+ */
+CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *opts, const char *name,
+                                               const char *value, char *msg, size_t msglen);
+
+/** Overlay the CANOPY_<NAME> environment variables (CANOPY_THREADS, CANOPY_NUMA, ...). */
+CANOPY_EXPORT canopy_status canopy_options_from_env(canopy_options *opts, char *msg, size_t msglen);
+
+/**
+ * Create a solver on @p comm (duplicated). Collective.
+ * @param[in] opts options, or NULL for defaults + environment.
+ */
+CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *opts,
+                                          canopy_solver **solver);
+
+/**
+ * Give the matrix, centralized on rank 0 (other ranks pass NULL). Collective. The data are
+ * checked (square, indices in range, no duplicates, finite values) and copied.
+ */
+CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *solver, const canopy_csc *A);
+
+/** With CANOPY_ORDER_USER: perm[k] = original index of the k-th unknown (0-based), on rank 0. */
+CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *solver, const canopy_int *perm);
+
+/** Ordering, symbolic factorization and planning. Collective. */
+CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *solver);
+
+/** New values for the same pattern (same layout as given to canopy_set_matrix), on rank 0. */
+CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *solver, const void *values);
+
+/** Numerical factorization. Collective. */
+CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *solver);
+
+/**
+ * Solve A X = B in place for @p nrhs right-hand sides stored column-major with leading
+ * dimension @p ldb (on rank 0). Collective.
+ */
+CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *solver, canopy_int nrhs, void *b, canopy_int ldb);
+
+/**
+ * Iterative refinement of X (from canopy_solve) against B, until the backward error reaches the
+ * tolerance or stops improving. Returns CANOPY_WARN_NOT_CONVERGED when it stops above it.
+ */
+CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *solver, canopy_int nrhs, const void *b,
+                                          canopy_int ldb, void *x, canopy_int ldx);
+
+/** Copy the statistics out. */
+CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *solver, canopy_stats *stats);
+
+/** The detailed message of the last failing call on @p solver ("" if none). */
+CANOPY_EXPORT const char *canopy_last_error(const canopy_solver *solver);
+
+/** Text for a status code. */
+CANOPY_EXPORT const char *canopy_strerror(canopy_status status);
+
+/** Name of a factorization kind ("llt", ...). */
+CANOPY_EXPORT const char *canopy_factorization_name(canopy_factorization f);
+
+/** Free everything and set *solver to NULL. Collective. */
+CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **solver);
+
+/* ---- Matrix input and model problems (no solver needed) ---------------------------------- */
+
+/**
+ * Read a Matrix Market (.mtx, .mtx.gz) or Rutherford-Boeing / Harwell-Boeing (.rb, .rua, .rsa,
+ * .psa, .pua, .cua, .csa, optionally .gz) file into a 0-based CSC matrix. Symmetric files keep
+ * the stored triangle (kind CANOPY_KIND_SYMMETRIC, triangle LOWER or UPPER). Duplicate entries
+ * are rejected. On error, @p msg receives "file:line: reason".
+ */
+CANOPY_EXPORT canopy_status canopy_read_matrix(const char *path, canopy_csc *A, char *msg, size_t msglen);
+
+/**
+ * Laplacian on an nx x ny x nz grid (nz = 1 for 2D) with Dirichlet boundaries, as an SPD matrix
+ * (full storage). @p stencil is 5 (2D), 7 or 27 (3D).
+ */
+CANOPY_EXPORT canopy_status canopy_generate_laplacian(canopy_int nx, canopy_int ny, canopy_int nz,
+                                                      int stencil, canopy_csc *A);
+
+/**
+ * The Helmholtz-type model problem -u_xx - u_yy + (100 + cos(2 pi x) + sin(3 pi y)) u = f of
+ * papers/mpi-ellpack-itpack.txt section 3.1, 5-point discretization on an nx x ny grid covering
+ * the domain's bounding box; exterior grid points get identity equations (encapsulated 5-point
+ * star). SPD, full storage.
+ */
+CANOPY_EXPORT canopy_status canopy_generate_helmholtz(canopy_int nx, canopy_int ny, canopy_csc *A);
+
+/** Free the arrays of a matrix made by the readers or generators. */
+CANOPY_EXPORT void canopy_csc_free(canopy_csc *A);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CANOPY_H */

@@ -1,0 +1,26 @@
+# CANOPY_PROG_MPICC: use the MPI compiler wrapper (Open MPI or MPICH) as CC.
+# Must run before AC_PROG_CC. MPICC=... or --with-mpi=PREFIX choose another one.
+AC_DEFUN([CANOPY_PROG_MPICC], [
+  AC_ARG_VAR([MPICC], [MPI C compiler wrapper (default: mpicc in PATH)])
+  AC_ARG_WITH([mpi], [AS_HELP_STRING([--with-mpi=PREFIX], [MPI installation whose bin/mpicc is used])])
+  AS_IF([test -z "$MPICC"], [
+    AS_CASE(["$with_mpi"],
+      [""|yes], [AC_PATH_PROGS([MPICC], [mpicc mpicc.openmpi mpicc.mpich])],
+      [no], [AC_MSG_ERROR([MPI is required by Canopy; --without-mpi is not supported])],
+      [MPICC="$with_mpi/bin/mpicc"])])
+  AS_IF([test -z "$MPICC" || ! $MPICC --version >/dev/null 2>&1],
+    [AC_MSG_ERROR([no working MPI C compiler (mpicc): install the Debian package libopenmpi-dev (or libmpich-dev), or pass --with-mpi=PREFIX or MPICC=...])])
+  CC="$MPICC"
+])
+
+# CANOPY_CHECK_MPI: MPI must link and know MPI_THREAD_MULTIPLE (workers + communication thread).
+AC_DEFUN([CANOPY_CHECK_MPI], [
+  AC_MSG_CHECKING([whether $CC compiles and links an MPI_Init_thread program])
+  AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]],
+      [[int provided; MPI_Init_thread(0, 0, MPI_THREAD_MULTIPLE, &provided); MPI_Finalize();]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no])
+     AC_MSG_ERROR([$CC cannot build MPI programs: install the Debian package libopenmpi-dev (or libmpich-dev)])])
+  AC_PATH_PROGS([MPIEXEC], [mpiexec mpirun], [mpiexec])
+  AC_SUBST([MPIEXEC])
+])

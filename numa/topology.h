@@ -1,0 +1,3 @@
+#ifndef CANOPY_TOPOLOGY_H
+#define CANOPY_TOPOLOGY_H
+#endif

@@ -1,0 +1,3 @@
+#ifndef CANOPY_PLAN_H
+#define CANOPY_PLAN_H
+#endif

@@ -1,0 +1,3 @@
+/* Placeholder: to be written (owner noted in the commit). */
+#include "common.h"
+

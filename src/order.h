@@ -1,0 +1,22 @@
+/*
+ * Fill-reducing orderings of the adjacency graph of A + A^T.
+ * perm[k] = original index of the k-th unknown of the new order; iperm is its inverse.
+ */
+#ifndef CANOPY_ORDER_H
+#define CANOPY_ORDER_H
+
+#include "common.h"
+
+/**
+ * Compute an ordering of graph @p G (full symmetric pattern, no diagonal, base 0).
+ * @param method CANOPY_ORDER_SCOTCH, CANOPY_ORDER_NATURAL or CANOPY_ORDER_USER (then @p user_perm
+ *        is checked to be a permutation and copied).
+ * Deterministic for a given input.
+ */
+canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const cint *user_perm,
+                            cint *perm, cint *iperm, canopy_err *err);
+
+/** true if perm is a permutation of 0..n-1 (used for checking user input and in tests). */
+bool order_is_permutation(cint n, const cint *perm);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * Matching and scaling applied before the analysis: the solver factorizes
+ *     As = Dr * P * A * Dc
+ * where P is a row permutation that puts large entries on the diagonal (maximum-product
+ * matching, in the spirit of MC64) and Dr, Dc are diagonal scalings. Symmetric kinds use a
+ * symmetric scaling only (Dr = Dc, P = I) so that As stays symmetric.
+ */
+#ifndef CANOPY_SCALING_H
+#define CANOPY_SCALING_H
+
+#include "common.h"
+
+typedef struct scaling {
+    cint n;
+    double *row;        /**< Dr, NULL = identity */
+    double *col;        /**< Dc, NULL = identity */
+    cint *row_perm;     /**< row i of A becomes row row_perm[i] of P*A; NULL = identity */
+    int structurally_singular; /**< set when no perfect matching exists */
+} scaling;
+
+/**
+ * Compute the scaling of A (internal full storage) for @p mode and @p kind
+ * (CANOPY_SCALING_AUTO: matching + scaling for GENERAL, symmetric equilibration for SYMMETRIC,
+ * none for SPD). Returns CANOPY_ERR_SINGULAR (structurally singular, message says how many rows
+ * could not be matched) when the matching finds no perfect matching.
+ */
+canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_matrix_kind kind,
+                              scaling *sc, canopy_err *err);
+
+/** As = Dr P A Dc (full storage, sorted, base 0). As may be allocated already with A's pattern size. */
+canopy_status scaling_apply(const canopy_csc *A, const scaling *sc, canopy_csc *As, canopy_err *err);
+
+/** b <- Dr P b (rhs into the scaled system), nrhs columns. */
+void scaling_rhs(const scaling *sc, cint nrhs, double *b, cint ldb, double *tmp);
+/** x <- Dc x (solution of the scaled system back to A's). */
+void scaling_solution(const scaling *sc, cint nrhs, double *x, cint ldx);
+
+void scaling_free(scaling *sc);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * Symbolic factorization: elimination tree, postorder, column counts, supernodes, amalgamation,
+ * and the block structure of the factor that every later phase works on.
+ *
+ * Block structure (all indices in the NEW, permuted numbering):
+ *  - the columns are cut into ncblk column blocks ("cblk"): cblk k owns columns
+ *    cblk_fcol[k] .. cblk_fcol[k+1]-1 (width w_k);
+ *  - cblk k has bloks cblk_fblok[k] .. cblk_fblok[k+1]-1; the first is the dense w_k x w_k diagonal
+ *    block (rows = its own columns); the others are off-diagonal bloks: row intervals
+ *    blok_frow[b] .. blok_lrow[b], increasing and disjoint, each contained in the columns of ONE
+ *    later cblk, blok_fcblk[b] ("facing" cblk);
+ *  - closure: for off-diagonal bloks b1 <= b2 of cblk k, the rows of b2 are inside one blok of the
+ *    cblk facing b1 (or inside that cblk's diagonal block). So every update of cblk k lands in
+ *    whole row intervals of its targets: no index scatter per entry is ever needed;
+ *  - the coefficients of cblk k form a column-major panel of cblk_stride[k] rows and w_k columns,
+ *    rows in blok order; blok b starts at panel row blok_coefrow[b] (0 for the diagonal block);
+ *    cblk_coef[k] is the panel's offset (in scalars) in one array of cblk_coef[ncblk] scalars.
+ */
+#ifndef CANOPY_SYMBOLIC_H
+#define CANOPY_SYMBOLIC_H
+
+#include "common.h"
+
+typedef struct symbolic {
+    cint n;
+    cint ncblk;
+    cint nblok;
+    cint *cblk_fcol;        /**< [ncblk+1] */
+    cint *cblk_fblok;       /**< [ncblk+1] */
+    cint *cblk_stride;      /**< [ncblk] rows of the panel */
+    cint *cblk_parent;      /**< [ncblk] cblk facing the first off-diagonal blok, -1 for roots */
+    int64_t *cblk_coef;     /**< [ncblk+1] panel offsets, in scalars */
+    cint *blok_frow;        /**< [nblok] */
+    cint *blok_lrow;        /**< [nblok] inclusive */
+    cint *blok_fcblk;       /**< [nblok] facing cblk (k itself for the diagonal block) */
+    cint *blok_coefrow;     /**< [nblok] first panel row of the blok */
+    cint *col2cblk;         /**< [n] */
+    cint *perm;             /**< [n] perm[new] = old: ordering composed with the postorder */
+    cint *iperm;            /**< [n] iperm[old] = new */
+    int64_t nnz_l;          /**< entries of L, diagonal included (panel lower parts) */
+    double flops_llt;       /**< predicted flops of LL^T (sum over columns of count^2) */
+    double flops_lu;        /**< predicted flops of LU */
+    size_t max_update_rows; /**< largest stride - coefrow(b) over off-diagonal bloks b (buffer rows) */
+    size_t max_update_buf;  /**< largest (stride - coefrow(b)) * height(b): update buffer, in scalars */
+    cint max_width;         /**< widest cblk */
+} symbolic;
+
+/** Tuning of the analysis. */
+typedef struct symbolic_opts {
+    int amalgamation;          /**< 0: fundamental supernodes only */
+    double amalgamation_fill;  /**< extra zeros allowed, fraction of a merged supernode's entries */
+    cint split_size;           /**< cut cblks wider than this (0: no cut) */
+} symbolic_opts;
+
+/* ---- pieces (each usable and tested on its own) ------------------------------------------ */
+
+/** Elimination tree of the graph G (full symmetric pattern, any diagonal ignored). parent[j] = -1 for roots. */
+canopy_status symbolic_etree(const canopy_csc *G, cint *parent, canopy_err *err);
+
+/** Postorder of a forest: post[k] = k-th node; children before parents, deterministic. */
+canopy_status symbolic_postorder(cint n, const cint *parent, cint *post, canopy_err *err);
+
+/**
+ * Column counts of L (diagonal included) in near-linear time (Gilbert-Ng-Peyton), for the graph G
+ * whose etree is @p parent and postorder @p post.
+ */
+canopy_status symbolic_colcounts(const canopy_csc *G, const cint *parent, const cint *post,
+                                 cint *colcount, canopy_err *err);
+
+/**
+ * Fundamental supernodes of a postordered etree with column counts: on return *nsuper and
+ * super_fcol[0..nsuper] (column ranges). Columns must already be in postorder.
+ */
+canopy_status symbolic_supernodes(cint n, const cint *parent, const cint *colcount, cint *nsuper,
+                                  cint *super_fcol, canopy_err *err);
+
+/**
+ * Build the block structure for the column partition part_fcol[0..npart] of the graph G given in
+ * the final numbering (G already permuted). Works for any partition into consecutive columns
+ * (the result is closed, see above); fills every field of @p S except perm/iperm.
+ */
+canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint *part_fcol,
+                                    symbolic *S, canopy_err *err);
+
+/**
+ * The whole analysis: G (original numbering) with fill-reducing @p perm -> etree, postorder,
+ * column counts, supernodes, amalgamation, splitting -> block structure. S->perm/iperm receive the
+ * composed ordering.
+ */
+canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symbolic_opts *opts,
+                               symbolic *S, canopy_err *err);
+
+/** Permute a graph symmetrically: B = G(perm, perm), sorted. */
+canopy_status symbolic_permute_graph(const canopy_csc *G, const cint *perm, const cint *iperm,
+                                     canopy_csc *B, canopy_err *err);
+
+void symbolic_free(symbolic *S);
+
+#endif
