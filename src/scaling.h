@@ -30,10 +30,13 @@ canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_m
 /** As = Dr P A Dc (full storage, sorted, base 0). As may be allocated already with A's pattern size. */
 canopy_status scaling_apply(const canopy_csc *A, const scaling *sc, canopy_csc *As, canopy_err *err);
 
-/** b <- Dr P b (rhs into the scaled system), nrhs columns. */
-void scaling_rhs(const scaling *sc, cint nrhs, double *b, cint ldb, double *tmp);
-/** x <- Dc x (solution of the scaled system back to A's). */
-void scaling_solution(const scaling *sc, cint nrhs, double *x, cint ldx);
+/**
+ * b <- Dr P b (right-hand sides into the scaled system), nrhs columns of leading dimension ldb,
+ * real or complex per @p arith; @p tmp has room for n scalars of that arith.
+ */
+void scaling_rhs(const scaling *sc, canopy_arith arith, cint nrhs, void *b, cint ldb, void *tmp);
+/** x <- Dc x (solution of the scaled system back to the solution of A x = b). */
+void scaling_solution(const scaling *sc, canopy_arith arith, cint nrhs, void *x, cint ldx);
 
 void scaling_free(scaling *sc);
 
