@@ -9,6 +9,7 @@
 #include "config.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include "canopy.h"
 
