@@ -152,7 +152,6 @@ static canopy_status matching_compute(const canopy_csc *A, cint *match_row, doub
     double *logmax = canopy_alloc((size_t)n + 1, sizeof(double), "matching column maxima", err);
     cint *match_col = canopy_alloc((size_t)n + 1, sizeof(cint), "matching columns", err);
     cint *pred = canopy_alloc((size_t)n + 1, sizeof(cint), "matching predecessors", err);
-    cint *done = canopy_alloc((size_t)n + 1, sizeof(cint), "matching visited rows", err);
     cint *touched = canopy_alloc((size_t)n + 1, sizeof(cint), "matching touched rows", err);
     cint *cheap = canopy_alloc((size_t)n + 1, sizeof(cint), "matching greedy pointers", err);
     cint *settled = canopy_alloc((size_t)n + 1, sizeof(cint), "matching settled rows", err);
@@ -160,7 +159,7 @@ static canopy_status matching_compute(const canopy_csc *A, cint *match_row, doub
     cint *medge = canopy_alloc((size_t)n + 1, sizeof(cint), "matching matched edges", err);
     heap h = {canopy_alloc((size_t)n + 1, sizeof(cint), "matching heap", err),
               canopy_alloc((size_t)n + 1, sizeof(cint), "matching heap positions", err), d, 0};
-    if (!cp || !ri || !cost || !u || !v || !d || !logmax || !match_col || !pred || !done || !touched ||
+    if (!cp || !ri || !cost || !u || !v || !d || !logmax || !match_col || !pred || !touched ||
         !cheap || !settled || !pedge || !medge || !h.item || !h.pos) {
         st = err ? err->status : CANOPY_ERR_NOMEM;
         goto out;
@@ -193,7 +192,6 @@ static canopy_status matching_compute(const canopy_csc *A, cint *match_row, doub
         match_row[i] = -1;
         match_col[i] = -1;
         pred[i] = -1;
-        done[i] = -1;
         d[i] = INFINITY;
         h.pos[i] = -1;
     }
@@ -276,12 +274,11 @@ static canopy_status matching_compute(const canopy_csc *A, cint *match_row, doub
             if (d[h.item[0]] >= lsp) break;
             cint i = heap_pop(&h);
             double di = d[i];
-            done[i] = jj;
             settled[nfinal++] = i;
             cint j = match_row[i];
             for (cint t = cp[j]; t < cp[j + 1]; t++) {
                 cint k = ri[t];
-                if (done[k] == jj) continue;
+                /* settled rows need no test: d[k] <= di <= dn rejects them below */
                 double r = (cost[t] - u[k]) - v[j];
                 if (r < 0) r = 0;
                 double dn = di + r;
@@ -345,7 +342,6 @@ out:
     canopy_free(logmax);
     canopy_free(match_col);
     canopy_free(pred);
-    canopy_free(done);
     canopy_free(touched);
     canopy_free(cheap);
     canopy_free(settled);
