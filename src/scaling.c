@@ -489,8 +489,8 @@ canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_m
     if (st != CANOPY_SUCCESS) goto fail;
     return CANOPY_SUCCESS;
 fail:
-    st = err ? err->status : CANOPY_ERR_NOMEM;
-    if (st == CANOPY_SUCCESS) st = CANOPY_ERR_NOMEM;
+    /* allocation failures jump here with st still SUCCESS; the others carry their status */
+    if (st == CANOPY_SUCCESS) st = err && err->status != CANOPY_SUCCESS ? err->status : CANOPY_ERR_NOMEM;
     {
         int singular = sc->structurally_singular;
         scaling_free(sc);
