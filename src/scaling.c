@@ -414,6 +414,10 @@ static canopy_status ruiz_compute(const canopy_csc *A, int symmetric, double *dr
 
 typedef enum { SC_NONE, SC_MATCH, SC_MATCH_SYM, SC_EQUIL, SC_EQUIL_SYM } sc_method;
 
+/* AUTO uses the symmetrised matching scaling for SYMMETRIC/HERMITIAN (scaling.h's comment says
+ * "symmetric equilibration"): it bounds |As| by 1 like equilibration and, unlike it, makes the
+ * entries a matching would pivot on large, which is what LDL^T with 2x2 pivots wants. */
+
 static sc_method choose_method(canopy_scaling mode, canopy_matrix_kind kind)
 {
     int sym = kind != CANOPY_KIND_GENERAL;
