@@ -285,7 +285,12 @@ static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb
     if (rows == 0 || hb == 0) return;
     /* facing bloks of one cblk are never adjacent (a gap separates them), so the columns are
      * contiguous only for a single facing blok */
+#ifdef KERNELS_NO_DIRECT_GEMM /* only to measure what the direct path gains */
+    cint trow = -1;
+    (void)kcontiguous_target;
+#else
     cint trow = fb1 - fb0 == 1 ? kcontiguous_target(S, sb0, sb1, j) : -1;
+#endif
     if (trow >= 0) {
         cint tcol = S->blok_frow[fb0] - S->cblk_fcol[j];
         K_GEMM(CblasColMajor, CblasNoTrans, tb, (int)rows, (int)hb, w, K_BS(K_MONE), Arows, (int)lda,
