@@ -18,5 +18,7 @@
 #define K_POTRF LAPACKE_dpotrf_work
 #define K_LAPACK_PTR(p) (p)
 #define K_TRANS_H CblasTrans
+#define K_CONJ(x) (x)
+#define K_REAL(x) (x)
 
 #include "kernels_template.c"

@@ -14,7 +14,11 @@
  *   K_POTRF              LAPACKE_dpotrf_work (or zpotrf)
  *   K_LAPACK_PTR(p)      cast of a SCALAR* to the LAPACKE array type
  *   K_TRANS_H            transpose used by LL^T (CblasTrans for real, CblasConjTrans for Hermitian)
- * LDL^T and LU always use the plain transpose (complex symmetric, U^T storage).
+ *   K_CONJ(x), K_REAL(x) conjugate and real part (identity for real; reserved for a Hermitian LDL^T)
+ * LDL^T and LU always use the plain transpose (complex symmetric, U^T storage). A complex build
+ * is kernels_z.c with: SCALAR double _Complex, KSFX name##_z, K_ABS cabs, K_BS(x) &(SCALAR){x},
+ * cblas_zgemm/cblas_ztrsm, LAPACKE_zpotrf_work, K_LAPACK_PTR (lapack_complex_double *),
+ * K_TRANS_H CblasConjTrans, K_CONJ conj, K_REAL creal.
  *
  * The factorization is right-looking, in cblk order, written as two task kinds so that a
  * scheduler can later run them on threads: panel(k) and update(k, facing group). The tasks touch
