@@ -17,11 +17,12 @@
 
 static const char *skip_blanks(const char *s)
 {
-    while (*s == ' ' || *s == '\t') s++;
+    while (*s == ' ' || *s == '\t' || *s == '\r') s++;
     return s;
 }
 
-static bool at_delim(const char *s) { return *s == '\0' || *s == ' ' || *s == '\t'; }
+/* '\r' counts as a blank: a file with CR CR LF line ends (converted twice) is still readable */
+static bool at_delim(const char *s) { return *s == '\0' || *s == ' ' || *s == '\t' || *s == '\r'; }
 
 /* Parse an integer token; false if there is none, it overflows or is glued to other text. */
 static bool parse_int(const char **ps, int64_t *v)
@@ -198,7 +199,7 @@ static void next_word(const char **ps, char *w, size_t wlen)
 {
     const char *s = skip_blanks(*ps);
     size_t k = 0;
-    while (*s && *s != ' ' && *s != '\t') {
+    while (*s && *s != ' ' && *s != '\t' && *s != '\r') {
         if (k + 1 < wlen) w[k++] = (char)tolower((unsigned char)*s);
         s++;
     }
