@@ -103,12 +103,16 @@ CANOPY_EXPORT canopy_status canopy_generate_helmholtz(canopy_int nx, canopy_int 
     double n = (double)nx * ny;
     if (5 * n > (double)(CINT_MAX - 1)) return CANOPY_ERR_TOO_LARGE;
 
-    /* nx x ny interior points of the bounding box [0,1.5] x [0,1]; its edges are boundary */
-    const double hx = 1.5 / ((double)nx + 1), hy = 1.0 / ((double)ny + 1);
+    /*
+     * The nx x ny grid spans the bounding box [0,1.5] x [0,1] edges included, as in the paper:
+     * this reproduces its counts of active equations (18631 for 150 x 150, 33290 for 200 x 200).
+     * Points on the box edges are never inside the domain, so a 1-point-wide grid is all identity.
+     */
+    const double hx = nx > 1 ? 1.5 / ((double)nx - 1) : 1.5, hy = ny > 1 ? 1.0 / ((double)ny - 1) : 1.0;
     bool *in = canopy_alloc((size_t)n, sizeof(bool), "domain mask", NULL);
     if (in == NULL) return CANOPY_ERR_NOMEM;
     for (cint j = 0; j < ny; j++)
-        for (cint i = 0; i < nx; i++) in[(size_t)j * nx + i] = helmholtz_inside((i + 1) * hx, (j + 1) * hy);
+        for (cint i = 0; i < nx; i++) in[(size_t)j * nx + i] = helmholtz_inside(i * hx, j * hy);
 
     int64_t nnz = 0;
     for (cint j = 0; j < ny; j++) {
@@ -143,7 +147,7 @@ CANOPY_EXPORT canopy_status canopy_generate_helmholtz(canopy_int nx, canopy_int 
                 v[p++] = 1.0;
                 continue;
             }
-            double x = (i + 1) * hx, y = (j + 1) * hy;
+            double x = i * hx, y = j * hy;
             double coef = 100.0 + cos(2 * pi * x) + sin(3 * pi * y);
             if (j > 0 && in[c - nx]) { ri[p] = c - nx; v[p++] = -ay; }
             if (i > 0 && in[c - 1]) { ri[p] = c - 1; v[p++] = -ax; }
