@@ -8,7 +8,6 @@
  */
 #include "common.h"
 #include "io_util.h"
-#include "matrix.h"
 
 #include <ctype.h>
 #include <errno.h>

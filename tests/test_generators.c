@@ -153,8 +153,9 @@ START_TEST(laplacian_speed)
     t = canopy_wtime() - t;
     ck_assert_int_eq(matrix_nnz(&A), (int64_t)298 * 298 * 298);
     printf("100^3 27-point Laplacian (%lld entries) built in %.3f s\n", (long long)matrix_nnz(&A), t);
-    /* "well under a second" on an idle machine; leave room for a loaded test host */
-    ck_assert_msg(t < 5.0, "too slow: %.2f s", t);
+    /* about 0.5 s on an idle machine (mostly page faults), 4.5 s under valgrind: the bound only
+     * catches an accidentally quadratic build, not a loaded test host */
+    ck_assert_msg(t < 15.0, "too slow: %.2f s", t);
     matrix_free(&A);
 }
 END_TEST
