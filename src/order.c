@@ -36,26 +36,28 @@ bool order_is_permutation(cint n, const cint *perm)
  *    multi-dof PDE matrices) when it removes at least 30% of the vertices (rat=0.7);
  *    the same nested dissection runs on the compressed or uncompressed graph.
  *  - n{...}: nested dissection; the separator strategy is applied while the part has more
- *    than LEAF vertices, after which the part becomes a leaf. Separators are numbered last
- *    by construction of n; inside a separator the order does not change the fill of a dense
- *    block, so the cheap simple ordering s is used (ose).
- *  - separators: multilevel m (heavy-edge matching down to ~100 vertices, rat=0.7), greedy
- *    graph growing h on the coarsest graph then FM f, FM refinement at every level on the way
- *    up (asc). Two independent multilevel runs with different balance tolerances and the
- *    better separator kept (the '|' selection) buys a few percent of fill for ~1.5x time.
- *  - leaves: halo approximate minimum fill (f) or halo approximate minimum degree (d), which
- *    both see the already-numbered separator vertices around the leaf (the halo) so the leaf
- *    order accounts for the fill it causes in the separators.
- * %d are replaced by the leaf size and the leaf method letter.
+ *    than ORDER_LEAF_SIZE vertices, after which the part becomes a leaf. Separators are
+ *    numbered last by construction of n; inside a separator the order does not change the
+ *    fill of what becomes a dense block, so the cheap simple ordering s is used (ose).
+ *  - separators: multilevel m (heavy-edge matching down to 200 vertices, rat=0.7), greedy
+ *    graph growing h (10 tries) then FM f on the coarsest graph, FM at every level on the way
+ *    up (asc), 10% imbalance allowed. Coarsening to 200 rather than 100 vertices gave 4-7%
+ *    fewer flops on 50^3/60^3 Laplacians; a '|' selection of two separator runs cost 2x time
+ *    and did not help (best-of per level is not best overall).
+ *  - leaves: halo approximate minimum degree ('d' in SCOTCH's halo ordering methods; 'h' there
+ *    is not a leaf method). It sees the separator vertices around the leaf (the halo), so the
+ *    leaf order accounts for the fill it causes in the separators. Measured against halo
+ *    approximate minimum fill 'f' on the 3D Laplacian (test_order, leaf_method_comparison):
+ *    30^3 3.028e9 vs 3.029e9 flops, 50^3 6.9595e10 vs 6.9600e10: a wash; 'd' kept (cheaper).
+ * The cmin/cmax/frat parameters only shape SCOTCH's own column-block tree, which we do not
+ * use (supernodes are detected and amalgamated in amalgamate.c).
  */
 #define ORDER_LEAF_SIZE 120
-#define ORDER_LEAF_METHOD 'f'
+#define ORDER_LEAF_METHOD 'd'
 
-#define ORDER_SEPA(bal)                                                                     \
-    "m{vert=100,rat=0.7,low=h{pass=10}f{bal=" bal ",move=200,pass=1000},"                   \
-    "asc=f{bal=" bal ",move=200,pass=1000}}"
+#define ORDER_SEPA(bal) "m{vert=200,rat=0.7,low=h{pass=10}f{bal=" bal "},asc=f{bal=" bal "}}"
 #define ORDER_ND                                                                            \
-    "n{sep=/(vert>%d)?(" ORDER_SEPA("0.1") "|" ORDER_SEPA("0.05") ");,"                     \
+    "n{sep=/(vert>%d)?" ORDER_SEPA("0.1") ";,"                                              \
     "ole=%c{cmin=0,cmax=1000000,frat=0.0},ose=s}"
 
 static int order_strategy_string(char *buf, size_t len, int leaf, char method)
@@ -63,7 +65,7 @@ static int order_strategy_string(char *buf, size_t len, int leaf, char method)
     return snprintf(buf, len, "c{rat=0.7,cpr=" ORDER_ND ",unc=" ORDER_ND "}", leaf, method, leaf, method);
 }
 
-/* Exposed to the tests through a weak-free internal hook: lets them compare leaf methods. */
+/* Not in order.h: an internal entry point so the tests can compare leaf sizes and methods. */
 canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint *perm, cint *iperm,
                                 canopy_err *err);
 
@@ -129,12 +131,36 @@ canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint
     if (SCOTCH_stratGraphOrder(&strat, strat_text) != 0) {
         st = canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH rejected the ordering strategy \"%.400s\"", strat_text);
     } else {
-        /* SCOTCH's generator is global state: reset it so the same graph always gets the same
-         * ordering, whatever was ordered before in this process. */
-        SCOTCH_randomSeed(12345);
-        SCOTCH_randomReset();
-        if (SCOTCH_graphOrder(&graph, &strat, sperm, speri, NULL, NULL, NULL) != 0)
+        /* Determinism: SCOTCH 7 runs its multilevel phases on a thread pool whose results
+         * depend on thread timing (runs of the 50^3 Laplacian differed by 25% in flops), and its
+         * random generator is global state. So order inside a private context with one thread,
+         * the deterministic option, and a generator of its own reset to a fixed seed. */
+        SCOTCH_Context ctx;
+        SCOTCH_Graph cgraph;
+        bool ctx_ok = SCOTCH_contextInit(&ctx) == 0;
+        bool cg_ok = false;
+        if (ctx_ok) {
+            SCOTCH_randomSeed(12345);
+            SCOTCH_randomReset();
+            ctx_ok = SCOTCH_contextOptionSetNum(&ctx, SCOTCH_OPTIONNUMDETERMINISTIC, 1) == 0 &&
+                     SCOTCH_contextOptionSetNum(&ctx, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1) == 0 &&
+                     SCOTCH_contextRandomClone(&ctx) == 0;
+            if (ctx_ok) {
+                SCOTCH_contextRandomSeed(&ctx, 12345);
+                SCOTCH_contextRandomReset(&ctx);
+                ctx_ok = SCOTCH_contextThreadSpawn(&ctx, 1, NULL) == 0 && SCOTCH_graphInit(&cgraph) == 0;
+            }
+            if (ctx_ok) {
+                cg_ok = true;
+                ctx_ok = SCOTCH_contextBindGraph(&ctx, &graph, &cgraph) == 0;
+            }
+        }
+        if (!ctx_ok)
+            st = canopy_err_set(err, CANOPY_ERR_ORDERING, "cannot set up a SCOTCH context (out of memory or threads)");
+        else if (SCOTCH_graphOrder(&cgraph, &strat, sperm, speri, NULL, NULL, NULL) != 0)
             st = canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH_graphOrder failed on a graph of %" CINT_FMT " vertices and %" PRId64 " edges (see SCOTCH's message on stderr)", n, nnz);
+        if (cg_ok) SCOTCH_graphExit(&cgraph); /* before its context */
+        SCOTCH_contextExit(&ctx);
     }
     SCOTCH_stratExit(&strat);
     SCOTCH_graphExit(&graph);
