@@ -12,6 +12,7 @@
 #include "symbolic.h"
 #include "matrix.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Merged width below which nodes are merged whatever the fill: tiny supernodes cost far more in
@@ -36,6 +37,17 @@ static double trapezoid(int64_t w, int64_t m) { return (double)w * (double)(w + 
  * columns, counts m+w down to m+1. */
 static double sum_squares(double x) { return x * (x + 1) * (2 * x + 1) / 6.0; }
 static double trapezoid_flops(int64_t w, int64_t m) { return sum_squares((double)(m + w)) - sum_squares((double)m); }
+
+/* Ordering of candidate children by cost, ties by index (deterministic). qsort has no context
+ * argument in C11; the analysis is never run concurrently in one process, but keep it
+ * thread-local anyway. */
+static _Thread_local const double *sort_cost;
+static int cmp_by_cost(const void *a, const void *b)
+{
+    cint x = *(const cint *)a, y = *(const cint *)b;
+    if (sort_cost[x] != sort_cost[y]) return sort_cost[x] < sort_cost[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
 
 /*
  * Decide the merges. Supernodes are visited in postorder (children first), so when node p is
@@ -85,14 +97,10 @@ static canopy_status amalg_decide(cint ns, const cint *sfcol, const cint *sparen
             cost[c] = (e_cp - e_c) / (double)nd[c].w; /* zeros c gains under p's rows */
             cand[nc++] = c;
         }
-        /* insertion sort: few children per node; ties by index for determinism */
-        for (cint a = 1; a < nc; a++) {
-            cint x = cand[a], b = a - 1;
-            while (b >= 0 && (cost[cand[b]] > cost[x] || (cost[cand[b]] == cost[x] && cand[b] > x))) {
-                cand[b + 1] = cand[b];
-                b--;
-            }
-            cand[b + 1] = x;
+        /* qsort, not an insertion sort: a star graph gives one node n-1 children */
+        if (nc > 1) {
+            sort_cost = cost;
+            qsort(cand, (size_t)nc, sizeof(cint), cmp_by_cost);
         }
         for (cint a = 0; a < nc; a++) {
             cint c = cand[a];

@@ -360,6 +360,46 @@ START_TEST(analyze_survives_allocation_failures)
 }
 END_TEST
 
+START_TEST(analyze_star_and_path_fast)
+{
+    /* a hub joined to 200000 leaves (one node with 200000 children), and a 200000-node path
+     * (a 200000-deep tree): both must go through in near-linear time */
+    cint n = 200001;
+    for (int shape = 0; shape < 2; shape++) {
+        canopy_csc G = {0};
+        G.n = n;
+        G.colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "test", NULL);
+        G.rowind = canopy_alloc(2 * (size_t)n, sizeof(cint), "test", NULL);
+        cint p = 0;
+        for (cint j = 0; j < n; j++) {
+            G.colptr[j] = p;
+            if (shape == 0) {
+                if (j == n - 1) for (cint i = 0; i < n - 1; i++) G.rowind[p++] = i;
+                else G.rowind[p++] = n - 1;
+            } else {
+                if (j > 0) G.rowind[p++] = j - 1;
+                if (j + 1 < n) G.rowind[p++] = j + 1;
+            }
+        }
+        G.colptr[n] = p;
+        cint *perm = malloc(sizeof(cint) * (size_t)n);
+        for (cint k = 0; k < n; k++) perm[k] = k;
+        symbolic_opts o = {1, 0.12, 0};
+        symbolic S = {0};
+        canopy_err err = {0};
+        double t = canopy_wtime();
+        ck_assert_int_eq(symbolic_analyze(&G, perm, &o, &S, &err), CANOPY_SUCCESS);
+        t = canopy_wtime() - t;
+        ck_assert_int_ge(S.nnz_l, shape == 0 ? 2 * (int64_t)n - 1 : 2 * (int64_t)n - 1);
+        ck_assert(t < 5.0);
+        printf("%s of %" CINT_FMT " nodes: analysis %.3f s, %" CINT_FMT " cblks\n", shape == 0 ? "star" : "path", n, t, S.ncblk);
+        symbolic_free(&S);
+        free(perm);
+        matrix_free(&G);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("symbolic");
@@ -373,6 +413,7 @@ int main(void)
     tcase_add_test(tc, analyze_amalgamated_contains_l);
     tcase_add_test(tc, analyze_rejects_bad_input);
     tcase_add_test(tc, analyze_survives_allocation_failures);
+    tcase_add_test(tc, analyze_star_and_path_fast);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }
