@@ -30,6 +30,18 @@ bool order_is_permutation(cint n, const cint *perm)
     return ok;
 }
 
+bool order_invert(cint n, const cint *perm, cint *iperm)
+{
+    if (n < 0 || (n > 0 && (perm == NULL || iperm == NULL))) return false;
+    for (cint k = 0; k < n; k++) iperm[k] = -1;
+    for (cint k = 0; k < n; k++) {
+        cint v = perm[k];
+        if (v < 0 || v >= n || iperm[v] >= 0) return false;
+        iperm[v] = k;
+    }
+    return true;
+}
+
 /*
  * Our SCOTCH strategy (grammar: SCOTCH user guide, "ordering strategy strings").
  *  - c{...}: graph compression first (merges indistinguishable vertices, common for
@@ -170,7 +182,7 @@ canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint
             iperm[k] = (cint)sperm[k];
         }
     /* Trust, but verify: a broken result here would silently corrupt every later phase. */
-    if (st == CANOPY_SUCCESS && !order_is_permutation(n, perm))
+    if (st == CANOPY_SUCCESS && !order_invert(n, perm, iperm))
         st = canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH returned an ordering that is not a permutation");
 
 out:
@@ -196,7 +208,7 @@ canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const c
     case CANOPY_ORDER_USER:
         if (user_perm == NULL)
             return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "user ordering requested but no permutation was given");
-        if (!order_is_permutation(n, user_perm)) {
+        if (!order_invert(n, user_perm, iperm)) {
             /* name the first offending entry: out of range or repeated */
             cint bad = 0, val = 0;
             for (cint k = 0; k < n; k++)
