@@ -44,7 +44,7 @@ CANOPY_EXPORT canopy_status canopy_generate_laplacian(canopy_int nx, canopy_int 
     /* (3m - 2) couples i with i' where |i - i'| <= 1 along one axis of m points */
     double n = (double)nx * ny * nz;
     double nnz = stencil == 27 ? (3.0 * nx - 2) * (3.0 * ny - 2) * (3.0 * nz - 2)
-                               : n + 2.0 * ((nx - 1.0) * ny * nz + nx * (ny - 1.0) * nz + nx * ny * (nz - 1.0));
+                               : n + 2.0 * ((nx - 1.0) * ny * nz + nx * (ny - 1.0) * nz + (double)nx * ny * (nz - 1.0));
     if (n > (double)(CINT_MAX - 1) || nnz > (double)(CINT_MAX - 1)) return CANOPY_ERR_TOO_LARGE;
     canopy_status st = gen_alloc(A, (int64_t)n, (int64_t)nnz);
     if (st != CANOPY_SUCCESS) return st;
