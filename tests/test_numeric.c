@@ -611,12 +611,13 @@ START_TEST(allocation_failures)
     testutil_random_matrix(30, 3, CANOPY_KIND_GENERAL, 1, 4, &A);
     symbolic S;
     analyse(&A, NULL, PART_RANDOM, 2, &S);
-    for (long k = 0; k < 6; k++) {
+    for (long k = 0; k < 12; k++) {
         numeric F = {0};
         canopy_err err = {0};
         size_t before = canopy_mem_current();
-        canopy_alloc_fail_after(k);
-        canopy_status st = numeric_factorize(&F, &S, &A, CANOPY_FACT_LU, 1e-8, &err);
+        canopy_alloc_fail_after(k % 6);
+        /* LU, then LDL^T (its pivot arrays), on the same symmetric pattern */
+        canopy_status st = numeric_factorize(&F, &S, &A, k < 6 ? CANOPY_FACT_LU : CANOPY_FACT_LDLT, 1e-8, &err);
         canopy_alloc_fail_after(-1);
         if (st == CANOPY_SUCCESS) {
             numeric_free(&F);
