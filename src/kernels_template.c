@@ -42,56 +42,6 @@ static inline SCALAR kperturb(SCALAR p, double thr)
 
 /* ---- dense diagonal-block kernels ------------------------------------------------------- */
 
-cint KSFX(numeric_dense_ldlt)(cint n, SCALAR *A, cint lda, double thr, SCALAR *work)
-{
-    cint count = 0;
-    for (cint kb = 0; kb < n; kb += KNB) {
-        cint bs = CANOPY_MIN(KNB, n - kb);
-        SCALAR *Akk = A + kb + (size_t)kb * lda;
-        /* unblocked right-looking LDL^T of the bs x bs block, lower triangle only */
-        for (cint i = 0; i < bs; i++) {
-            SCALAR *ci = Akk + (size_t)i * lda;
-            SCALAR d = ci[i];
-            if (K_ABS(d) < thr) {
-                d = kperturb(d, thr);
-                ci[i] = d;
-                count++;
-            }
-            SCALAR inv = K_ONE / d;
-            /* a_rc -= a_ri * a_ci / d with the column not yet scaled */
-            for (cint c = i + 1; c < bs; c++) {
-                SCALAR lc = ci[c] * inv;
-                SCALAR *cc = Akk + (size_t)c * lda;
-                for (cint r = c; r < bs; r++) cc[r] -= ci[r] * lc;
-            }
-            for (cint r = i + 1; r < bs; r++) ci[r] *= inv;
-        }
-        cint m2 = n - kb - bs;
-        if (m2 == 0) break;
-        /* rows below: X = A21 L11^-T = L21 D (kept in work as W), then L21 = X D^-1 */
-        SCALAR *A21 = Akk + bs;
-        K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m2, (int)bs,
-               K_BS(K_ONE), Akk, (int)lda, A21, (int)lda);
-        for (cint c = 0; c < bs; c++) {
-            SCALAR *col = A21 + (size_t)c * lda;
-            SCALAR *wc = work + (size_t)c * m2;
-            SCALAR inv = K_ONE / Akk[c + (size_t)c * lda];
-            for (cint r = 0; r < m2; r++) {
-                wc[r] = col[r];
-                col[r] *= inv;
-            }
-        }
-        /* trailing lower part A22 -= L21 W^T, block column by block column (lower only) */
-        for (cint jb = 0; jb < m2; jb += KNB) {
-            cint js = CANOPY_MIN(KNB, m2 - jb);
-            K_GEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)(m2 - jb), (int)js, (int)bs,
-                   K_BS(K_MONE), A21 + jb, (int)lda, work + jb, (int)m2, K_BS(K_ONE),
-                   A21 + jb + (size_t)(bs + jb) * lda, (int)lda);
-        }
-    }
-    return count;
-}
-
 static inline void kswap_rows(SCALAR *A, cint lda, cint r1, cint r2, cint c0, cint c1)
 {
     for (cint c = c0; c < c1; c++) {
@@ -99,6 +49,176 @@ static inline void kswap_rows(SCALAR *A, cint lda, cint r1, cint r2, cint c0, ci
         A[r1 + (size_t)c * lda] = A[r2 + (size_t)c * lda];
         A[r2 + (size_t)c * lda] = t;
     }
+}
+
+/*
+ * Symmetric pivoting inside the diagonal block: Bunch-Kaufman partial pivoting with 1x1 and 2x2
+ * pivots (J. R. Bunch and L. Kaufman, "Some stable methods for calculating inertia and solving
+ * symmetric linear systems", Math. Comp. 31, 1977), in the blocked form of LAPACK's dsytrf/dlasyf.
+ * alpha = (1 + sqrt(17)) / 8 minimizes the bound on element growth per step.
+ */
+#define KBK_ALPHA 0.64038820320220756872
+
+/* y[0:m] -= A[0:m, 0:kw] * x where x has stride incx: the left-looking update of one column by
+ * the columns already factored in the current sub-block. A GEMM with one column (x read as a
+ * 1 x kw row) keeps to the template's BLAS macros and measured faster than a plain loop. */
+static inline void kcol_update(cint m, cint kw, const SCALAR *A, cint lda, const SCALAR *x, cint incx,
+                               SCALAR *y)
+{
+    if (kw == 0 || m == 0) return;
+    K_GEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, 1, (int)kw, K_BS(K_MONE), A, (int)lda, x, (int)incx,
+           K_BS(K_ONE), y, (int)m);
+}
+
+/* Index (0-based, first on ties) and modulus of the largest entry of x[0:m]; m > 0. */
+static inline cint kiamax(cint m, const SCALAR *x, double *amax)
+{
+    cint imax = 0;
+    double best = K_ABS(x[0]);
+    for (cint i = 1; i < m; i++) {
+        double a = K_ABS(x[i]);
+        if (a > best) {
+            best = a;
+            imax = i;
+        }
+    }
+    *amax = best;
+    return imax;
+}
+
+/*
+ * Coefficients of (x1, x2) -> (x1, x2) D^-1 for a 2x2 pivot D = [[a b][b c]] (symmetric, not
+ * Hermitian): x1' = d21 (d11 x1 - x2), x2' = d21 (d22 x2 - x1). Scaled by b as dsytrf does, so
+ * nothing overflows when the off-diagonal entry dominates (it always does for a BK 2x2 pivot).
+ */
+static inline void kdinv2(SCALAR a, SCALAR b, SCALAR c, SCALAR *d11, SCALAR *d22, SCALAR *d21)
+{
+    SCALAR e11 = c / b, e22 = a / b;
+    SCALAR t = K_ONE / (e11 * e22 - K_ONE);
+    *d11 = e11;
+    *d22 = e22;
+    *d21 = t / b;
+}
+
+/* A 2x2 pivot is usable when its smaller singular value, at least |det| / (2 max|entry|), reaches
+ * the threshold. */
+static inline int k2x2_ok(SCALAR a, SCALAR b, SCALAR c, double thr)
+{
+    double m = K_ABS(a);
+    m = K_ABS(b) > m ? K_ABS(b) : m;
+    m = K_ABS(c) > m ? K_ABS(c) : m;
+    return K_ABS(a * c - b * b) >= 2 * thr * m;
+}
+
+/*
+ * In-place LDL^T with symmetric interchanges restricted to the n x n block: P A P^T = L D L^T.
+ * Sub-blocks of KNB columns are factored left-looking (each column is brought up to date by a
+ * matrix-vector product with the sub-block's finished columns, so that the pivot search sees the
+ * true trailing values), then the trailing lower part gets one GEMM per KNB column block, as in
+ * dlasyf. A sub-block whose last column starts a 2x2 pivot ends one column later (KNB + 1):
+ * @p work has n * min(n, KNB + 1) scalars and holds W = L D for the sub-block's columns.
+ * Every interchange is applied to all earlier columns, so L is in plain permuted form (not LAPACK's
+ * product of interleaved permutations).
+ */
+cint KSFX(numeric_dense_ldlt)(cint n, SCALAR *A, cint lda, cint *ipiv, SCALAR *dsub, double thr, SCALAR *work)
+{
+#define KA(i, j) A[(i) + (size_t)(j) * lda]
+#define KW(i, j) W[(i) + (size_t)(j) * n]
+    SCALAR *W = work;
+    cint count = 0;
+    for (cint kb = 0; kb < n;) {
+        cint k = kb;
+        while (k < n && k - kb < KNB) {
+            cint kw = k - kb, kstep = 1, kp = k, m = n - k;
+            int perturb = 0;
+            /* W(k:n, kw) = column k brought up to date by this sub-block's columns */
+            memcpy(&KW(k, kw), &KA(k, k), (size_t)m * sizeof(SCALAR));
+            kcol_update(m, kw, &KA(k, kb), lda, &KW(k, 0), n, &KW(k, kw));
+            double absakk = K_ABS(KW(k, kw)), colmax = 0;
+            cint imax = k;
+            if (m > 1) imax = k + 1 + kiamax(m - 1, &KW(k + 1, kw), &colmax);
+            if (absakk < thr && colmax < thr) {
+                /* nothing usable in this column inside the block: static pivoting, no interchange */
+                perturb = 1;
+            } else if (!(absakk >= KBK_ALPHA * colmax && absakk >= thr)) {
+                /* W(k:n, kw+1) = column imax brought up to date (row imax left of the diagonal) */
+                SCALAR *wi = &KW(0, kw + 1);
+                for (cint c2 = k; c2 < imax; c2++) wi[c2] = KA(imax, c2);
+                memcpy(wi + imax, &KA(imax, imax), (size_t)(n - imax) * sizeof(SCALAR));
+                kcol_update(m, kw, &KA(k, kb), lda, &KW(imax, 0), n, wi + k);
+                double rowmax = 0, r2 = 0;
+                if (imax > k) (void)kiamax(imax - k, wi + k, &rowmax);
+                if (imax + 1 < n) (void)kiamax(n - imax - 1, wi + imax + 1, &r2);
+                rowmax = r2 > rowmax ? r2 : rowmax; /* >= colmax > 0 */
+                double absarr = K_ABS(wi[imax]);
+                /* Bunch-Kaufman's tests, each 1x1 choice also required to clear the threshold */
+                int bk_1x1_k = absakk >= KBK_ALPHA * colmax * (colmax / rowmax);
+                int bk_1x1_r = absarr >= KBK_ALPHA * rowmax;
+                if (bk_1x1_k && absakk >= thr) {
+                    kp = k;
+                } else if (bk_1x1_r && absarr >= thr) {
+                    kp = imax;
+                    memcpy(&KW(k, kw), wi + k, (size_t)m * sizeof(SCALAR));
+                } else if ((!bk_1x1_k && !bk_1x1_r) ||
+                           k2x2_ok(KW(k, kw), KW(imax, kw), wi[imax], thr)) {
+                    /* the 2x2 pivot BK asks for (its determinant is at least (1 - alpha^2) colmax^2),
+                     * or the one that replaces a 1x1 pivot below the threshold */
+                    kp = imax;
+                    kstep = 2;
+                } else {
+                    perturb = 1;
+                }
+            }
+            /* kk <-> kp symmetrically; kk = k (1x1) or k + 1 (2x2). Columns k (and k + 1) are
+             * rewritten from W below, so only column kp needs the old values of column kk. */
+            cint kk = k + kstep - 1;
+            if (kp != kk) {
+                KA(kp, kp) = KA(kk, kk);
+                for (cint c2 = kk + 1; c2 < kp; c2++) KA(kp, c2) = KA(c2, kk);
+                for (cint r = kp + 1; r < n; r++) KA(r, kp) = KA(r, kk);
+                kswap_rows(A, lda, kk, kp, 0, k);
+                kswap_rows(W, n, kk, kp, 0, kk - kb + 1);
+            }
+            if (kstep == 1) {
+                if (perturb || K_ABS(KW(k, kw)) < thr) {
+                    KW(k, kw) = kperturb(KW(k, kw), thr);
+                    count++;
+                }
+                memcpy(&KA(k, k), &KW(k, kw), (size_t)m * sizeof(SCALAR));
+                SCALAR inv = K_ONE / KA(k, k);
+                for (cint r = k + 1; r < n; r++) KA(r, k) *= inv;
+                ipiv[k] = kp;
+                dsub[k] = K_ZERO;
+            } else {
+                SCALAR d11, d22, d21;
+                kdinv2(KW(k, kw), KW(k + 1, kw), KW(k + 1, kw + 1), &d11, &d22, &d21);
+                for (cint r = k + 2; r < n; r++) {
+                    SCALAR x1 = KW(r, kw), x2 = KW(r, kw + 1);
+                    KA(r, k) = d21 * (d11 * x1 - x2);
+                    KA(r, k + 1) = d21 * (d22 * x2 - x1);
+                }
+                KA(k, k) = KW(k, kw);
+                KA(k + 1, k + 1) = KW(k + 1, kw + 1);
+                dsub[k] = KW(k + 1, kw);
+                dsub[k + 1] = K_ZERO;
+                KA(k + 1, k) = K_ZERO; /* L is unit lower with L(k+1, k) = 0 inside a 2x2 pivot */
+                ipiv[k] = -1;
+                ipiv[k + 1] = kp;
+            }
+            k += kstep;
+        }
+        /* trailing lower part A22 -= L21 W^T, block column by block column */
+        cint nb = k - kb;
+        for (cint jb = k; jb < n; jb += KNB) {
+            cint js = CANOPY_MIN(KNB, n - jb);
+            K_GEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)(n - jb), (int)js, (int)nb, K_BS(K_MONE),
+                   &KA(jb, kb), (int)lda, &KW(jb, 0), (int)n, K_BS(K_ONE), &KA(jb, jb), (int)lda);
+        }
+        kb = k;
+    }
+    return count;
+#undef KA
+#undef KW
 }
 
 cint KSFX(numeric_dense_lu)(cint n, SCALAR *A, cint lda, cint *ipiv, double thr)
@@ -160,6 +280,7 @@ typedef struct kctx {
     canopy_factorization kind;
     SCALAR *L, *U;
     cint *ipiv;
+    SCALAR *dsub;
     double thr;
 } kctx;
 
@@ -184,22 +305,52 @@ static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
                    K_BS(K_ONE), P, (int)st, P + w, (int)st);
         break;
     }
-    case CANOPY_FACT_LDLT:
-        count = KSFX(numeric_dense_ldlt)(w, P, st, c->thr, W);
+    case CANOPY_FACT_LDLT: {
+        cint *ipiv = c->ipiv + fcol;
+        SCALAR *dsub = c->dsub + fcol;
+        count = KSFX(numeric_dense_ldlt)(w, P, st, ipiv, dsub, c->thr, W);
         if (m > 0) {
+            SCALAR *X = P + w;
+            /* the block's symmetric interchanges are column interchanges of the rows below it */
+            for (cint j = 0; j < w; j++)
+                if (ipiv[j] >= 0 && ipiv[j] != j) {
+                    SCALAR *a = X + (size_t)j * st, *b = X + (size_t)ipiv[j] * st;
+                    for (cint r = 0; r < m; r++) {
+                        SCALAR t = a[r];
+                        a[r] = b[r];
+                        b[r] = t;
+                    }
+                }
+            /* X = A_off P^T L^-T = L_off D: kept as W for the updates, then L_off = X D^-1 */
             K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w,
-                   K_BS(K_ONE), P, (int)st, P + w, (int)st);
-            for (cint j = 0; j < w; j++) {
-                SCALAR *col = P + w + (size_t)j * st;
+                   K_BS(K_ONE), P, (int)st, X, (int)st);
+            for (cint j = 0; j < w;) {
+                SCALAR *col = X + (size_t)j * st;
                 SCALAR *wc = W + (size_t)j * m;
-                SCALAR inv = K_ONE / P[j + (size_t)j * st];
-                for (cint r = 0; r < m; r++) {
-                    wc[r] = col[r];
-                    col[r] *= inv;
+                if (ipiv[j] < 0) {
+                    SCALAR d11, d22, d21;
+                    kdinv2(P[j + (size_t)j * st], dsub[j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
+                    SCALAR *col2 = col + st, *wc2 = wc + m;
+                    for (cint r = 0; r < m; r++) {
+                        SCALAR x1 = col[r], x2 = col2[r];
+                        wc[r] = x1;
+                        wc2[r] = x2;
+                        col[r] = d21 * (d11 * x1 - x2);
+                        col2[r] = d21 * (d22 * x2 - x1);
+                    }
+                    j += 2;
+                } else {
+                    SCALAR inv = K_ONE / P[j + (size_t)j * st];
+                    for (cint r = 0; r < m; r++) {
+                        wc[r] = col[r];
+                        col[r] *= inv;
+                    }
+                    j++;
                 }
             }
         }
         break;
+    }
     default: { /* LU */
         cint *ipiv = c->ipiv + fcol;
         count = KSFX(numeric_dense_lu)(w, P, st, ipiv, c->thr);
@@ -345,7 +496,7 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, const SCALAR *W, 
 canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_err *err)
 {
     const symbolic *S = F->S;
-    kctx c = {S, F->kind, F->L, F->U, F->ipiv, F->threshold};
+    kctx c = {S, F->kind, F->L, F->U, F->ipiv, F->dsub, F->threshold};
     int64_t ncoef = S->cblk_coef[S->ncblk];
     /* assembly through the entry map: no search, no allocation */
     memset(c.L, 0, (size_t)ncoef * sizeof(SCALAR));
@@ -410,10 +561,11 @@ canopy_status KSFX(numeric_solve)(const numeric *F, cint nrhs, SCALAR *b, cint l
         cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
         const SCALAR *P = L + S->cblk_coef[k];
         SCALAR *ys = y + fcol;
-        if (kind == CANOPY_FACT_LU) {
+        if (kind != CANOPY_FACT_LLT) {
+            /* the cblk's interchanges, in order (LDL^T marks a 2x2 pivot's first column with -1) */
             const cint *ipiv = F->ipiv + fcol;
             for (cint j = 0; j < w; j++)
-                if (ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
+                if (ipiv[j] >= 0 && ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
         }
         K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans,
                kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit, (int)w, (int)nrhs, K_BS(K_ONE), P,
@@ -430,15 +582,32 @@ canopy_status KSFX(numeric_solve)(const numeric *F, cint nrhs, SCALAR *b, cint l
             }
         }
     }
-    if (kind == CANOPY_FACT_LDLT)
+    if (kind == CANOPY_FACT_LDLT) {
+        /* z <- D^-1 z with D block diagonal (1x1 and 2x2 pivots, never across cblks) */
+        const SCALAR *dsub = F->dsub;
         for (cint k = 0; k < S->ncblk; k++) {
             cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
             const SCALAR *P = L + S->cblk_coef[k];
-            for (cint j = 0; j < w; j++) {
-                SCALAR inv = K_ONE / P[j + (size_t)j * st];
-                for (cint r = 0; r < nrhs; r++) y[fcol + j + (size_t)r * n] *= inv;
+            const cint *ipiv = F->ipiv + fcol;
+            for (cint j = 0; j < w;) {
+                if (ipiv[j] < 0) {
+                    SCALAR d11, d22, d21;
+                    kdinv2(P[j + (size_t)j * st], dsub[fcol + j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
+                    for (cint r = 0; r < nrhs; r++) {
+                        SCALAR *yj = y + fcol + j + (size_t)r * n;
+                        SCALAR x1 = yj[0], x2 = yj[1];
+                        yj[0] = d21 * (d11 * x1 - x2);
+                        yj[1] = d21 * (d22 * x2 - x1);
+                    }
+                    j += 2;
+                } else {
+                    SCALAR inv = K_ONE / P[j + (size_t)j * st];
+                    for (cint r = 0; r < nrhs; r++) y[fcol + j + (size_t)r * n] *= inv;
+                    j++;
+                }
             }
         }
+    }
 
     /* backward: L^T x = z (LL^T, LDL^T) or U x = z (LU), in reverse cblk order */
     for (cint k = S->ncblk - 1; k >= 0; k--) {
@@ -462,6 +631,12 @@ canopy_status KSFX(numeric_solve)(const numeric *F, cint nrhs, SCALAR *b, cint l
             K_TRSM(CblasColMajor, CblasLeft, CblasLower, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans,
                    kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit, (int)w, (int)nrhs, K_BS(K_ONE), P,
                    (int)st, ys, (int)n);
+        if (kind == CANOPY_FACT_LDLT) {
+            /* undo the cblk's symmetric interchanges, last first */
+            const cint *ipiv = F->ipiv + fcol;
+            for (cint j = w - 1; j >= 0; j--)
+                if (ipiv[j] >= 0 && ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
+        }
     }
 
     for (cint r = 0; r < nrhs; r++)

@@ -47,6 +47,7 @@ void numeric_free(numeric *F)
     canopy_free(F->amap);
     canopy_free(F->work);
     canopy_free(F->ipiv);
+    canopy_free(F->dsub);
     memset(F, 0, sizeof *F);
 }
 
@@ -58,6 +59,7 @@ size_t numeric_bytes(const numeric *F)
     bytes += (size_t)F->amap_nnz * sizeof(int64_t);
     bytes += F->work_scalars * F->scalar_bytes;
     if (F->ipiv) bytes += (size_t)F->S->n * sizeof(cint);
+    if (F->dsub) bytes += (size_t)F->S->n * F->scalar_bytes;
     return bytes;
 }
 
@@ -133,14 +135,17 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     F->work_scalars = S->max_update_buf + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
     F->L = canopy_calloc(ncoef ? ncoef : 1, F->scalar_bytes, "factor L", err);
-    if (kind == CANOPY_FACT_LU) {
+    if (kind == CANOPY_FACT_LU)
         F->U = canopy_calloc(ncoef ? ncoef : 1, F->scalar_bytes, "factor U", err);
+    if (kind != CANOPY_FACT_LLT)
         F->ipiv = canopy_alloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
-    }
+    if (kind == CANOPY_FACT_LDLT)
+        F->dsub = canopy_calloc((size_t)S->n + 1, F->scalar_bytes, "2x2 pivots", err);
     F->amap_nnz = matrix_nnz(A);
     F->amap = canopy_alloc((size_t)F->amap_nnz + 1, sizeof(int64_t), "entry map", err);
     F->work = canopy_alloc(F->work_scalars, F->scalar_bytes, "update buffer", err);
-    if (!F->L || !F->amap || !F->work || (kind == CANOPY_FACT_LU && (!F->U || !F->ipiv)))
+    if (!F->L || !F->amap || !F->work || (kind == CANOPY_FACT_LU && !F->U) ||
+        (kind != CANOPY_FACT_LLT && !F->ipiv) || (kind == CANOPY_FACT_LDLT && !F->dsub))
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     return build_amap(F, A, err);
 }

@@ -1,8 +1,9 @@
 /*
  * Supernodal factorization and solve (src/numeric.c, src/kernels_template.c) against dense
  * LAPACK solves: every kind (LL^T, LDL^T, LU), identity and random orderings, several column
- * partitions, nrhs 1 and 3 with ldb > n; errors, perturbation, refactorization; a performance
- * print on a 3D Laplacian.
+ * partitions, nrhs 1 and 3 with ldb > n; saddle-point (KKT) matrices solved by LDL^T with 2x2
+ * pivots and no perturbation; errors, perturbation, refactorization; a performance print on a 3D
+ * Laplacian.
  */
 #include "testutil.h"
 #include "numeric.h"
@@ -311,9 +312,157 @@ START_TEST(lu_interchanges_inside_block)
 }
 END_TEST
 
+/*
+ * Sparse KKT-like matrix [[H B^T][B 0]] with nc constraints on nh >= nc variables, in an order
+ * that puts constraint c right before its variable: local pairs (2i, 2i+1) are (constraint,
+ * variable), pairs shuffled as units; the nh - nc free variables come last. Each constraint has
+ * a strong entry (5..6) on its own variable and weak ones on two others; H is sparse, its
+ * diagonal small (0.5..1) on constrained variables, so Bunch-Kaufman needs 2x2 pivots there, and
+ * strong (8..9) on free ones. Every constraint row has a structurally zero diagonal.
+ */
+static void kkt_matrix(cint nc, cint nh, uint64_t seed, canopy_csc *A)
+{
+    cint n = nc + nh;
+    uint64_t st = seed * 7 + 3;
+    /* position of variable v and of constraint c in the final order */
+    cint *npair = malloc((size_t)nc * sizeof *npair), *posv = malloc((size_t)nh * sizeof *posv);
+    random_perm(nc, seed, npair);
+    for (cint c = 0; c < nc; c++) posv[c] = 2 * npair[c] + 1;
+    for (cint v = nc; v < nh; v++) posv[v] = nc + v;
+    double *D = calloc((size_t)n * n, sizeof *D);
+#define KKT_SET(i, j, x) (D[(size_t)(j) * n + (i)] = D[(size_t)(i) * n + (j)] = (x))
+    for (cint v = 0; v < nh; v++) {
+        D[(size_t)posv[v] * n + posv[v]] = (v < nc ? 0.5 : 8.0) + testutil_uniform(&st) * (v < nc ? 0.5 : 1.0);
+        for (int e = 0; e < 2; e++) {
+            cint u = (cint)(testutil_rand(&st) % (uint64_t)nh);
+            if (u != v) KKT_SET(posv[u], posv[v], 2 * testutil_uniform(&st) - 1);
+        }
+    }
+    for (cint c = 0; c < nc; c++) {
+        cint pc = 2 * npair[c];
+        KKT_SET(pc, posv[c], 5.0 + testutil_uniform(&st));
+        for (int e = 0; e < 2; e++) {
+            cint u = (cint)(testutil_rand(&st) % (uint64_t)nh);
+            if (u != c) KKT_SET(pc, posv[u], 2 * testutil_uniform(&st) - 1);
+        }
+    }
+#undef KKT_SET
+    cint nnz = 0;
+    for (size_t k = 0; k < (size_t)n * n; k++) nnz += D[k] != 0;
+    A->n = n;
+    A->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "colptr", NULL);
+    A->rowind = canopy_alloc((size_t)nnz + 1, sizeof(cint), "rowind", NULL);
+    double *v = canopy_alloc((size_t)nnz + 1, sizeof(double), "values", NULL);
+    A->values = v;
+    A->base = 0;
+    A->arith = CANOPY_REAL;
+    A->kind = CANOPY_KIND_SYMMETRIC;
+    A->triangle = CANOPY_TRIANGLE_BOTH;
+    cint p = 0;
+    for (cint j = 0; j < n; j++) {
+        A->colptr[j] = p;
+        for (cint i = 0; i < n; i++)
+            if (D[(size_t)j * n + i] != 0) {
+                A->rowind[p] = i;
+                v[p++] = D[(size_t)j * n + i];
+            }
+    }
+    A->colptr[n] = p;
+    free(D);
+    free(npair);
+    free(posv);
+}
+
+/* Column partition of even widths (2 .. 2 * maxpairs): a (variable, constraint) pair is never cut. */
+static void analyse_pairs(const canopy_csc *A, cint maxpairs, uint64_t seed, symbolic *S)
+{
+    cint n = A->n;
+    canopy_err err = {0};
+    canopy_csc G, Gp;
+    ck_assert_int_eq(matrix_graph(A, &G, &err), CANOPY_SUCCESS);
+    memset(S, 0, sizeof *S);
+    S->perm = canopy_alloc((size_t)n + 1, sizeof(cint), "perm", NULL);
+    S->iperm = canopy_alloc((size_t)n + 1, sizeof(cint), "iperm", NULL);
+    for (cint i = 0; i < n; i++) S->perm[i] = S->iperm[i] = i;
+    ck_assert_int_eq(symbolic_permute_graph(&G, S->perm, S->iperm, &Gp, &err), CANOPY_SUCCESS);
+    cint *part = malloc(((size_t)n + 1) * sizeof(cint));
+    cint np = 0;
+    uint64_t st = seed * 13 + 1;
+    part[0] = 0;
+    for (cint c = 0; c < n;) {
+        c += 2 * (1 + (cint)(testutil_rand(&st) % (uint64_t)maxpairs));
+        part[++np] = c < n ? c : n;
+    }
+    ck_assert_int_eq(symbolic_build_blocks(&Gp, np, part, S, &err), CANOPY_SUCCESS);
+    free(part);
+    matrix_free(&G);
+    matrix_free(&Gp);
+}
+
+/* Saddle-point matrices: with every saddle pair inside one cblk, the symmetric pivoting of the
+ * diagonal blocks needs no perturbation, whatever the cblk widths (2 up to beyond 64). */
+START_TEST(ldlt_kkt_no_perturbation)
+{
+    const cint maxpairs[4] = {1, 4, 40, 100000};
+    for (int t = 0; t < 8; t++) {
+        canopy_csc A;
+        cint nc = 30 + 25 * t, nh = nc + 7 * t;
+        kkt_matrix(nc, nh, 100 + (uint64_t)t, &A);
+        symbolic S;
+        analyse_pairs(&A, maxpairs[t % 4], (uint64_t)t, &S);
+        numeric F = {0};
+        canopy_err err = {0};
+        canopy_status st = numeric_factorize(&F, &S, &A, CANOPY_FACT_LDLT, 1e-8, &err);
+        ck_assert_msg(st == CANOPY_SUCCESS, "KKT %d: status %d, %lld perturbed", t, (int)st, (long long)F.perturbed);
+        ck_assert_int_eq(F.perturbed, 0);
+        int twos = 0;
+        for (cint j = 0; j < A.n; j++) twos += F.ipiv[j] < 0;
+        ck_assert_msg(twos > 0, "KKT %d: no 2x2 pivot", t);
+        check_solution(&A, &F, 1, (uint64_t)t, 1e-9);
+        check_solution(&A, &F, 3, (uint64_t)t + 50, 1e-9);
+        /* refactorization with new values reuses the pivot arrays */
+        cint *ipiv = F.ipiv;
+        void *dsub = F.dsub;
+        double *v = A.values;
+        for (cint p = 0; p < A.colptr[A.n]; p++) v[p] *= -1.5;
+        ck_assert_int_eq(numeric_factorize(&F, &S, &A, CANOPY_FACT_LDLT, 1e-8, &err), CANOPY_SUCCESS);
+        ck_assert_ptr_eq(F.ipiv, ipiv);
+        ck_assert_ptr_eq(F.dsub, dsub);
+        check_solution(&A, &F, 2, (uint64_t)t + 9, 1e-9);
+        numeric_free(&F);
+        symbolic_free(&S);
+        matrix_free(&A);
+    }
+}
+END_TEST
+
+/* Pairs cut by the partition (1-column cblks): a constraint's zero diagonal entry has no partner
+ * inside its cblk, so static pivoting perturbs it (unless earlier updates filled it in), and the
+ * solve stays finite. */
+START_TEST(ldlt_kkt_split_pairs)
+{
+    canopy_csc A;
+    kkt_matrix(20, 25, 7, &A);
+    symbolic S;
+    analyse(&A, NULL, PART_SINGLE, 1, &S);
+    numeric F = {0};
+    canopy_err err = {0};
+    ck_assert_int_eq(numeric_factorize(&F, &S, &A, CANOPY_FACT_LDLT, 1e-8, &err), CANOPY_WARN_PIVOTS_PERTURBED);
+    ck_assert(F.perturbed > 0 && F.perturbed <= 20);
+    double x[45];
+    for (int i = 0; i < 45; i++) x[i] = 1;
+    ck_assert_int_eq(numeric_solve(&F, 1, x, 45, &err), CANOPY_SUCCESS);
+    for (int i = 0; i < 45; i++) ck_assert(isfinite(x[i]));
+    numeric_free(&F);
+    symbolic_free(&S);
+    matrix_free(&A);
+}
+END_TEST
+
 START_TEST(perturbation_warning)
 {
-    /* LDL^T: zero first pivot (identity order) -> exactly one perturbation */
+    /* LDL^T: zero first pivot (identity order) -> exactly one perturbation when the first cblk is
+     * one column wide; a wider first cblk interchanges it with a later column instead */
     canopy_csc A;
     testutil_random_matrix(25, 3, CANOPY_KIND_SYMMETRIC, 1, 77, &A);
     double *v = A.values;
@@ -324,9 +473,13 @@ START_TEST(perturbation_warning)
         analyse(&A, NULL, part, 3, &S);
         numeric F = {0};
         canopy_err err = {0};
-        ck_assert_int_eq(numeric_factorize(&F, &S, &A, CANOPY_FACT_LDLT, 1e-8, &err), CANOPY_WARN_PIVOTS_PERTURBED);
-        ck_assert_int_eq(F.perturbed, 1);
+        int single = S.cblk_fcol[1] == 1;
+        ck_assert(single || part != PART_SINGLE);
+        ck_assert_int_eq(numeric_factorize(&F, &S, &A, CANOPY_FACT_LDLT, 1e-8, &err),
+                         single ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS);
+        ck_assert_int_eq(F.perturbed, single ? 1 : 0);
         ck_assert_int_eq(err.status, CANOPY_SUCCESS); /* a warning leaves the error record alone */
+        if (!single) check_solution(&A, &F, 2, 3, 1e-9);
         numeric_free(&F);
         symbolic_free(&S);
     }
@@ -458,12 +611,13 @@ START_TEST(allocation_failures)
     testutil_random_matrix(30, 3, CANOPY_KIND_GENERAL, 1, 4, &A);
     symbolic S;
     analyse(&A, NULL, PART_RANDOM, 2, &S);
-    for (long k = 0; k < 6; k++) {
+    for (long k = 0; k < 12; k++) {
         numeric F = {0};
         canopy_err err = {0};
         size_t before = canopy_mem_current();
-        canopy_alloc_fail_after(k);
-        canopy_status st = numeric_factorize(&F, &S, &A, CANOPY_FACT_LU, 1e-8, &err);
+        canopy_alloc_fail_after(k % 6);
+        /* LU, then LDL^T (its pivot arrays), on the same symmetric pattern */
+        canopy_status st = numeric_factorize(&F, &S, &A, k < 6 ? CANOPY_FACT_LU : CANOPY_FACT_LDLT, 1e-8, &err);
         canopy_alloc_fail_after(-1);
         if (st == CANOPY_SUCCESS) {
             numeric_free(&F);
@@ -567,6 +721,8 @@ int main(void)
     tcase_add_test(tc, wide_blocks);
     tcase_add_test(tc, not_spd_names_column);
     tcase_add_test(tc, lu_interchanges_inside_block);
+    tcase_add_test(tc, ldlt_kkt_no_perturbation);
+    tcase_add_test(tc, ldlt_kkt_split_pairs);
     tcase_add_test(tc, perturbation_warning);
     tcase_add_test(tc, refactorization);
     tcase_add_test(tc, argument_errors);
