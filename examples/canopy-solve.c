@@ -1,1 +1,405 @@
-int main(void) { return 0; }
+/*
+ * canopy-solve: the command-line driver. Reads a matrix (or builds a model problem), solves
+ * A x = b with b = A * ones so the exact solution is known, refines, and reports backward and
+ * forward errors, nnz(L), flops, time per phase and GFlop/s (text or --json).
+ * Uses the public API only, as an application would.
+ */
+#include <canopy.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cli {
+    canopy_options opts;
+    int nrhs, repeat, json, stencil;
+    int kind_override; /* -1: as read */
+    const char *file;
+    long lap[3];       /* --laplacian NXxNYxNZ */
+    long helm[2];      /* --helmholtz NXxNY */
+    int have_lap, have_helm;
+} cli;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: canopy-solve [options] [FILE.mtx[.gz] | FILE.rb | --laplacian NX[xNY[xNZ]] | --helmholtz N[xM]]\n"
+            "Without an input, solves the built-in 3D Laplacian 50x50x50 and the Helmholtz problem 500x500.\n"
+            "Right-hand side b = A*ones (the exact solution is all ones).\n\n"
+            "input:\n"
+            "  --laplacian NX[xNY[xNZ]]  Laplacian (5-point in 2D, 7-point in 3D; --stencil 27)\n"
+            "  --helmholtz N[xM]         Helmholtz-type model problem on an N x M grid\n"
+            "  --stencil 5|7|27          stencil of --laplacian\n"
+            "  --kind spd|symmetric|general  override the kind of a file (a symmetric file is read as\n"
+            "                            'symmetric' and factorized LDL^T unless --kind spd)\n"
+            "solve:\n"
+            "  --nrhs K                  right-hand sides (default 1)\n"
+            "  --refine N                refinement steps at most (default 10)\n"
+            "  --refine-tolerance T      target backward error (default 1e-14)\n"
+            "  --repeat R                factorize R times and report each\n"
+            "  --json                    one JSON object per problem on stdout\n"
+            "runtime options (also CANOPY_<NAME> in the environment):\n"
+            "  --threads N  --bind none|core|LIST  --numa local|global|interleave\n"
+            "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
+            "  --factorization auto|llt|ldlt|lu  --ordering scotch|natural  --scaling auto|none|equilibrate|matching\n"
+            "  --pivot-threshold X  --amalgamation 0|1  --amalgamation-fill X  --split N\n"
+            "  --trace FILE  --verbose 0..3\n"
+            "  --help, --version\n");
+}
+
+static int parse_dims(const char *s, long *d, int maxd)
+{
+    int k = 0;
+    const char *p = s;
+    while (k < maxd) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < 1) return -1;
+        d[k++] = v;
+        if (*end == '\0') return k;
+        if (*end != 'x' && *end != 'X') return -1;
+        p = end + 1;
+    }
+    return -1;
+}
+
+static int parse_int_arg(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* returns 0 ok, 1 exit success (help), 2 usage error */
+static int parse_args(int argc, char **argv, cli *c, int rank)
+{
+    canopy_options_default(&c->opts);
+    char msg[512];
+    if (canopy_options_from_env(&c->opts, msg, sizeof msg) != CANOPY_SUCCESS) {
+        if (rank == 0) fprintf(stderr, "canopy-solve: %s\n", msg);
+        return 2;
+    }
+    c->nrhs = 1;
+    c->repeat = 1;
+    c->stencil = 0;
+    c->kind_override = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            if (rank == 0) usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "--version")) {
+            if (rank == 0) printf("canopy-solve %s\n", CANOPY_VERSION_STRING);
+            return 1;
+        } else if (!strcmp(a, "--json")) {
+            c->json = 1;
+        } else if (strncmp(a, "--", 2) == 0) {
+            if (v == NULL) {
+                if (rank == 0) fprintf(stderr, "canopy-solve: option %s needs a value\n", a);
+                return 2;
+            }
+            const char *name = a + 2;
+            int bad = 0;
+            if (!strcmp(name, "laplacian")) {
+                long d[3] = {1, 1, 1};
+                int k = parse_dims(v, d, 3);
+                bad = k < 1;
+                if (k == 1) d[1] = d[2] = d[0];
+                memcpy(c->lap, d, sizeof d);
+                if (k == 2) c->lap[2] = 1;
+                c->have_lap = 1;
+            } else if (!strcmp(name, "helmholtz")) {
+                long d[2] = {1, 1};
+                int k = parse_dims(v, d, 2);
+                bad = k < 1;
+                if (k == 1) d[1] = d[0];
+                memcpy(c->helm, d, sizeof d);
+                c->have_helm = 1;
+            } else if (!strcmp(name, "stencil")) {
+                bad = parse_int_arg(v, 5, 27, &c->stencil) || (c->stencil != 5 && c->stencil != 7 && c->stencil != 27);
+            } else if (!strcmp(name, "nrhs")) {
+                bad = parse_int_arg(v, 1, 100000, &c->nrhs);
+            } else if (!strcmp(name, "repeat")) {
+                bad = parse_int_arg(v, 1, 100000, &c->repeat);
+            } else if (!strcmp(name, "kind")) {
+                if (!strcmp(v, "spd")) c->kind_override = CANOPY_KIND_SPD;
+                else if (!strcmp(v, "symmetric")) c->kind_override = CANOPY_KIND_SYMMETRIC;
+                else if (!strcmp(v, "general")) c->kind_override = CANOPY_KIND_GENERAL;
+                else bad = 1;
+            } else if (canopy_options_set(&c->opts, name, v, msg, sizeof msg) != CANOPY_SUCCESS) {
+                if (rank == 0) fprintf(stderr, "canopy-solve: %s\n", msg);
+                return 2;
+            }
+            if (bad) {
+                if (rank == 0) fprintf(stderr, "canopy-solve: invalid value '%s' for %s\n", v, a);
+                return 2;
+            }
+            i++;
+        } else if (c->file == NULL) {
+            c->file = a;
+        } else {
+            if (rank == 0) fprintf(stderr, "canopy-solve: more than one input file given\n");
+            return 2;
+        }
+    }
+    if (!!c->file + c->have_lap + c->have_helm > 1) {
+        if (rank == 0) fprintf(stderr, "canopy-solve: give one input: a file, --laplacian or --helmholtz\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* y = A x for a matrix as read: one stored triangle of a symmetric kind is mirrored. */
+static void spmv(const canopy_csc *A, const double *x, double *y)
+{
+    const double *v = A->values;
+    int mirror = A->kind != CANOPY_KIND_GENERAL && A->triangle != CANOPY_TRIANGLE_BOTH;
+    for (canopy_int i = 0; i < A->n; i++) y[i] = 0;
+    for (canopy_int j = 0; j < A->n; j++)
+        for (canopy_int p = A->colptr[j] - A->base; p < A->colptr[j + 1] - A->base; p++) {
+            canopy_int i = A->rowind[p] - A->base;
+            y[i] += v[p] * x[j];
+            if (mirror && i != j) y[j] += v[p] * x[i];
+        }
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+static void json_num(const char *key, double v, int last)
+{
+    if (isfinite(v)) printf("\"%s\": %.6g%s", key, v, last ? "" : ", ");
+    else printf("\"%s\": null%s", key, last ? "" : ", ");
+}
+
+/* Solve one problem; returns the process exit code contribution (0 ok, 1 error). */
+static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc *A, int rank)
+{
+    canopy_solver *s = NULL;
+    canopy_status st = canopy_create(comm, &c->opts, &s);
+    if (st < 0) {
+        if (rank == 0) fprintf(stderr, "canopy-solve: %s: cannot create solver: %s\n", name, canopy_strerror(st));
+        return 1;
+    }
+    double *b = NULL, *x = NULL;
+    int n = rank == 0 ? (int)A->n : 0;
+    double *ftimes = calloc((size_t)c->repeat, sizeof *ftimes);
+    canopy_status fst = CANOPY_SUCCESS, rst = CANOPY_SUCCESS;
+    const char *stage = "set_matrix";
+    st = canopy_set_matrix(s, rank == 0 ? A : NULL);
+    if (st >= 0) {
+        stage = "analyze";
+        st = canopy_analyze(s);
+    }
+    for (int r = 0; st >= 0 && r < c->repeat; r++) {
+        stage = "factorize";
+        st = fst = canopy_factorize(s);
+        canopy_stats tmp;
+        canopy_get_stats(s, &tmp);
+        if (ftimes) ftimes[r] = tmp.time_factorize;
+        if (!c->json && rank == 0 && c->repeat > 1 && st >= 0)
+            printf("  factorization %d: %.3f s, %.2f GFlop/s\n", r + 1, tmp.time_factorize, tmp.gflops_factorize);
+    }
+    double ferr = NAN;
+    if (st >= 0) {
+        size_t len = (size_t)n * (size_t)c->nrhs;
+        if (rank == 0) {
+            b = malloc((len ? len : 1) * sizeof *b);
+            x = malloc((len ? len : 1) * sizeof *x);
+            double *ones = malloc(((size_t)n + 1) * sizeof *ones);
+            if (!b || !x || !ones) {
+                fprintf(stderr, "canopy-solve: out of memory for the right-hand sides\n");
+                MPI_Abort(comm, 1); /* the driver, not the library: nothing sensible to continue with */
+            }
+            for (int i = 0; i < n; i++) ones[i] = 1.0;
+            spmv(A, ones, b);
+            for (int k = 1; k < c->nrhs; k++) memcpy(b + (size_t)k * n, b, (size_t)n * sizeof *b);
+            memcpy(x, b, len * sizeof *b);
+            free(ones);
+        }
+        stage = "solve";
+        st = canopy_solve(s, c->nrhs, x, n);
+        if (st >= 0 && c->opts.refine_max_iter > 0) {
+            stage = "refine";
+            st = rst = canopy_refine(s, c->nrhs, b, n, x, n);
+        }
+        if (st >= 0 && rank == 0) {
+            ferr = 0;
+            for (size_t i = 0; i < len; i++) ferr = fmax(ferr, fabs(x[i] - 1.0));
+        }
+    }
+    canopy_stats S;
+    canopy_get_stats(s, &S);
+    if (c->opts.refine_max_iter == 0 && st >= 0 && rank == 0) {
+        /* no refinement asked: still report the backward error of the plain solve */
+        double *r = malloc(((size_t)n + 1) * sizeof *r), an = 0, rn = 0, xn = 0, bn = 0;
+        spmv(A, x, r);
+        for (int i = 0; i < n; i++) {
+            rn = fmax(rn, fabs(b[i] - r[i]));
+            xn = fmax(xn, fabs(x[i]));
+            bn = fmax(bn, fabs(b[i]));
+        }
+        double *rs = calloc((size_t)n + 1, sizeof *rs);
+        const double *v = A->values;
+        int mirror = A->kind != CANOPY_KIND_GENERAL && A->triangle != CANOPY_TRIANGLE_BOTH;
+        for (canopy_int j = 0; j < A->n; j++)
+            for (canopy_int p = A->colptr[j] - A->base; p < A->colptr[j + 1] - A->base; p++) {
+                canopy_int i = A->rowind[p] - A->base;
+                rs[i] += fabs(v[p]);
+                if (mirror && i != j) rs[j] += fabs(v[p]);
+            }
+        for (int i = 0; i < n; i++) an = fmax(an, rs[i]);
+        S.backward_error = rn / (an * xn + bn);
+        free(r);
+        free(rs);
+    }
+    int code = st < 0 ? 1 : 0;
+    if (rank == 0) {
+        if (st < 0) fprintf(stderr, "canopy-solve: %s: %s failed: %s (%s)\n", name, stage, canopy_strerror(st),
+                            canopy_last_error(s));
+        else if (fst > 0) fprintf(stderr, "canopy-solve: %s: %s\n", name, canopy_last_error(s));
+        if (st >= 0 && rst > 0) fprintf(stderr, "canopy-solve: %s: %s\n", name, canopy_strerror(rst));
+        if (c->json) {
+            printf("{\"matrix\": ");
+            json_string(name);
+            printf(", \"n\": %lld, \"nnz\": %lld, \"nnz_factor\": %lld, ", (long long)S.n, (long long)S.nnz,
+                   (long long)S.nnz_factor);
+            json_num("flops", S.flops, 0);
+            json_num("time_order", S.time_order, 0);
+            json_num("time_symbolic", S.time_symbolic, 0);
+            json_num("time_analyze", S.time_analyze, 0);
+            json_num("time_factorize", S.time_factorize, 0);
+            printf("\"time_factorize_runs\": [");
+            for (int r = 0; r < c->repeat; r++) printf("%s%.6g", r ? ", " : "", ftimes ? ftimes[r] : 0.0);
+            printf("], ");
+            json_num("time_solve", S.time_solve, 0);
+            json_num("time_refine", S.time_refine, 0);
+            json_num("gflops_factorize", S.gflops_factorize, 0);
+            json_num("backward_error", st < 0 ? NAN : S.backward_error, 0);
+            json_num("forward_error", ferr, 0);
+            printf("\"refinement_steps\": %d, \"perturbed_pivots\": %lld, \"peak_memory_bytes\": %zu, "
+                   "\"factor_bytes\": %zu, \"ncblk\": %lld, \"nrhs\": %d, \"ranks\": %d, \"threads_per_rank\": %d, "
+                   "\"factorization\": \"%s\", \"status\": %d, \"status_text\": ",
+                   S.refinement_steps, (long long)S.perturbed_pivots, S.peak_memory_bytes, S.factor_bytes,
+                   (long long)S.ncblk, c->nrhs, S.ranks, S.threads_per_rank, canopy_factorization_name(S.factorization),
+                   (int)st);
+            json_string(st < 0 ? canopy_last_error(s) : canopy_strerror(st));
+            printf("}\n");
+        } else {
+            printf("%s\n", name);
+            printf("  n = %lld, nnz(A) = %lld, factorization %s, %d rank(s) x %d thread(s)\n", (long long)S.n,
+                   (long long)S.nnz, canopy_factorization_name(S.factorization), S.ranks, S.threads_per_rank);
+            if (st >= 0 || S.nnz_factor > 0)
+                printf("  nnz(L) = %lld, flops = %.3e, column blocks = %lld\n", (long long)S.nnz_factor, S.flops,
+                       (long long)S.ncblk);
+            if (st >= 0) {
+                printf("  time: analyze %.3f s (ordering %.3f, symbolic %.3f), factorize %.3f s, solve %.3f s, refine %.3f s\n",
+                       S.time_analyze, S.time_order, S.time_symbolic, S.time_factorize, S.time_solve, S.time_refine);
+                printf("  factorization speed %.2f GFlop/s, perturbed pivots %lld\n", S.gflops_factorize,
+                       (long long)S.perturbed_pivots);
+                printf("  backward error %.3e after %d refinement step(s), forward error %.3e\n", S.backward_error,
+                       S.refinement_steps, ferr);
+                printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,
+                       S.factor_bytes / 1048576.0);
+            }
+        }
+        fflush(stdout);
+    }
+    free(b);
+    free(x);
+    free(ftimes);
+    canopy_destroy(&s);
+    return code;
+}
+
+/* Build or read the matrix on rank 0; the outcome is shared so all ranks agree. */
+static int load(const cli *c, int which, canopy_csc *A, char *name, size_t nlen, int rank, MPI_Comm comm)
+{
+    canopy_status st = CANOPY_SUCCESS;
+    char msg[1800] = "";
+    if (rank == 0) {
+        memset(A, 0, sizeof *A);
+        if (which == 0 && c->file) {
+            st = canopy_read_matrix(c->file, A, msg, sizeof msg);
+            snprintf(name, nlen, "%s", c->file);
+            if (st == CANOPY_SUCCESS && c->kind_override >= 0) {
+                if (c->kind_override != CANOPY_KIND_GENERAL && A->kind == CANOPY_KIND_GENERAL) {
+                    /* a symmetric matrix stored in full as 'general' (Harwell-Boeing RUA, say) */
+                    A->triangle = CANOPY_TRIANGLE_BOTH;
+                }
+                if (c->kind_override == CANOPY_KIND_GENERAL && A->kind != CANOPY_KIND_GENERAL &&
+                    A->triangle != CANOPY_TRIANGLE_BOTH) {
+                    snprintf(msg, sizeof msg, "--kind general: a symmetric file stores one triangle; use --factorization lu instead");
+                    st = CANOPY_ERR_ARGUMENT;
+                } else {
+                    A->kind = (canopy_matrix_kind)c->kind_override;
+                }
+            }
+        } else if (which == 0 && c->have_lap) {
+            int stencil = c->stencil ? c->stencil : (c->lap[2] == 1 ? 5 : 7);
+            st = canopy_generate_laplacian((canopy_int)c->lap[0], (canopy_int)c->lap[1], (canopy_int)c->lap[2], stencil, A);
+            snprintf(name, nlen, "laplacian %ldx%ldx%ld (%d-point)", c->lap[0], c->lap[1], c->lap[2], stencil);
+        } else if ((which == 0 && c->have_helm) || which == 1) {
+            long nx = c->have_helm ? c->helm[0] : 500, ny = c->have_helm ? c->helm[1] : 500;
+            st = canopy_generate_helmholtz((canopy_int)nx, (canopy_int)ny, A);
+            snprintf(name, nlen, "helmholtz %ldx%ld", nx, ny);
+        } else {
+            st = canopy_generate_laplacian(50, 50, 50, 7, A);
+            snprintf(name, nlen, "laplacian 50x50x50 (7-point)");
+        }
+        if (st < 0 && msg[0] == '\0') snprintf(msg, sizeof msg, "%s: %s", name, canopy_strerror(st));
+        if (st == CANOPY_SUCCESS && A->arith == CANOPY_PATTERN) {
+            snprintf(msg, sizeof msg, "%s: pattern-only matrix: there are no values to factorize", name);
+            st = CANOPY_ERR_MATRIX;
+        }
+    }
+    int ist = (int)st;
+    MPI_Bcast(&ist, 1, MPI_INT, 0, comm);
+    if (ist < 0 && rank == 0) fprintf(stderr, "canopy-solve: %s\n", msg);
+    return ist < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    cli c;
+    memset(&c, 0, sizeof c);
+    int code = parse_args(argc, argv, &c, rank);
+    if (code != 0) {
+        MPI_Finalize();
+        return code == 1 ? 0 : 2;
+    }
+    int problems = (c.file || c.have_lap || c.have_helm) ? 1 : 2;
+    int failed = 0;
+    for (int p = 0; p < problems; p++) {
+        canopy_csc A;
+        char name[1100];
+        memset(&A, 0, sizeof A);
+        if (load(&c, p, &A, name, sizeof name, rank, MPI_COMM_WORLD)) {
+            failed = 1;
+            break;
+        }
+        failed |= run_problem(&c, MPI_COMM_WORLD, name, &A, rank);
+        if (rank == 0) canopy_csc_free(&A);
+    }
+    MPI_Finalize();
+    return failed;
+}

@@ -1,1 +1,449 @@
-#include "common.h"
+/*
+ * Public entry points and the phase driver: argument and phase checks, the order of the phases,
+ * timing and statistics, and the agreement of every outcome across ranks (comm/agree.c).
+ * This release computes on rank 0; the other ranks take part in every collective call so that
+ * the application code is already the one it will be with distributed factorization.
+ */
+#include "solver.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "comm/agree.h"
+#include "matrix.h"
+#include "numa/topology.h"
+#include "options.h"
+#include "order.h"
+#include "refine.h"
+
+static const char *const error_text[] = {
+    [0] = "success",
+    [-CANOPY_ERR_ARGUMENT] = "invalid argument",
+    [-CANOPY_ERR_NOMEM] = "out of memory",
+    [-CANOPY_ERR_IO] = "cannot read file",
+    [-CANOPY_ERR_FORMAT] = "malformed file",
+    [-CANOPY_ERR_MATRIX] = "invalid matrix",
+    [-CANOPY_ERR_SINGULAR] = "matrix is singular",
+    [-CANOPY_ERR_NOT_SPD] = "matrix is not positive definite",
+    [-CANOPY_ERR_PHASE] = "call out of order",
+    [-CANOPY_ERR_UNSUPPORTED] = "not supported by this build",
+    [-CANOPY_ERR_TOO_LARGE] = "problem too large for the index type",
+    [-CANOPY_ERR_MPI] = "MPI error",
+    [-CANOPY_ERR_ORDERING] = "ordering failed",
+    [-CANOPY_ERR_INTERNAL] = "internal error",
+};
+
+static const char *const warning_text[] = {
+    [CANOPY_WARN_PIVOTS_PERTURBED] = "warning: tiny pivots were perturbed (static pivoting)",
+    [CANOPY_WARN_NOT_CONVERGED] = "warning: iterative refinement did not reach the tolerance",
+};
+
+CANOPY_EXPORT const char *canopy_strerror(canopy_status st)
+{
+    int c = (int)st;
+    if (c <= 0 && -c < (int)(sizeof error_text / sizeof *error_text) && error_text[-c]) return error_text[-c];
+    if (c > 0 && c < (int)(sizeof warning_text / sizeof *warning_text) && warning_text[c]) return warning_text[c];
+    return "unknown status code";
+}
+
+CANOPY_EXPORT const char *canopy_factorization_name(canopy_factorization f)
+{
+    switch (f) {
+    case CANOPY_FACT_AUTO: return "auto";
+    case CANOPY_FACT_LLT: return "llt";
+    case CANOPY_FACT_LDLT: return "ldlt";
+    case CANOPY_FACT_LU: return "lu";
+    }
+    return "unknown";
+}
+
+CANOPY_EXPORT const char *canopy_last_error(const canopy_solver *s)
+{
+    if (s == NULL) return "no solver (NULL handle)";
+    return s->err.msg;
+}
+
+static void say(const canopy_solver *s, int level, const char *fmt, ...) CANOPY_PRINTF(3, 4);
+static void say(const canopy_solver *s, int level, const char *fmt, ...)
+{
+    if (s->rank != 0 || s->opts.verbose < level) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("canopy: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* End of every collective call: agree on the outcome, share rank 0's statistics. */
+static canopy_status finish(canopy_solver *s)
+{
+    canopy_status st = comm_agree(s->comm, &s->err);
+    if (s->nranks > 1) MPI_Bcast(&s->stats, (int)sizeof s->stats, MPI_BYTE, 0, s->comm);
+    if (st < 0) say(s, 1, "%s", s->err.msg);
+    return st;
+}
+
+static void note_memory(canopy_solver *s)
+{
+    size_t peak = canopy_mem_peak();
+    size_t used = peak > s->mem_base ? peak - s->mem_base : 0;
+    if (used > s->stats.peak_memory_bytes) s->stats.peak_memory_bytes = used;
+}
+
+/* A phase may only run after its predecessor; the phase is the same on every rank. */
+static bool phase_ok(canopy_solver *s, solver_phase need, const char *call, const char *before)
+{
+    if (s->phase >= need) return true;
+    canopy_err_set(&s->err, CANOPY_ERR_PHASE, "%s called before %s", call, before);
+    return false;
+}
+
+static void free_analysis(canopy_solver *s)
+{
+    numeric_free(&s->F);
+    symbolic_free(&s->S);
+    scaling_free(&s->sc);
+    matrix_free(&s->As);
+}
+
+static void free_matrix(canopy_solver *s)
+{
+    free_analysis(s);
+    matrix_free(&s->A);
+    matrix_free(&s->layout);
+    canopy_free(s->user_perm);
+    s->user_perm = NULL;
+}
+
+CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *opts, canopy_solver **out)
+{
+    if (out == NULL) return CANOPY_ERR_ARGUMENT;
+    *out = NULL;
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (!inited || finalized) return CANOPY_ERR_MPI; /* nothing to agree with: MPI is not running */
+    if (comm == MPI_COMM_NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err err = {0};
+    canopy_solver *s = canopy_calloc(1, sizeof *s, "solver", &err);
+    int ok = s != NULL, all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (!all_ok) {
+        canopy_free(s);
+        return CANOPY_ERR_NOMEM;
+    }
+    s->mem_base = canopy_mem_current();
+    canopy_mem_reset_peak();
+    if (MPI_Comm_dup(comm, &s->comm) != MPI_SUCCESS) {
+        canopy_free(s);
+        return CANOPY_ERR_MPI;
+    }
+    MPI_Comm_rank(s->comm, &s->rank);
+    MPI_Comm_size(s->comm, &s->nranks);
+    *out = s;
+    if (opts) {
+        s->opts = *opts;
+    } else {
+        canopy_options_default(&s->opts);
+        char msg[256] = "";
+        if (canopy_options_from_env(&s->opts, msg, sizeof msg) != CANOPY_SUCCESS)
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s", msg);
+    }
+    options_validate(&s->opts, &s->err);
+    s->stats.ranks = s->nranks;
+    s->stats.threads_per_rank = 1;
+    if (s->err.status == CANOPY_SUCCESS && s->rank == 0 && s->opts.threads > 1) {
+        int machine = 1, allowed = 1;
+        canopy_err terr = {0};
+        if (numa_count_cores(&machine, &allowed, &terr) == CANOPY_SUCCESS)
+            say(s, 1, "%d threads asked (%d usable cores of %d): this release runs one worker per rank",
+                s->opts.threads, allowed, machine);
+    }
+    canopy_status st = finish(s);
+    if (st < 0) {
+        MPI_Comm_free(&s->comm);
+        canopy_free(s);
+        *out = NULL;
+    }
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **ps)
+{
+    if (ps == NULL || *ps == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_solver *s = *ps;
+    free_matrix(s);
+    MPI_Comm_free(&s->comm);
+    canopy_free(s);
+    *ps = NULL;
+    return CANOPY_SUCCESS;
+}
+
+/* Keep the user's pattern for canopy_update_values (values are re-read in the same layout). */
+static canopy_status keep_layout(canopy_solver *s, const canopy_csc *A)
+{
+    canopy_csc L = *A;
+    L.values = NULL;
+    int64_t nnz = (int64_t)A->colptr[A->n] - A->base;
+    s->layout = L;
+    s->layout.colptr = canopy_alloc((size_t)A->n + 1, sizeof(cint), "pattern copy", &s->err);
+    s->layout.rowind = canopy_alloc((size_t)(nnz > 0 ? nnz : 1), sizeof(cint), "pattern copy", &s->err);
+    if (!s->layout.colptr || !s->layout.rowind) return s->err.status;
+    memcpy(s->layout.colptr, A->colptr, ((size_t)A->n + 1) * sizeof(cint));
+    memcpy(s->layout.rowind, A->rowind, (size_t)nnz * sizeof(cint));
+    return CANOPY_SUCCESS;
+}
+
+CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc *A)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    free_matrix(s);
+    s->phase = PHASE_CREATED;
+    if (s->rank == 0) {
+        if (A == NULL) {
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_set_matrix: NULL matrix on rank 0");
+        } else if (A->arith == CANOPY_PATTERN || A->values == NULL) {
+            canopy_err_set(&s->err, CANOPY_ERR_MATRIX, "canopy_set_matrix: the matrix has no values (pattern only)");
+        } else if (A->arith == CANOPY_COMPLEX) {
+            canopy_err_set(&s->err, CANOPY_ERR_UNSUPPORTED,
+                           "complex matrices are read but not factorized yet: complex arithmetic comes next");
+        } else if (matrix_import(A, &s->A, &s->err) == CANOPY_SUCCESS) {
+            keep_layout(s, A);
+        }
+        if (s->err.status == CANOPY_SUCCESS) {
+            s->stats.n = s->A.n;
+            s->stats.nnz = matrix_nnz(&s->A);
+        }
+    }
+    note_memory(s);
+    canopy_status st = finish(s);
+    if (st >= 0) s->phase = PHASE_MATRIX;
+    else free_matrix(s);
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canopy_int *perm)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    if (phase_ok(s, PHASE_MATRIX, "canopy_set_permutation", "canopy_set_matrix") && s->rank == 0) {
+        if (perm == NULL) {
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_set_permutation: NULL permutation");
+        } else if (!order_is_permutation(s->A.n, perm)) {
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                           "canopy_set_permutation: not a permutation of 0..%" CINT_FMT, s->A.n - 1);
+        } else {
+            canopy_free(s->user_perm);
+            s->user_perm = canopy_alloc((size_t)s->A.n, sizeof(cint), "user permutation", &s->err);
+            if (s->user_perm) memcpy(s->user_perm, perm, (size_t)s->A.n * sizeof(cint));
+        }
+    }
+    return finish(s);
+}
+
+/* The factorization a kind of matrix gets, or an error for impossible requests. */
+static canopy_status choose_factorization(canopy_solver *s)
+{
+    canopy_matrix_kind k = s->A.kind;
+    bool sym = k != CANOPY_KIND_GENERAL;
+    switch (s->opts.factorization) {
+    case CANOPY_FACT_AUTO:
+        s->fact = k == CANOPY_KIND_SPD ? CANOPY_FACT_LLT : sym ? CANOPY_FACT_LDLT : CANOPY_FACT_LU;
+        break;
+    case CANOPY_FACT_LLT:
+    case CANOPY_FACT_LDLT:
+        if (!sym)
+            return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                                  "factorization %s needs a symmetric matrix; this one was given as general (use lu)",
+                                  canopy_factorization_name(s->opts.factorization));
+        s->fact = s->opts.factorization;
+        break;
+    case CANOPY_FACT_LU:
+        s->fact = CANOPY_FACT_LU;
+        break;
+    }
+    return CANOPY_SUCCESS;
+}
+
+static canopy_status analyze_rank0(canopy_solver *s)
+{
+    double t0 = canopy_wtime();
+    if (choose_factorization(s) != CANOPY_SUCCESS) return s->err.status;
+    if (s->opts.ordering == CANOPY_ORDER_USER && s->user_perm == NULL)
+        return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                              "ordering=user but no permutation was given (canopy_set_permutation)");
+    /* LU keeps the freedom of an unsymmetric scaling and matching even for symmetric input */
+    canopy_matrix_kind skind = s->fact == CANOPY_FACT_LU ? CANOPY_KIND_GENERAL : s->A.kind;
+    if (scaling_compute(&s->A, s->opts.scaling, skind, &s->sc, &s->err) != CANOPY_SUCCESS) return s->err.status;
+    if (scaling_apply(&s->A, &s->sc, &s->As, &s->err) != CANOPY_SUCCESS) return s->err.status;
+
+    canopy_csc G = {0};
+    cint *perm = NULL, *iperm = NULL;
+    double t1 = canopy_wtime();
+    if (matrix_graph(&s->As, &G, &s->err) == CANOPY_SUCCESS) {
+        perm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
+        iperm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
+        if (perm && iperm) order_compute(&G, s->opts.ordering, s->user_perm, perm, iperm, &s->err);
+    }
+    double t2 = canopy_wtime();
+    if (s->err.status == CANOPY_SUCCESS) {
+        symbolic_opts so = {.amalgamation = s->opts.amalgamation,
+                            .amalgamation_fill = s->opts.amalgamation_fill,
+                            .split_size = s->opts.split_size};
+        symbolic_analyze(&G, perm, &so, &s->S, &s->err);
+    }
+    double t3 = canopy_wtime();
+    matrix_free(&G);
+    canopy_free(perm);
+    canopy_free(iperm);
+    if (s->err.status != CANOPY_SUCCESS) return s->err.status;
+
+    canopy_stats *st = &s->stats;
+    st->time_order = t2 - t1;
+    st->time_symbolic = t3 - t2;
+    st->time_analyze = t3 - t0;
+    st->ncblk = s->S.ncblk;
+    st->nblok = s->S.nblok;
+    st->factorization = s->fact;
+    st->nnz_factor = s->fact == CANOPY_FACT_LU ? 2 * s->S.nnz_l - s->S.n : s->S.nnz_l;
+    st->flops = s->fact == CANOPY_FACT_LU ? s->S.flops_lu : s->S.flops_llt;
+    say(s, 1, "analyze: n=%" PRId64 " nnz=%" PRId64 " nnz(L)=%" PRId64 " flops=%.3g cblks=%" PRId64
+        " order %.3fs symbolic %.3fs", st->n, st->nnz, st->nnz_factor, st->flops, st->ncblk, st->time_order,
+        st->time_symbolic);
+    return CANOPY_SUCCESS;
+}
+
+CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix") && s->rank == 0) {
+        free_analysis(s);
+        analyze_rank0(s);
+    }
+    note_memory(s);
+    canopy_status st = finish(s);
+    if (st >= 0) s->phase = PHASE_ANALYZED;
+    else if (s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *values)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    if (phase_ok(s, PHASE_MATRIX, "canopy_update_values", "canopy_set_matrix") && s->rank == 0) {
+        if (values == NULL)
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_update_values: NULL values on rank 0");
+        else if (matrix_update_values(&s->layout, values, &s->A, &s->err) == CANOPY_SUCCESS &&
+                 s->phase >= PHASE_ANALYZED)
+            scaling_apply(&s->A, &s->sc, &s->As, &s->err); /* the scaling of the analysis is kept */
+    }
+    canopy_status st = finish(s);
+    /* new values need a new factorization; an error leaves the old values' analysis usable only
+     * after canopy_set_matrix */
+    if (s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED;
+    if (st < 0 && s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
+    return st;
+}
+
+static canopy_status factorize_rank0(canopy_solver *s)
+{
+    double t0 = canopy_wtime();
+    s->abs_max = matrix_abs_max(&s->As);
+    if (!(s->abs_max > 0))
+        return canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
+    double threshold = s->opts.pivot_threshold * s->abs_max;
+    canopy_status st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
+    if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
+        /* documented fallback: a matrix declared SPD that is not gets LDL^T with static pivoting */
+        say(s, 1, "%s; falling back to LDL^T", s->err.msg);
+        canopy_err_clear(&s->err);
+        numeric_free(&s->F);
+        s->fact = CANOPY_FACT_LDLT;
+        st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
+    }
+    if (st < 0) return st;
+    if (st > 0) canopy_err_set(&s->err, st, "%" PRId64 " pivots smaller than %.3g were perturbed",
+                               s->F.perturbed, threshold);
+    canopy_stats *sts = &s->stats;
+    sts->time_factorize = canopy_wtime() - t0;
+    sts->factorization = s->fact;
+    sts->perturbed_pivots = s->F.perturbed;
+    sts->flops = s->F.flops;
+    sts->gflops_factorize = sts->time_factorize > 0 ? s->F.flops / sts->time_factorize * 1e-9 : 0;
+    sts->factor_bytes = numeric_bytes(&s->F);
+    say(s, 1, "factorize (%s): %.3fs, %.2f GFlop/s, %" PRId64 " perturbed pivots", canopy_factorization_name(s->fact),
+        sts->time_factorize, sts->gflops_factorize, sts->perturbed_pivots);
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    if (phase_ok(s, PHASE_ANALYZED, "canopy_factorize", "canopy_analyze") && s->rank == 0) factorize_rank0(s);
+    note_memory(s);
+    canopy_status st = finish(s);
+    if (st >= 0) s->phase = PHASE_FACTORIZED;
+    else if (s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED;
+    return st;
+}
+
+static bool rhs_ok(canopy_solver *s, const char *call, cint nrhs, const void *b, cint ldb, const char *name)
+{
+    if (nrhs < 0) {
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: nrhs = %" CINT_FMT " is negative", call, nrhs);
+        return false;
+    }
+    if (nrhs > 0 && b == NULL) {
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: %s is NULL on rank 0", call, name);
+        return false;
+    }
+    if (nrhs > 0 && ldb < s->A.n) {
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: leading dimension of %s = %" CINT_FMT " < n = %" CINT_FMT,
+                       call, name, ldb, s->A.n);
+        return false;
+    }
+    return true;
+}
+
+CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    if (phase_ok(s, PHASE_FACTORIZED, "canopy_solve", "canopy_factorize") && s->rank == 0 &&
+        rhs_ok(s, "canopy_solve", nrhs, b, ldb, "b") && nrhs > 0) {
+        double t0 = canopy_wtime();
+        refine_apply_inverse(s, nrhs, b, ldb);
+        s->stats.time_solve = canopy_wtime() - t0;
+    }
+    note_memory(s);
+    return finish(s);
+}
+
+CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb,
+                                          void *x, canopy_int ldx)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    if (phase_ok(s, PHASE_FACTORIZED, "canopy_refine", "canopy_factorize") && s->rank == 0 &&
+        rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") && rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") && nrhs > 0) {
+        double t0 = canopy_wtime();
+        refine_run(s, nrhs, b, ldb, x, ldx);
+        s->stats.time_refine = canopy_wtime() - t0;
+    }
+    note_memory(s);
+    return finish(s);
+}
+
+CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *s, canopy_stats *stats)
+{
+    if (s == NULL || stats == NULL) return CANOPY_ERR_ARGUMENT;
+    *stats = s->stats;
+    return CANOPY_SUCCESS;
+}

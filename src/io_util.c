@@ -7,3 +7,5 @@ const char *io_next_line(io_reader *r, canopy_err *err) { (void)r; (void)err; re
 long io_line_number(const io_reader *r) { (void)r; return 0; }
 const char *io_path(const io_reader *r) { (void)r; return ""; }
 void io_close(io_reader *r) { (void)r; }
+CANOPY_EXPORT canopy_status canopy_read_matrix(const char *path, canopy_csc *A, char *msg, size_t msglen)
+{ (void)path; (void)A; (void)msg; (void)msglen; return CANOPY_ERR_UNSUPPORTED; }

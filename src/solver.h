@@ -1,5 +1,41 @@
-/* The solver handle (opaque to users): phase state, matrix copies, analysis, factors, stats. */
+/*
+ * The solver handle behind the opaque canopy_solver: phase state, the copies of the matrix, the
+ * analysis, the factors and the statistics. Only src/api.c and src/refine.c see it.
+ */
 #ifndef CANOPY_SOLVER_H
 #define CANOPY_SOLVER_H
+
+#include <mpi.h>
 #include "common.h"
+#include "numeric.h"
+#include "scaling.h"
+#include "symbolic.h"
+
+typedef enum solver_phase {
+    PHASE_CREATED = 0,
+    PHASE_MATRIX = 1,     /* matrix given */
+    PHASE_ANALYZED = 2,   /* ordering + symbolic done, values may have changed */
+    PHASE_FACTORIZED = 3
+} solver_phase;
+
+struct canopy_solver {
+    MPI_Comm comm;
+    int rank, nranks;
+    canopy_options opts;
+    solver_phase phase;
+    /* Everything below lives on rank 0 only: this release factorizes on one rank. */
+    canopy_csc layout;          /* the user's pattern as given (values NULL), for update_values */
+    canopy_csc A;               /* internal form: base 0, sorted, full storage */
+    canopy_csc As;              /* scaled (and row-permuted) matrix that is factorized */
+    cint *user_perm;            /* with CANOPY_ORDER_USER */
+    scaling sc;
+    symbolic S;
+    numeric F;
+    canopy_factorization fact;  /* the factorization in use (never AUTO after analysis) */
+    double abs_max;             /* max |As_ij|, the pivot threshold's scale */
+    canopy_stats stats;
+    canopy_err err;             /* last failure, agreed across ranks */
+    size_t mem_base;            /* canopy_mem_current() when the solver was created */
+};
+
 #endif

@@ -1,2 +1,63 @@
 #!/bin/sh
-exit 77
+# canopy-solve end to end: usage errors exit 2, bad input exits 1 with a message, the built-in
+# problems solve to a backward error <= 1e-12, --json has the documented keys, --repeat and
+# --nrhs work, and two MPI ranks give the same answer as one.
+bin=${top_builddir:-.}/canopy-solve
+data=${top_srcdir:-.}/tests/data
+fails=0
+t() { # description, expected exit code, command...
+    d=$1; want=$2; shift 2
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        echo "FAIL: $d: exit $rc, expected $want"; printf '%s\n' "$out" | head -20; fails=$((fails + 1))
+    else
+        echo "ok: $d"
+    fi
+}
+be_ok() { # json line -> 0 if backward error <= 1e-12
+    be=$(printf '%s\n' "$1" | sed -n 's/.*"backward_error": \([^,]*\),.*/\1/p')
+    awk -v b="$be" 'BEGIN { exit !(b != "" && b != "null" && b + 0 <= 1e-12) }'
+}
+
+t "--help" 0 "$bin" --help
+t "--version" 0 "$bin" --version
+t "unknown option" 2 "$bin" --frobnicate 3
+t "bad thread count" 2 "$bin" --threads -1 --laplacian 5
+t "bad scheduler" 2 "$bin" --scheduler fast --laplacian 5
+t "bad bind list" 2 "$bin" --bind 3-1 --laplacian 5
+t "two inputs" 2 "$bin" --laplacian 5 --helmholtz 5
+t "missing file" 1 "$bin" /nonexistent/matrix.mtx
+t "bad environment" 2 env CANOPY_NUMA=far "$bin" --laplacian 5
+for f in "$data"/bad_*.mtx; do
+    [ -f "$f" ] && t "malformed $(basename "$f")" 1 "$bin" "$f"
+done
+# accepted-and-validated options of later releases
+t "threaded options accepted" 0 "$bin" --threads 2 --scheduler dynamic --numa global --bind 0,1 \
+    --comm-threads 0 --tree binary --laplacian 6x6x6
+
+for args in "--laplacian 12x12x12" "--laplacian 30x30" "--laplacian 8x8x8 --stencil 27" "--helmholtz 60" \
+            "--laplacian 10x10x10 --factorization ldlt" "--laplacian 10x10x10 --factorization lu" \
+            "--laplacian 10x10x10 --ordering natural" "--laplacian 10x10x10 --amalgamation 0" \
+            "--laplacian 10x10x10 --split 8" "--laplacian 9x9x9 --nrhs 3 --repeat 2"; do
+    # shellcheck disable=SC2086
+    j=$("$bin" --json $args 2>&1)
+    if [ $? -eq 0 ] && be_ok "$j"; then echo "ok: $args"; else echo "FAIL: $args"; echo "$j"; fails=$((fails + 1)); fi
+done
+
+j=$("$bin" --json --laplacian 10x10x10)
+for k in n nnz nnz_factor flops time_analyze time_factorize time_solve gflops_factorize backward_error \
+         forward_error refinement_steps perturbed_pivots peak_memory_bytes ranks threads_per_rank factorization status; do
+    printf '%s\n' "$j" | grep -q "\"$k\": " || { echo "FAIL: json lacks $k"; fails=$((fails + 1)); }
+done
+printf '%s\n' "$j" | grep -q '"factorization": "llt"' || { echo "FAIL: SPD Laplacian not LL^T"; fails=$((fails + 1)); }
+
+# two ranks: same nnz(L) and an accurate answer
+if [ -n "$MPIEXEC" ]; then
+    j2=$($MPIEXEC -n 2 "$bin" --json --laplacian 10x10x10 2>&1)
+    n1=$(printf '%s\n' "$j" | sed -n 's/.*"nnz_factor": \([0-9]*\),.*/\1/p')
+    n2=$(printf '%s\n' "$j2" | sed -n 's/.*"nnz_factor": \([0-9]*\),.*/\1/p')
+    if [ -n "$n1" ] && [ "$n1" = "$n2" ] && be_ok "$j2"; then echo "ok: 2 ranks"; else
+        echo "FAIL: 2 ranks"; echo "$j2"; fails=$((fails + 1)); fi
+fi
+echo "$fails failed"
+[ "$fails" -eq 0 ]

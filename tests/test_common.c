@@ -1,4 +1,124 @@
+/* Errors, checked allocation (overflow, injected failures, accounting) and option parsing. */
 #include "testutil.h"
-START_TEST(placeholder) { ck_assert_int_eq(1, 1); }
+#include "options.h"
+
+START_TEST(alloc_overflow_and_injection)
+{
+    canopy_err err = {0};
+    size_t before = canopy_mem_current();
+    void *p = canopy_alloc(SIZE_MAX / 2, 4, "huge", &err);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(err.status, CANOPY_ERR_TOO_LARGE);
+    ck_assert(strstr(err.msg, "huge") != NULL);
+    canopy_err_clear(&err);
+    canopy_alloc_fail_after(1);
+    void *a = canopy_alloc(10, 8, "first", &err);
+    void *b = canopy_alloc(10, 8, "second", &err);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_null(b);
+    ck_assert_int_eq(err.status, CANOPY_ERR_NOMEM);
+    void *c = canopy_alloc(10, 8, "third", NULL); /* injection is one-shot */
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(canopy_mem_current(), before + 160);
+    c = canopy_realloc(c, 100, 8, "grown", &err);
+    ck_assert_uint_eq(canopy_mem_current(), before + 880);
+    canopy_free(a);
+    canopy_free(c);
+    ck_assert_uint_eq(canopy_mem_current(), before);
+    ck_assert_uint_ge(canopy_mem_peak(), before + 880);
+}
 END_TEST
-int main(void) { return testutil_run_single("placeholder", placeholder); }
+
+START_TEST(first_error_wins)
+{
+    canopy_err err = {0};
+    ck_assert_int_eq(canopy_err_set(&err, CANOPY_ERR_MATRIX, "column %d", 3), CANOPY_ERR_MATRIX);
+    ck_assert_int_eq(canopy_err_set(&err, CANOPY_ERR_NOMEM, "later"), CANOPY_ERR_MATRIX);
+    ck_assert_str_eq(err.msg, "column 3");
+}
+END_TEST
+
+START_TEST(options_by_name)
+{
+    canopy_options o;
+    canopy_options_default(&o);
+    char msg[256];
+    ck_assert_int_eq(canopy_options_set(&o, "threads", "8", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(o.threads, 8);
+    ck_assert_int_eq(canopy_options_set(&o, "comm_threads", "2", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(o.comm_threads, 2);
+    ck_assert_int_eq(canopy_options_set(&o, "bind", "0,2,4-7", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(o.bind, CANOPY_BIND_LIST);
+    ck_assert_str_eq(o.bind_list, "0,2,4-7");
+    ck_assert_int_eq(canopy_options_set(&o, "bind", "7-4", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_options_set(&o, "factorization", "LDLT", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(o.factorization, CANOPY_FACT_LDLT);
+    ck_assert_int_eq(canopy_options_set(&o, "numa", "remote", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert(strstr(msg, "local") != NULL);
+    ck_assert_int_eq(canopy_options_set(&o, "pivot-threshold", "0", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_options_set(&o, "no-such-option", "1", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert(strstr(msg, "no-such-option") != NULL);
+    canopy_err err = {0};
+    ck_assert_int_eq(options_validate(&o, &err), CANOPY_SUCCESS);
+    o.comm_threads = 5;
+    ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
+    /* every documented name parses with some value */
+    for (int i = 0; options_names[i]; i++) {
+        const char *v = !strcmp(options_names[i], "bind") ? "core" : !strcmp(options_names[i], "numa") ? "local"
+                      : !strcmp(options_names[i], "scheduler") ? "static" : !strcmp(options_names[i], "tree") ? "flat"
+                      : !strcmp(options_names[i], "factorization") ? "lu" : !strcmp(options_names[i], "ordering") ? "natural"
+                      : !strcmp(options_names[i], "scaling") ? "none" : !strcmp(options_names[i], "trace") ? "t.json"
+                      : !strcmp(options_names[i], "pivot-threshold") || !strcmp(options_names[i], "refine-tolerance")
+                        || !strcmp(options_names[i], "amalgamation-fill") ? "0.5" : "1";
+        ck_assert_msg(canopy_options_set(&o, options_names[i], v, msg, sizeof msg) == CANOPY_SUCCESS, "%s: %s",
+                      options_names[i], msg);
+    }
+}
+END_TEST
+
+START_TEST(environment_overlay)
+{
+    canopy_options o;
+    canopy_options_default(&o);
+    char msg[256];
+    setenv("CANOPY_THREADS", "3", 1);
+    setenv("CANOPY_COMM_THREADS", "0", 1);
+    setenv("CANOPY_SCHEDULER", "dynamic", 1);
+    ck_assert_int_eq(canopy_options_from_env(&o, msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(o.threads, 3);
+    ck_assert_int_eq(o.comm_threads, 0);
+    ck_assert_int_eq(o.scheduler, CANOPY_SCHED_DYNAMIC);
+    setenv("CANOPY_TREE", "oak", 1);
+    ck_assert_int_eq(canopy_options_from_env(&o, msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert(strstr(msg, "CANOPY_TREE") != NULL);
+    unsetenv("CANOPY_THREADS");
+    unsetenv("CANOPY_COMM_THREADS");
+    unsetenv("CANOPY_SCHEDULER");
+    unsetenv("CANOPY_TREE");
+}
+END_TEST
+
+START_TEST(status_texts)
+{
+    for (int c = CANOPY_ERR_INTERNAL; c <= CANOPY_WARN_NOT_CONVERGED; c++) {
+        const char *t = canopy_strerror((canopy_status)c);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_str_ne(t, "unknown status code");
+    }
+    ck_assert_str_eq(canopy_strerror((canopy_status)-99), "unknown status code");
+    ck_assert_str_eq(canopy_factorization_name(CANOPY_FACT_LDLT), "ldlt");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("common");
+    TCase *tc = tcase_create("common");
+    tcase_add_test(tc, alloc_overflow_and_injection);
+    tcase_add_test(tc, first_error_wins);
+    tcase_add_test(tc, options_by_name);
+    tcase_add_test(tc, environment_overlay);
+    tcase_add_test(tc, status_texts);
+    suite_add_tcase(s, tc);
+    return testutil_run(s);
+}

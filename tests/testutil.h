@@ -5,6 +5,7 @@
 #ifndef CANOPY_TESTUTIL_H
 #define CANOPY_TESTUTIL_H
 
+#include "config.h" /* first: feature macros */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>

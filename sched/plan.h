@@ -1,3 +1,0 @@
-#ifndef CANOPY_PLAN_H
-#define CANOPY_PLAN_H
-#endif
