@@ -12,31 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-/*
- * Weak references: while Canopy is being written some entry points are missing from libcanopy.
- * The drivers still link and report "error: ... not in this libcanopy" instead of failing to
- * build, and --selftest runs without any of them.
- */
-#if defined(__GNUC__)
-#define BENCH_WEAK __attribute__((weak))
-#else
-#define BENCH_WEAK
-#endif
-extern canopy_status canopy_read_matrix(const char *, canopy_csc *, char *, size_t) BENCH_WEAK;
-extern canopy_status canopy_generate_laplacian(canopy_int, canopy_int, canopy_int, int,
-                                               canopy_csc *) BENCH_WEAK;
-extern const char *canopy_strerror(canopy_status) BENCH_WEAK;
-extern void canopy_csc_free(canopy_csc *) BENCH_WEAK;
-
-static const char *status_text(canopy_status st)
-{
-    static char buf[32];
-    if (canopy_strerror != NULL)
-        return status_text(st);
-    snprintf(buf, sizeof(buf), "status %d", (int)st);
-    return buf;
-}
-
 static void usage(const char *prog, const char *extra)
 {
     fprintf(stderr,
@@ -175,25 +150,19 @@ int bench_load(const bench_args *args, canopy_csc *A, int *own_arrays, char *msg
                 return -1;
             }
             *own_arrays = 1;
-        } else if (canopy_generate_laplacian == NULL) {
-            snprintf(msg, msglen, "canopy_generate_laplacian is not in this libcanopy");
-            return -1;
         } else {
             canopy_status st = canopy_generate_laplacian((canopy_int)d[0], (canopy_int)d[1],
                                                          (canopy_int)d[2], dims == 3 ? 7 : 5, A);
             if (st < 0) {
-                snprintf(msg, msglen, "canopy_generate_laplacian: %s", status_text(st));
+                snprintf(msg, msglen, "canopy_generate_laplacian: %s", canopy_strerror(st));
                 return -1;
             }
         }
-    } else if (canopy_read_matrix == NULL) {
-        snprintf(msg, msglen, "canopy_read_matrix is not in this libcanopy");
-        return -1;
     } else {
         canopy_status st = canopy_read_matrix(args->input, A, msg, msglen);
         if (st < 0) {
             if (msg[0] == '\0')
-                snprintf(msg, msglen, "canopy_read_matrix: %s", status_text(st));
+                snprintf(msg, msglen, "canopy_read_matrix: %s", canopy_strerror(st));
             return -1;
         }
     }
@@ -216,7 +185,7 @@ void bench_free(canopy_csc *A, int own_arrays)
         free(A->rowind);
         free(A->values);
         memset(A, 0, sizeof(*A));
-    } else if (canopy_csc_free != NULL) {
+    } else {
         canopy_csc_free(A);
     }
 }
@@ -363,6 +332,7 @@ void bench_report_print(const bench_report *r)
     put_str("status", r->status);
     put_str("factorization", r->factorization);
     put_str("ordering", r->ordering);
+    put_str("note", r->note);
     put_int("n", r->n);
     put_int("nnz", r->nnz);
     put_int("nnz_factor", r->nnz_factor);

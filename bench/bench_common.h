@@ -28,6 +28,7 @@ typedef struct bench_report {
     char ordering[64];
     char factorization[16];
     char status[600];         /**< "ok", "n/a: <reason>" or "error: <reason>" */
+    char note[160];           /**< driver-specific details (parameters changed, counts) */
     int64_t n, nnz, nnz_factor;
     double flops;
     double time_analyze, time_factorize, time_solve;

@@ -137,6 +137,10 @@ int main(int argc, char **argv)
     snprintf(rep.ordering, sizeof(rep.ordering), "%s%s", order_name(cm.method[cm.selected].ordering),
              cm.nmethods == 0 ? " (default strategy)" : "");
 
+    snprintf(rep.note, sizeof(rep.note), "CHOLMOD %d.%d.%d; %s",
+             CHOLMOD_MAIN_VERSION, CHOLMOD_SUB_VERSION, CHOLMOD_SUBSUB_VERSION,
+             L->is_super ? "supernodal" : "simplicial");
+
     t0 = bench_now();
     cholmod_l_factorize(C, L, &cm);
     rep.time_factorize = bench_now() - t0;

@@ -129,7 +129,7 @@ def command(solver, m, args):
     if solver == "canopy":
         cmd = [find_canopy_solve(), "--json", "--threads", str(args.threads)]
         if m["spd"] and m["kind"] == "file":
-            cmd += ["--factorization", "llt"]
+            cmd += ["--kind", "spd"]  # read as symmetric, factorized LL^T as CHOLMOD does
         cmd += shlex.split(os.environ.get("CANOPY_SOLVE_FLAGS", "")) + inp
         return mpirun + ["-np", str(args.ranks)] + cmd
     drv = [os.path.join(HERE, solver + "_driver"), "--label", m["label"]]
@@ -172,7 +172,8 @@ def run_one(solver, m, args):
         # canopy-solve reports its status as a code or word; anything not an error counts.
         st = rec.get("status", "ok")
         if isinstance(st, (int, float)):
-            rec["status"] = "ok" if st >= 0 else "error: status %d" % st
+            rec["status"] = ("ok" if st >= 0 else "error: %s (%d)"
+                             % (rec.get("status_text", "status"), st))
         elif rc != 0 and not str(st).startswith(("error", "n/a")):
             rec["status"] = "error: rc=%d %s" % (rc, st)
     return rec

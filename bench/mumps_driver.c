@@ -225,11 +225,21 @@ int main(int argc, char **argv)
     rep.nnz_factor = mumps_count(id.INFOG(9)); /* predicted; replaced by INFOG(29) below */
     rep.flops = id.RINFOG(1);
 
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    id.job = 2;
-    dmumps_c(&id);
-    rep.time_factorize = MPI_Wtime() - t0;
+    /* Delayed pivots can outgrow the workspace estimated at analysis (INFOG(1) = -8, -9, -14,
+     * -15, -17, -20): double the relaxation ICNTL(14) and refactorize, as the MUMPS guide advises.
+     * Only the successful attempt is timed. */
+    for (int attempt = 0;; attempt++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        id.job = 2;
+        dmumps_c(&id);
+        rep.time_factorize = MPI_Wtime() - t0;
+        int e = id.INFOG(1);
+        int workspace = e == -8 || e == -9 || e == -14 || e == -15 || e == -17 || e == -20;
+        if (!workspace || attempt == 5)
+            break;
+        id.ICNTL(14) = id.ICNTL(14) > 0 ? 2 * id.ICNTL(14) : 40;
+    }
     if (id.INFOG(1) < 0) {
         if (id.INFOG(1) == -10 || id.INFOG(1) == -6)
             snprintf(rep.status, sizeof(rep.status), "error: singular (INFOG(1)=%d)", (int)id.INFOG(1));
@@ -237,6 +247,8 @@ int main(int argc, char **argv)
             mumps_fail(&rep, "factorization", &id);
         goto finish;
     }
+    snprintf(rep.note, sizeof(rep.note), "MUMPS %s; ICNTL(14)=%d; INFOG(9) predicted factor entries %lld",
+             id.version_number, (int)id.ICNTL(14), (long long)mumps_count(id.INFOG(9)));
     rep.nnz_factor = mumps_count(id.INFOG(29));
     rep.flops = id.RINFOG(3);
     rep.perturbed_pivots = id.INFOG(25);
