@@ -254,13 +254,14 @@ def main(argv):
 
 def print_table(args, runs, peak, raw_path):
     ncore = args.threads * args.ranks
-    print("DGEMM peak, 1 thread (cblas_dgemm 2000x2000, OPENBLAS_NUM_THREADS=1): %s GFlop/s"
-          % fmt(peak, ".2f"))
-    print()
+    if not args.no_dgemm:
+        print("DGEMM peak, 1 thread (cblas_dgemm 2000x2000, OPENBLAS_NUM_THREADS=1): %s GFlop/s"
+              % fmt(peak, ".2f"))
+        print()
     print("Medians of %d run(s); Canopy with %d rank(s) x %d thread(s); CHOLMOD and MUMPS "
           "sequential, one BLAS thread. ratio = Canopy factorize time / peer factorize time "
-          "(< 1: Canopy faster). %% peak = GFlop/s / (%d x DGEMM peak)."
-          % (args.repeat, args.ranks, args.threads, ncore))
+          "(< 1: Canopy faster). %% peak = GFlop/s / (cores x DGEMM peak), cores = %d for Canopy, "
+          "1 for the peers." % (args.repeat, args.ranks, args.threads, ncore))
     print()
     head = ["solver", "matrix", "n", "nnz(L)", "flops", "analyze s", "factorize s", "solve s",
             "GFlop/s", "% peak", "backward err", "ordering", "Canopy/peer fact.", "status"]
@@ -281,7 +282,8 @@ def print_table(args, runs, peak, raw_path):
             tf = median_of(good, "time_factorize")
             fl = num(last, "flops") if good else None
             gf = fl / tf * 1e-9 if fl and tf else None
-            pct = 100.0 * gf / (ncore * peak) if gf and peak else None
+            cores = ncore if s == "canopy" else 1
+            pct = 100.0 * gf / (cores * peak) if gf and peak else None
             ratio = t_can / tf if (s != "canopy" and t_can and tf) else None
             n = num(last, "n")
             lnz = num(last, "nnz_factor") if good else None
