@@ -222,6 +222,15 @@ int main(int argc, char **argv)
         snprintf(rep.ordering, sizeof(rep.ordering), "%s (parallel analysis)", par_order_name(id.INFOG(7)));
     else
         snprintf(rep.ordering, sizeof(rep.ordering), "%s", seq_order_name(id.INFOG(7)));
+    {
+        /* Say so when MUMPS did not use what was asked (library built without it, one rank). */
+        const char *asked = args.ordering ? args.ordering : "scotch";
+        size_t len = strlen(asked);
+        if (strncmp(rep.ordering, asked, len) != 0 || (rep.ordering[len] != '\0' && rep.ordering[len] != ' ')) {
+            size_t used = strlen(rep.ordering);
+            snprintf(rep.ordering + used, sizeof(rep.ordering) - used, " (asked %s)", asked);
+        }
+    }
     rep.nnz_factor = mumps_count(id.INFOG(9)); /* predicted; replaced by INFOG(29) below */
     rep.flops = id.RINFOG(1);
 
