@@ -74,10 +74,10 @@ static int parse_grid(const char *s, long dims[3])
     int k = 0;
     const char *p = s;
     dims[0] = dims[1] = dims[2] = 1;
-    while (k < 3) {
+    for (;;) {
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 100000000L)
+        if (end == p || v < 1 || v > 100000000L || k == 3)
             return -1;
         dims[k++] = v;
         if (*end == '\0')

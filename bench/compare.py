@@ -280,16 +280,16 @@ def print_table(args, runs, peak, raw_path):
             status = "ok (%d/%d)" % (len(good), len(recs)) if good else str(last.get("status"))
             status = status.replace("|", "/")
             tf = median_of(good, "time_factorize")
-            fl = num(last, "flops") if good else None
+            fl = median_of(good, "flops")  # SCOTCH orderings differ a little run to run
             gf = fl / tf * 1e-9 if fl and tf else None
             cores = ncore if s == "canopy" else 1
             pct = 100.0 * gf / (cores * peak) if gf and peak else None
             ratio = t_can / tf if (s != "canopy" and t_can and tf) else None
             n = num(last, "n")
-            lnz = num(last, "nnz_factor") if good else None
+            lnz = median_of(good, "nnz_factor")
             row = [s, m["label"] + m.get("note", ""), fmt(n, ".0f"), fmt(lnz, ".4g"),
-                   fmt(fl, ".3g"), fmt(median_of(good, "time_analyze"), ".3f"),
-                   fmt(tf, ".3f"), fmt(median_of(good, "time_solve"), ".3f"), fmt(gf, ".2f"),
+                   fmt(fl, ".3g"), fmt(median_of(good, "time_analyze"), ".3g"),
+                   fmt(tf, ".3g"), fmt(median_of(good, "time_solve"), ".3g"), fmt(gf, ".2f"),
                    fmt(pct, ".0f"), fmt(median_of(good, "backward_error"), ".1e"),
                    str(last.get("ordering", "")) or "-",
                    fmt(ratio, ".2f") if s != "canopy" else "-", status]
