@@ -36,7 +36,7 @@ static void usage(FILE *f)
             "                            'symmetric' and factorized LDL^T unless --kind spd)\n"
             "solve:\n"
             "  --nrhs K                  right-hand sides (default 1)\n"
-            "  --refine N                refinement steps at most (default 10)\n"
+            "  --refine N                refinement steps at most (default 100)\n"
             "  --refine-tolerance T      target backward error (default 1e-14)\n"
             "  --repeat R                factorize R times and report each\n"
             "  --json                    one JSON object per problem on stdout\n"
@@ -200,6 +200,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     int n = rank == 0 ? (int)A->n : 0;
     double *ftimes = calloc((size_t)c->repeat, sizeof *ftimes);
     canopy_status fst = CANOPY_SUCCESS, rst = CANOPY_SUCCESS;
+    char fmsg[600] = ""; /* the factorization's warning, before later calls replace it */
     const char *stage = "set_matrix";
     st = canopy_set_matrix(s, rank == 0 ? A : NULL);
     if (st >= 0) {
@@ -209,6 +210,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     for (int r = 0; st >= 0 && r < c->repeat; r++) {
         stage = "factorize";
         st = fst = canopy_factorize(s);
+        if (fst > 0) snprintf(fmsg, sizeof fmsg, "%s", canopy_last_error(s));
         canopy_stats tmp;
         canopy_get_stats(s, &tmp);
         if (ftimes) ftimes[r] = tmp.time_factorize;
@@ -272,8 +274,8 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     if (rank == 0) {
         if (st < 0) fprintf(stderr, "canopy-solve: %s: %s failed: %s (%s)\n", name, stage, canopy_strerror(st),
                             canopy_last_error(s));
-        else if (fst > 0) fprintf(stderr, "canopy-solve: %s: %s\n", name, canopy_last_error(s));
-        if (st >= 0 && rst > 0) fprintf(stderr, "canopy-solve: %s: %s\n", name, canopy_strerror(rst));
+        else if (fst > 0) fprintf(stderr, "canopy-solve: %s: %s\n", name, fmsg);
+        if (st >= 0 && rst > 0) fprintf(stderr, "canopy-solve: %s: %s\n", name, canopy_last_error(s));
         if (c->json) {
             printf("{\"matrix\": ");
             json_string(name);

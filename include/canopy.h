@@ -134,11 +134,11 @@ typedef struct canopy_options {
     canopy_factorization factorization;
     canopy_ordering ordering;
     canopy_scaling scaling;
-    double pivot_threshold;       /**< |pivot| below threshold * ||A||_max is perturbed; default sqrt(eps) */
+    double pivot_threshold;       /**< |pivot| below threshold * ||A||_inf (scaled matrix) is perturbed; default sqrt(eps) */
     int amalgamation;             /**< 0 = fundamental supernodes only, 1 = relaxed (default) */
     double amalgamation_fill;     /**< extra zeros allowed in a merged supernode, as a fraction (default 0.12) */
     int split_size;               /**< widest column block before splitting (0 = no splitting) */
-    int refine_max_iter;          /**< iterative refinement steps at most (default 10) */
+    int refine_max_iter;          /**< refinement steps at most: classical steps + GMRES iterations (default 100) */
     double refine_tolerance;      /**< target backward error (default 1e-15) */
     int verbose;                  /**< 0..3, messages on stderr of rank 0 */
     char trace_file[CANOPY_PATH_MAX]; /**< empty = no trace */

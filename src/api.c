@@ -233,13 +233,17 @@ CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canop
     if (phase_ok(s, PHASE_MATRIX, "canopy_set_permutation", "canopy_set_matrix") && s->rank == 0) {
         if (perm == NULL) {
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_set_permutation: NULL permutation");
-        } else if (!order_is_permutation(s->A.n, perm)) {
-            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
-                           "canopy_set_permutation: not a permutation of 0..%" CINT_FMT, s->A.n - 1);
         } else {
-            canopy_free(s->user_perm);
-            s->user_perm = canopy_alloc((size_t)s->A.n, sizeof(cint), "user permutation", &s->err);
-            if (s->user_perm) memcpy(s->user_perm, perm, (size_t)s->A.n * sizeof(cint));
+            cint *inv = canopy_alloc((size_t)s->A.n, sizeof(cint), "permutation check", &s->err);
+            if (inv && !order_invert(s->A.n, perm, inv)) {
+                canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                               "canopy_set_permutation: not a permutation of 0..%" CINT_FMT, s->A.n - 1);
+            } else if (inv) {
+                canopy_free(s->user_perm);
+                s->user_perm = canopy_alloc((size_t)s->A.n, sizeof(cint), "user permutation", &s->err);
+                if (s->user_perm) memcpy(s->user_perm, perm, (size_t)s->A.n * sizeof(cint));
+            }
+            canopy_free(inv);
         }
     }
     return finish(s);
@@ -354,10 +358,11 @@ CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *v
 static canopy_status factorize_rank0(canopy_solver *s)
 {
     double t0 = canopy_wtime();
-    s->abs_max = matrix_abs_max(&s->As);
-    if (!(s->abs_max > 0))
+    /* the infinity norm (largest row sum) of the scaled matrix sets the scale of tiny pivots */
+    s->anorm = matrix_norm_inf(&s->As);
+    if (!(s->anorm > 0))
         return canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
-    double threshold = s->opts.pivot_threshold * s->abs_max;
+    double threshold = s->opts.pivot_threshold * s->anorm;
     canopy_status st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
         /* documented fallback: a matrix declared SPD that is not gets LDL^T with static pivoting */

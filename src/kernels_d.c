@@ -1,3 +1,24 @@
-/* Placeholder: to be written (owner noted in the commit). */
-#include "common.h"
+/*
+ * Double-precision instantiation of the numerical kernels: defines the arithmetic macros and
+ * includes kernels_template.c. A complex build (kernels_z.c) only changes the macro values.
+ */
+#include <math.h>
+#include <cblas.h>
+#include <lapacke.h>
 
+#define SCALAR double
+#define KSFX(name) name##_d
+#define K_ABS(x) fabs(x)
+#define K_ONE 1.0
+#define K_MONE (-1.0)
+#define K_ZERO 0.0
+#define K_BS(x) (x)
+#define K_GEMM cblas_dgemm
+#define K_TRSM cblas_dtrsm
+#define K_POTRF LAPACKE_dpotrf_work
+#define K_LAPACK_PTR(p) (p)
+#define K_TRANS_H CblasTrans
+#define K_CONJ(x) (x)
+#define K_REAL(x) (x)
+
+#include "kernels_template.c"

@@ -1,1 +1,472 @@
-/* template placeholder */
+/*
+ * Arithmetic-generic supernodal factorization and solve over the block layout of symbolic.h.
+ * Not compiled on its own: kernels_d.c (and later kernels_z.c) define the macros below and
+ * include this file, which generates numeric_factorize_<s>, numeric_solve_<s> and the dense
+ * diagonal-block kernels numeric_dense_ldlt_<s> / numeric_dense_lu_<s>.
+ *
+ * Macros the includer must define:
+ *   SCALAR               scalar type (double, double _Complex)
+ *   KSFX(name)           name with the arithmetic suffix (name##_d)
+ *   K_ABS(x)             modulus, as double
+ *   K_ONE, K_MONE, K_ZERO   1, -1, 0 as SCALAR constants
+ *   K_BS(x)              how alpha/beta are handed to cblas (value for d, pointer for z)
+ *   K_GEMM, K_TRSM       cblas_dgemm / cblas_dtrsm (or the z ones)
+ *   K_POTRF              LAPACKE_dpotrf_work (or zpotrf)
+ *   K_LAPACK_PTR(p)      cast of a SCALAR* to the LAPACKE array type
+ *   K_TRANS_H            transpose used by LL^T (CblasTrans for real, CblasConjTrans for Hermitian)
+ *   K_CONJ(x), K_REAL(x) conjugate and real part (identity for real; reserved for a Hermitian LDL^T)
+ * LDL^T and LU always use the plain transpose (complex symmetric, U^T storage). A complex build
+ * is kernels_z.c with: SCALAR double _Complex, KSFX name##_z, K_ABS cabs, K_BS(x) &(SCALAR){x},
+ * cblas_zgemm/cblas_ztrsm, LAPACKE_zpotrf_work, K_LAPACK_PTR (lapack_complex_double *),
+ * K_TRANS_H CblasConjTrans, K_CONJ conj, K_REAL creal.
+ *
+ * The factorization is right-looking, in cblk order, written as two task kinds so that a
+ * scheduler can later run them on threads: panel(k) and update(k, facing group). The tasks touch
+ * only buffers handed to them; nothing is allocated inside the loop.
+ */
+#include "numeric.h"
+
+#include <string.h>
+#include <cblas.h>
+#include <lapacke.h>
+
+/* Sub-block width of the blocked dense kernels: wide enough for dgemm to run near peak. */
+#define KNB 64
+
+/* A tiny pivot keeps its phase (sign for reals) and gets modulus threshold. */
+static inline SCALAR kperturb(SCALAR p, double thr)
+{
+    double a = K_ABS(p);
+    return a == 0 ? (SCALAR)thr : p * (thr / a);
+}
+
+/* ---- dense diagonal-block kernels ------------------------------------------------------- */
+
+cint KSFX(numeric_dense_ldlt)(cint n, SCALAR *A, cint lda, double thr, SCALAR *work)
+{
+    cint count = 0;
+    for (cint kb = 0; kb < n; kb += KNB) {
+        cint bs = CANOPY_MIN(KNB, n - kb);
+        SCALAR *Akk = A + kb + (size_t)kb * lda;
+        /* unblocked right-looking LDL^T of the bs x bs block, lower triangle only */
+        for (cint i = 0; i < bs; i++) {
+            SCALAR *ci = Akk + (size_t)i * lda;
+            SCALAR d = ci[i];
+            if (K_ABS(d) < thr) {
+                d = kperturb(d, thr);
+                ci[i] = d;
+                count++;
+            }
+            SCALAR inv = K_ONE / d;
+            /* a_rc -= a_ri * a_ci / d with the column not yet scaled */
+            for (cint c = i + 1; c < bs; c++) {
+                SCALAR lc = ci[c] * inv;
+                SCALAR *cc = Akk + (size_t)c * lda;
+                for (cint r = c; r < bs; r++) cc[r] -= ci[r] * lc;
+            }
+            for (cint r = i + 1; r < bs; r++) ci[r] *= inv;
+        }
+        cint m2 = n - kb - bs;
+        if (m2 == 0) break;
+        /* rows below: X = A21 L11^-T = L21 D (kept in work as W), then L21 = X D^-1 */
+        SCALAR *A21 = Akk + bs;
+        K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m2, (int)bs,
+               K_BS(K_ONE), Akk, (int)lda, A21, (int)lda);
+        for (cint c = 0; c < bs; c++) {
+            SCALAR *col = A21 + (size_t)c * lda;
+            SCALAR *wc = work + (size_t)c * m2;
+            SCALAR inv = K_ONE / Akk[c + (size_t)c * lda];
+            for (cint r = 0; r < m2; r++) {
+                wc[r] = col[r];
+                col[r] *= inv;
+            }
+        }
+        /* trailing lower part A22 -= L21 W^T, block column by block column (lower only) */
+        for (cint jb = 0; jb < m2; jb += KNB) {
+            cint js = CANOPY_MIN(KNB, m2 - jb);
+            K_GEMM(CblasColMajor, CblasNoTrans, CblasTrans, (int)(m2 - jb), (int)js, (int)bs,
+                   K_BS(K_MONE), A21 + jb, (int)lda, work + jb, (int)m2, K_BS(K_ONE),
+                   A21 + jb + (size_t)(bs + jb) * lda, (int)lda);
+        }
+    }
+    return count;
+}
+
+static inline void kswap_rows(SCALAR *A, cint lda, cint r1, cint r2, cint c0, cint c1)
+{
+    for (cint c = c0; c < c1; c++) {
+        SCALAR t = A[r1 + (size_t)c * lda];
+        A[r1 + (size_t)c * lda] = A[r2 + (size_t)c * lda];
+        A[r2 + (size_t)c * lda] = t;
+    }
+}
+
+cint KSFX(numeric_dense_lu)(cint n, SCALAR *A, cint lda, cint *ipiv, double thr)
+{
+    cint count = 0;
+    for (cint kb = 0; kb < n; kb += KNB) {
+        cint bs = CANOPY_MIN(KNB, n - kb), ke = kb + bs;
+        /* unblocked LU of the panel (rows kb..n-1, columns kb..ke-1) with partial pivoting */
+        for (cint j = kb; j < ke; j++) {
+            SCALAR *cj = A + (size_t)j * lda;
+            cint p = j;
+            double best = K_ABS(cj[j]);
+            for (cint r = j + 1; r < n; r++) {
+                double a = K_ABS(cj[r]);
+                if (a > best) {
+                    best = a;
+                    p = r;
+                }
+            }
+            if (best < thr) {
+                /* no usable pivot inside the block: static pivoting, no swap */
+                cj[j] = kperturb(cj[j], thr);
+                count++;
+                p = j;
+            }
+            ipiv[j] = p;
+            if (p != j) kswap_rows(A, lda, j, p, kb, ke);
+            SCALAR inv = K_ONE / cj[j];
+            for (cint r = j + 1; r < n; r++) cj[r] *= inv;
+            for (cint c = j + 1; c < ke; c++) {
+                SCALAR *cc = A + (size_t)c * lda;
+                SCALAR t = cc[j];
+                if (t == K_ZERO) continue;
+                for (cint r = j + 1; r < n; r++) cc[r] -= cj[r] * t;
+            }
+        }
+        /* the panel's interchanges on the columns left and right of it */
+        for (cint j = kb; j < ke; j++)
+            if (ipiv[j] != j) {
+                kswap_rows(A, lda, j, ipiv[j], 0, kb);
+                kswap_rows(A, lda, j, ipiv[j], ke, n);
+            }
+        if (ke < n) {
+            SCALAR *A11 = A + kb + (size_t)kb * lda;
+            SCALAR *A12 = A + kb + (size_t)ke * lda;
+            K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (int)bs, (int)(n - ke),
+                   K_BS(K_ONE), A11, (int)lda, A12, (int)lda);
+            K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)(n - ke), (int)(n - ke), (int)bs,
+                   K_BS(K_MONE), A11 + bs, (int)lda, A12, (int)lda, K_BS(K_ONE), A12 + bs, (int)lda);
+        }
+    }
+    return count;
+}
+
+/* ---- sparse factorization tasks ---------------------------------------------------------- */
+
+typedef struct kctx {
+    const symbolic *S;
+    canopy_factorization kind;
+    SCALAR *L, *U;
+    cint *ipiv;
+    double thr;
+} kctx;
+
+/*
+ * Panel task of cblk k: factor the diagonal block, then the off-diagonal rows (one TRSM on the
+ * contiguous rows below it). For LDL^T, @p W receives L_off * D ((stride - w) x w), read by the
+ * updates of k; it also serves as scratch of the dense kernel. Returns the perturbed pivots, or
+ * -1 - info when LL^T meets a non-positive pivot.
+ */
+static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
+{
+    const symbolic *S = c->S;
+    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
+    SCALAR *P = c->L + S->cblk_coef[k];
+    int64_t count = 0;
+    switch (c->kind) {
+    case CANOPY_FACT_LLT: {
+        lapack_int info = K_POTRF(LAPACK_COL_MAJOR, 'L', (lapack_int)w, K_LAPACK_PTR(P), (lapack_int)st);
+        if (info > 0) return -1 - (int64_t)info;
+        if (m > 0)
+            K_TRSM(CblasColMajor, CblasRight, CblasLower, K_TRANS_H, CblasNonUnit, (int)m, (int)w,
+                   K_BS(K_ONE), P, (int)st, P + w, (int)st);
+        break;
+    }
+    case CANOPY_FACT_LDLT:
+        count = KSFX(numeric_dense_ldlt)(w, P, st, c->thr, W);
+        if (m > 0) {
+            K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w,
+                   K_BS(K_ONE), P, (int)st, P + w, (int)st);
+            for (cint j = 0; j < w; j++) {
+                SCALAR *col = P + w + (size_t)j * st;
+                SCALAR *wc = W + (size_t)j * m;
+                SCALAR inv = K_ONE / P[j + (size_t)j * st];
+                for (cint r = 0; r < m; r++) {
+                    wc[r] = col[r];
+                    col[r] *= inv;
+                }
+            }
+        }
+        break;
+    default: { /* LU */
+        cint *ipiv = c->ipiv + fcol;
+        count = KSFX(numeric_dense_lu)(w, P, st, ipiv, c->thr);
+        if (m > 0) {
+            SCALAR *UT = c->U + S->cblk_coef[k];
+            K_TRSM(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)m, (int)w,
+                   K_BS(K_ONE), P, (int)st, P + w, (int)st);
+            /* row interchanges of the block are column interchanges of U^T */
+            for (cint j = 0; j < w; j++)
+                if (ipiv[j] != j) {
+                    SCALAR *a = UT + w + (size_t)j * st, *b = UT + w + (size_t)ipiv[j] * st;
+                    for (cint r = 0; r < m; r++) {
+                        SCALAR t = a[r];
+                        a[r] = b[r];
+                        b[r] = t;
+                    }
+                }
+            K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w,
+                   K_BS(K_ONE), P, (int)st, UT + w, (int)st);
+        }
+        break;
+    }
+    }
+    return count;
+}
+
+/*
+ * Target panel row of the rows of source bloks sb0..sb1-1 in cblk j, if they land on
+ * consecutive rows of j's panel (then one GEMM can write straight into the target); -1 if not.
+ */
+static cint kcontiguous_target(const symbolic *S, cint sb0, cint sb1, cint j)
+{
+    cint tb = S->cblk_fblok[j], first = -1, next = -1;
+    for (cint sb = sb0; sb < sb1; sb++) {
+        cint fr = S->blok_frow[sb];
+        while (S->blok_lrow[tb] < fr) tb++;
+        cint trow = S->blok_coefrow[tb] + (fr - S->blok_frow[tb]);
+        if (sb == sb0) first = trow;
+        else if (trow != next) return -1;
+        next = trow + (S->blok_lrow[sb] - fr + 1);
+    }
+    return first;
+}
+
+/*
+ * T -= C rectangle by rectangle: C (ldc) holds the product for source bloks sb0..sb1-1 (rows)
+ * times facing bloks fb0..fb1-1 (columns). Each source blok lies inside one blok of target j
+ * (closure), found by walking j's bloks forward; columns are the facing rows minus fcol[j].
+ * @p lower_only skips rectangles above the diagonal of j's diagonal block (symmetric kinds).
+ */
+static void kscatter_sub(const symbolic *S, const SCALAR *C, cint ldc, cint sb0, cint sb1, cint fb0,
+                         cint fb1, cint j, SCALAR *T, cint ldt, int lower_only)
+{
+    cint tb = S->cblk_fblok[j], fcolj = S->cblk_fcol[j];
+    cint crow0 = S->blok_coefrow[sb0], ccol0 = S->blok_coefrow[fb0];
+    for (cint sb = sb0; sb < sb1; sb++) {
+        cint fr = S->blok_frow[sb], h = S->blok_lrow[sb] - fr + 1;
+        while (S->blok_lrow[tb] < fr) tb++;
+        cint trow = S->blok_coefrow[tb] + (fr - S->blok_frow[tb]);
+        const SCALAR *Cs = C + (S->blok_coefrow[sb] - crow0);
+        for (cint fb = fb0; fb < fb1; fb++) {
+            if (lower_only && sb < fb) continue;
+            cint hf = S->blok_lrow[fb] - S->blok_frow[fb] + 1;
+            cint ccol = S->blok_coefrow[fb] - ccol0, tcol = S->blok_frow[fb] - fcolj;
+            for (cint q = 0; q < hf; q++) {
+                SCALAR *t = T + (size_t)(tcol + q) * ldt + trow;
+                const SCALAR *s = Cs + (size_t)(ccol + q) * ldc;
+                for (cint i = 0; i < h; i++) t[i] -= s[i];
+            }
+        }
+    }
+}
+
+/*
+ * One contribution: T[rows of sb0..sb1-1, columns of fb0..fb1-1] -= A_rows * B_facing^T where
+ * A_rows starts at panel row coefrow[sb0] (lda) and B_facing has hb rows (ldb). Straight into
+ * the target with beta = 1 when rows and columns are both contiguous there, else through buf.
+ */
+static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb1, cint j, int w,
+                        const SCALAR *Arows, cint lda, const SCALAR *Bf, cint ldb, CBLAS_TRANSPOSE tb,
+                        SCALAR *T, cint ldt, SCALAR *buf, int lower_only)
+{
+    cint rows = 0;
+    for (cint sb = sb0; sb < sb1; sb++) rows += S->blok_lrow[sb] - S->blok_frow[sb] + 1;
+    cint hb = 0;
+    for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
+    if (rows == 0 || hb == 0) return;
+    /* facing bloks of one cblk are never adjacent (a gap separates them), so the columns are
+     * contiguous only for a single facing blok */
+#ifdef KERNELS_NO_DIRECT_GEMM /* only to measure what the direct path gains */
+    cint trow = -1;
+    (void)kcontiguous_target;
+#else
+    cint trow = fb1 - fb0 == 1 ? kcontiguous_target(S, sb0, sb1, j) : -1;
+#endif
+    if (trow >= 0) {
+        cint tcol = S->blok_frow[fb0] - S->cblk_fcol[j];
+        K_GEMM(CblasColMajor, CblasNoTrans, tb, (int)rows, (int)hb, w, K_BS(K_MONE), Arows, (int)lda,
+               Bf, (int)ldb, K_BS(K_ONE), T + trow + (size_t)tcol * ldt, (int)ldt);
+    } else {
+        K_GEMM(CblasColMajor, CblasNoTrans, tb, (int)rows, (int)hb, w, K_BS(K_ONE), Arows, (int)lda,
+               Bf, (int)ldb, K_BS(K_ZERO), buf, (int)rows);
+        kscatter_sub(S, buf, rows, sb0, sb1, fb0, fb1, j, T, ldt, lower_only);
+    }
+}
+
+/*
+ * Update task: cblk k's bloks fb0..fb1-1 all face cblk j; apply their contribution to j.
+ * @p W is k's L*D panel (LDL^T only), @p buf the update buffer (S->max_update_buf scalars).
+ */
+static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, const SCALAR *W, SCALAR *buf)
+{
+    const symbolic *S = c->S;
+    cint j = S->blok_fcblk[fb0], bend = S->cblk_fblok[k + 1];
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k];
+    cint r0 = S->blok_coefrow[fb0];
+    const SCALAR *P = c->L + S->cblk_coef[k];
+    SCALAR *Lj = c->L + S->cblk_coef[j];
+    cint stj = S->cblk_stride[j];
+    switch (c->kind) {
+    case CANOPY_FACT_LLT:
+        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, P + r0, st, K_TRANS_H, Lj, stj, buf, 1);
+        break;
+    case CANOPY_FACT_LDLT:
+        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, W + (r0 - w), st - w, CblasTrans, Lj,
+                    stj, buf, 1);
+        break;
+    default: {
+        const SCALAR *UT = c->U + S->cblk_coef[k];
+        /* L side: every row from the facing bloks on, against U^T of the facing rows */
+        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, UT + r0, st, CblasTrans, Lj, stj, buf, 0);
+        /* U side: U^T rows strictly after the facing bloks, against L of the facing rows */
+        if (fb1 < bend) {
+            SCALAR *Uj = c->U + S->cblk_coef[j];
+            kcontribute(S, fb1, bend, fb0, fb1, j, (int)w, UT + S->blok_coefrow[fb1], st, P + r0, st,
+                        CblasTrans, Uj, stj, buf, 0);
+        }
+        break;
+    }
+    }
+}
+
+canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    kctx c = {S, F->kind, F->L, F->U, F->ipiv, F->threshold};
+    int64_t ncoef = S->cblk_coef[S->ncblk];
+    /* assembly through the entry map: no search, no allocation */
+    memset(c.L, 0, (size_t)ncoef * sizeof(SCALAR));
+    if (c.U) memset(c.U, 0, (size_t)ncoef * sizeof(SCALAR));
+    const SCALAR *Ax = A->values;
+    const int64_t *amap = F->amap;
+    for (int64_t p = 0; p < F->amap_nnz; p++) {
+        int64_t a = amap[p];
+        if (a >= 0) c.L[a] = Ax[p];
+        else if (a <= -2) c.U[-a - 2] = Ax[p];
+    }
+    SCALAR *buf = F->work;
+    SCALAR *W = F->kind == CANOPY_FACT_LDLT ? buf + S->max_update_buf : NULL;
+    int64_t perturbed = 0;
+    F->perturbed = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        int64_t r = kpanel(&c, k, W);
+        if (r < 0) {
+            cint col = S->cblk_fcol[k] + (cint)(-r - 1) - 1;
+            return canopy_err_set(err, CANOPY_ERR_NOT_SPD,
+                                  "matrix is not positive definite: pivot of column %" CINT_FMT
+                                  " (original numbering) is <= 0", S->perm[col]);
+        }
+        perturbed += r;
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
+            cint e = b + 1;
+            while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+            kupdate(&c, k, b, e, W, buf);
+            b = e;
+        }
+    }
+    F->perturbed = perturbed;
+    return perturbed > 0 ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
+}
+
+/* ---- triangular solves ------------------------------------------------------------------- */
+
+canopy_status KSFX(numeric_solve)(const numeric *F, cint nrhs, SCALAR *b, cint ldb, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    cint n = S->n;
+    if (nrhs == 0 || n == 0) return CANOPY_SUCCESS;
+    size_t ny, nt;
+    if (!canopy_mul_ok((size_t)n, (size_t)nrhs, &ny) ||
+        !canopy_mul_ok(CANOPY_MAX(S->max_update_rows, (size_t)1), (size_t)nrhs, &nt))
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "solve workspace too large");
+    SCALAR *y = canopy_alloc(ny, sizeof(SCALAR), "solve workspace", err);
+    SCALAR *tmp = canopy_alloc(nt, sizeof(SCALAR), "solve workspace", err);
+    if (!y || !tmp) {
+        canopy_free(y);
+        canopy_free(tmp);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    const SCALAR *L = F->L;
+    const cint *perm = S->perm;
+    canopy_factorization kind = F->kind;
+    for (cint r = 0; r < nrhs; r++)
+        for (cint i = 0; i < n; i++) y[i + (size_t)r * n] = b[perm[i] + (size_t)r * ldb];
+
+    /* forward: L z = P b, cblk by cblk */
+    for (cint k = 0; k < S->ncblk; k++) {
+        cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
+        const SCALAR *P = L + S->cblk_coef[k];
+        SCALAR *ys = y + fcol;
+        if (kind == CANOPY_FACT_LU) {
+            const cint *ipiv = F->ipiv + fcol;
+            for (cint j = 0; j < w; j++)
+                if (ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
+        }
+        K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans,
+               kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit, (int)w, (int)nrhs, K_BS(K_ONE), P,
+               (int)st, ys, (int)n);
+        if (m == 0) continue;
+        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nrhs, (int)w, K_BS(K_ONE), P + w,
+               (int)st, ys, (int)n, K_BS(K_ZERO), tmp, (int)m);
+        for (cint bk = S->cblk_fblok[k] + 1; bk < S->cblk_fblok[k + 1]; bk++) {
+            cint fr = S->blok_frow[bk], h = S->blok_lrow[bk] - fr + 1, off = S->blok_coefrow[bk] - w;
+            for (cint r = 0; r < nrhs; r++) {
+                SCALAR *yt = y + fr + (size_t)r * n;
+                const SCALAR *ts = tmp + off + (size_t)r * m;
+                for (cint i = 0; i < h; i++) yt[i] -= ts[i];
+            }
+        }
+    }
+    if (kind == CANOPY_FACT_LDLT)
+        for (cint k = 0; k < S->ncblk; k++) {
+            cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
+            const SCALAR *P = L + S->cblk_coef[k];
+            for (cint j = 0; j < w; j++) {
+                SCALAR inv = K_ONE / P[j + (size_t)j * st];
+                for (cint r = 0; r < nrhs; r++) y[fcol + j + (size_t)r * n] *= inv;
+            }
+        }
+
+    /* backward: L^T x = z (LL^T, LDL^T) or U x = z (LU), in reverse cblk order */
+    for (cint k = S->ncblk - 1; k >= 0; k--) {
+        cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
+        const SCALAR *P = L + S->cblk_coef[k];
+        SCALAR *ys = y + fcol;
+        if (m > 0) {
+            for (cint bk = S->cblk_fblok[k] + 1; bk < S->cblk_fblok[k + 1]; bk++) {
+                cint fr = S->blok_frow[bk], h = S->blok_lrow[bk] - fr + 1, off = S->blok_coefrow[bk] - w;
+                for (cint r = 0; r < nrhs; r++)
+                    memcpy(tmp + off + (size_t)r * m, y + fr + (size_t)r * n, (size_t)h * sizeof(SCALAR));
+            }
+            const SCALAR *X = kind == CANOPY_FACT_LU ? (const SCALAR *)F->U + S->cblk_coef[k] : P;
+            K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w,
+                   (int)nrhs, (int)m, K_BS(K_MONE), X + w, (int)st, tmp, (int)m, K_BS(K_ONE), ys, (int)n);
+        }
+        if (kind == CANOPY_FACT_LU)
+            K_TRSM(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, (int)w, (int)nrhs,
+                   K_BS(K_ONE), P, (int)st, ys, (int)n);
+        else
+            K_TRSM(CblasColMajor, CblasLeft, CblasLower, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans,
+                   kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit, (int)w, (int)nrhs, K_BS(K_ONE), P,
+                   (int)st, ys, (int)n);
+    }
+
+    for (cint r = 0; r < nrhs; r++)
+        for (cint i = 0; i < n; i++) b[perm[i] + (size_t)r * ldb] = y[i + (size_t)r * n];
+    canopy_free(y);
+    canopy_free(tmp);
+    return CANOPY_SUCCESS;
+}

@@ -26,8 +26,11 @@ typedef struct numeric {
     void *U;                        /**< LU only, same size */
     int64_t *amap;                  /**< position of every entry of A in L (>= 0) or U (encoded < 0); built once */
     int64_t amap_nnz;
-    void *work;                     /**< update buffer, sized at allocation from S->max_update_buf */
+    void *work;                     /**< update buffer (S->max_update_buf scalars), then for LDL^T the
+                                         W = L*D panel buffer (max stride*width scalars) */
     size_t work_scalars;
+    cint *ipiv;                     /**< LU only, [n]: ipiv[fcol+j] = local row (0..w-1) of cblk k's
+                                         diagonal block swapped with local row j, applied in order j = 0.. */
     int64_t perturbed;              /**< pivots replaced in the last factorization */
     double threshold;               /**< absolute pivot threshold used in the last factorization */
     double flops;                   /**< flops of the last factorization (from the structure) */
@@ -57,5 +60,17 @@ void numeric_free(numeric *F);
 /* per-arithmetic entry points generated from kernels_template.c */
 canopy_status numeric_factorize_d(numeric *F, const canopy_csc *A, canopy_err *err);
 canopy_status numeric_solve_d(const numeric *F, cint nrhs, double *b, cint ldb, canopy_err *err);
+
+/*
+ * Dense diagonal-block kernels (exposed for the unit tests). Both return the number of pivots
+ * replaced by +-threshold (static pivoting).
+ * numeric_dense_ldlt_d: in-place LDL^T of the lower triangle of the n x n matrix A (unit L strictly
+ *   below the diagonal, D on it); @p work holds n * min(n, 64) scalars.
+ * numeric_dense_lu_d: in-place LU with row interchanges inside the block (getrf layout);
+ *   ipiv[j] = row swapped with row j (0-based, applied in order); a column whose largest candidate
+ *   is below the threshold is not swapped, its pivot is perturbed instead.
+ */
+cint numeric_dense_ldlt_d(cint n, double *A, cint lda, double threshold, double *work);
+cint numeric_dense_lu_d(cint n, double *A, cint lda, cint *ipiv, double threshold);
 
 #endif

@@ -30,11 +30,11 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *o)
     o->factorization = CANOPY_FACT_AUTO;
     o->ordering = CANOPY_ORDER_SCOTCH;
     o->scaling = CANOPY_SCALING_AUTO;
-    o->pivot_threshold = 1.4901161193847656e-08; /* sqrt(eps), relative to max |a_ij| */
+    o->pivot_threshold = 1.4901161193847656e-08; /* sqrt(eps), relative to ||A||_inf of the scaled matrix */
     o->amalgamation = 1;
     o->amalgamation_fill = 0.12;
     o->split_size = 0;
-    o->refine_max_iter = 10;
+    o->refine_max_iter = 100;
     o->refine_tolerance = 1e-14;
     o->verbose = 0;
 }

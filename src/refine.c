@@ -1,8 +1,12 @@
 /*
  * Iterative refinement (see refine.h). Static pivoting trades exactness of the factors for a
- * stable static structure; refinement on the original matrix restores the accuracy. Each step
- * costs one product with A and one solve; the loop stops at the tolerance, when the backward
- * error stops halving, or after the step limit, and keeps the best iterate.
+ * stable static structure; refinement on the original matrix restores the accuracy. Classical
+ * refinement comes first: each step costs one product with A and one solve, and one or two steps
+ * are enough when few pivots were perturbed. When it stops halving the backward error (many
+ * perturbed pivots make I - A M^-1 too large for a fixed-point iteration), restarted flexible
+ * GMRES preconditioned by the factors takes over: a perturbation of rank r is corrected in about
+ * r + 1 iterations. Every iteration of either kind counts as a step against refine_max_iter, and
+ * the best iterate is kept.
  */
 #include "refine.h"
 
@@ -57,6 +61,158 @@ canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ld
     return CANOPY_SUCCESS;
 }
 
+/* ---- restarted right-preconditioned (flexible) GMRES on one real column ------------------ */
+
+static double dot(cint n, const double *a, const double *b)
+{
+    double s = 0;
+    for (cint i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+typedef struct gmres_ws {
+    cint n, m;
+    double *V, *Z, *H, *cs, *sn, *g, *y, *r, *w;
+} gmres_ws;
+
+static void gmres_free(gmres_ws *g)
+{
+    canopy_free(g->V);
+    canopy_free(g->Z);
+    canopy_free(g->H);
+    canopy_free(g->cs);
+    canopy_free(g->sn);
+    canopy_free(g->g);
+    canopy_free(g->y);
+    canopy_free(g->r);
+    canopy_free(g->w);
+}
+
+static bool gmres_alloc(gmres_ws *g, cint n, cint m, canopy_err *err)
+{
+    memset(g, 0, sizeof *g);
+    g->n = n;
+    g->m = m;
+    size_t nm1 = (size_t)n * ((size_t)m + 1), mm = ((size_t)m + 1) * ((size_t)m + 1);
+    g->V = canopy_alloc(nm1, sizeof(double), "GMRES basis", err);
+    g->Z = canopy_alloc(nm1, sizeof(double), "GMRES preconditioned basis", err);
+    g->H = canopy_calloc(mm, sizeof(double), "GMRES Hessenberg matrix", err);
+    g->cs = canopy_alloc((size_t)m + 1, sizeof(double), "GMRES rotations", err);
+    g->sn = canopy_alloc((size_t)m + 1, sizeof(double), "GMRES rotations", err);
+    g->g = canopy_alloc((size_t)m + 2, sizeof(double), "GMRES residual", err);
+    g->y = canopy_alloc((size_t)m + 1, sizeof(double), "GMRES coefficients", err);
+    g->r = canopy_alloc((size_t)n + 1, sizeof(double), "GMRES residual", err);
+    g->w = canopy_alloc((size_t)n + 1, sizeof(double), "GMRES work", err);
+    if (!g->V || !g->Z || !g->H || !g->cs || !g->sn || !g->g || !g->y || !g->r || !g->w) {
+        gmres_free(g);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Improve column x (b its right-hand side) by restarted FGMRES until its backward error reaches
+ * tol or *budget iterations are spent. Returns the backward error reached (x holds the best).
+ */
+static double gmres_column(canopy_solver *s, gmres_ws *g, double anorm, const double *b, double *x,
+                           double tol, int *budget)
+{
+    cint n = g->n, m = g->m;
+    double *H = g->H;
+#define HH(i, j) H[(size_t)(j) * ((size_t)m + 1) + (i)]
+    double berr = refine_backward_error(&s->A, anorm, 1, b, n, x, n, g->r);
+    while (*budget > 0 && berr > tol && isfinite(berr)) {
+        double beta = sqrt(dot(n, g->r, g->r));
+        if (!(beta > 0)) break;
+        double bn = 0, xn = 0;
+        for (cint i = 0; i < n; i++) {
+            bn = fmax(bn, fabs(b[i]));
+            xn = fmax(xn, fabs(x[i]));
+        }
+        /* ||r||_inf <= ||r||_2: reaching this 2-norm target is enough for the backward error */
+        double target = 0.5 * tol * (anorm * xn + bn);
+        for (cint i = 0; i < n; i++) g->V[i] = g->r[i] / beta;
+        for (cint i = 0; i <= m; i++) g->g[i] = 0;
+        g->g[0] = beta;
+        cint k = 0;
+        while (k < m && *budget > 0) {
+            double *v = g->V + (size_t)k * n, *z = g->Z + (size_t)k * n, *vn = g->V + (size_t)(k + 1) * n;
+            memcpy(z, v, (size_t)n * sizeof *z);
+            if (refine_apply_inverse(s, 1, z, n) != CANOPY_SUCCESS) return berr;
+            matrix_spmv(&s->A, 1, 1.0, z, n, 0.0, vn, n);
+            (*budget)--;
+            for (cint i = 0; i <= k; i++) { /* modified Gram-Schmidt */
+                double h = dot(n, vn, g->V + (size_t)i * n);
+                HH(i, k) = h;
+                for (cint t = 0; t < n; t++) vn[t] -= h * g->V[(size_t)i * n + t];
+            }
+            double h = sqrt(dot(n, vn, vn));
+            HH(k + 1, k) = h;
+            if (h > 0)
+                for (cint t = 0; t < n; t++) vn[t] /= h;
+            for (cint i = 0; i < k; i++) { /* previous rotations */
+                double a = HH(i, k), c = HH(i + 1, k);
+                HH(i, k) = g->cs[i] * a + g->sn[i] * c;
+                HH(i + 1, k) = -g->sn[i] * a + g->cs[i] * c;
+            }
+            double a = HH(k, k), c = HH(k + 1, k), rr = hypot(a, c);
+            g->cs[k] = rr > 0 ? a / rr : 1;
+            g->sn[k] = rr > 0 ? c / rr : 0;
+            HH(k, k) = rr;
+            HH(k + 1, k) = 0;
+            g->g[k + 1] = -g->sn[k] * g->g[k];
+            g->g[k] = g->cs[k] * g->g[k];
+            k++;
+            if (fabs(g->g[k]) <= target || h == 0) break;
+        }
+        /* x += Z y with H(0:k,0:k) y = g(0:k) */
+        for (cint i = k - 1; i >= 0; i--) {
+            double t = g->g[i];
+            for (cint j = i + 1; j < k; j++) t -= HH(i, j) * g->y[j];
+            g->y[i] = HH(i, i) != 0 ? t / HH(i, i) : 0;
+        }
+        memcpy(g->w, x, (size_t)n * sizeof *x);
+        for (cint j = 0; j < k; j++)
+            for (cint t = 0; t < n; t++) g->w[t] += g->y[j] * g->Z[(size_t)j * n + t];
+        double e = refine_backward_error(&s->A, anorm, 1, b, n, g->w, n, g->r);
+        if (!(e < berr)) break; /* no progress: round-off floor reached */
+        memcpy(x, g->w, (size_t)n * sizeof *x);
+        berr = e;
+    }
+#undef HH
+    return berr;
+}
+
+/* GMRES phase over every column (real arithmetic); returns the worst backward error. */
+static double gmres_phase(canopy_solver *s, double anorm, cint nrhs, const double *b, cint ldb, double *x,
+                          cint ldx, double tol, int *steps)
+{
+    cint n = s->A.n;
+    int left = s->opts.refine_max_iter - *steps;
+    cint m = left < 30 ? left : 30;
+    gmres_ws g;
+    if (m < 1 || !gmres_alloc(&g, n, m, &s->err)) return INFINITY;
+    double *xc = canopy_alloc((size_t)n + 1, sizeof(double), "GMRES iterate", &s->err);
+    double *bc = canopy_alloc((size_t)n + 1, sizeof(double), "GMRES right-hand side", &s->err);
+    double worst = 0;
+    int most = 0;
+    for (cint k = 0; k < nrhs && xc && bc; k++) {
+        memcpy(xc, x + (size_t)k * ldx, (size_t)n * sizeof *xc);
+        memcpy(bc, b + (size_t)k * ldb, (size_t)n * sizeof *bc);
+        int budget = left;
+        double e = gmres_column(s, &g, anorm, bc, xc, tol, &budget);
+        memcpy(x + (size_t)k * ldx, xc, (size_t)n * sizeof *xc);
+        worst = fmax(worst, e);
+        most = left - budget > most ? left - budget : most;
+    }
+    if (!xc || !bc) worst = INFINITY;
+    *steps += most;
+    canopy_free(xc);
+    canopy_free(bc);
+    gmres_free(&g);
+    return worst;
+}
+
 canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, void *x, cint ldx)
 {
     cint n = s->A.n;
@@ -99,6 +255,17 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
         bool stalled = !(e < 0.5 * berr);
         if (e < berr) berr = e;
         if (stalled) break;
+    }
+    /* classical refinement stalled above the tolerance: flexible GMRES from the best iterate */
+    if (berr > tol && steps < s->opts.refine_max_iter && s->A.arith == CANOPY_REAL && s->err.status >= 0) {
+        for (cint k = 0; k < nrhs; k++)
+            memcpy((char *)x + (size_t)k * ldx * sz, (char *)best + (size_t)k * n * sz, (size_t)n * sz);
+        double e = gmres_phase(s, anorm, nrhs, b, ldb, x, ldx, tol, &steps);
+        if (e < berr) {
+            berr = e;
+            for (cint k = 0; k < nrhs; k++)
+                memcpy((char *)best + (size_t)k * n * sz, (char *)x + (size_t)k * ldx * sz, (size_t)n * sz);
+        }
     }
     /* hand back the best iterate seen */
     for (cint k = 0; k < nrhs; k++) memcpy((char *)x + (size_t)k * ldx * sz, (char *)best + (size_t)k * n * sz, (size_t)n * sz);

@@ -20,8 +20,8 @@ typedef struct scaling {
 
 /**
  * Compute the scaling of A (internal full storage) for @p mode and @p kind
- * (CANOPY_SCALING_AUTO: matching + scaling for GENERAL, symmetric equilibration for SYMMETRIC,
- * none for SPD). Returns CANOPY_ERR_SINGULAR (structurally singular, message says how many rows
+ * (CANOPY_SCALING_AUTO: matching + scaling for GENERAL, symmetric matching-based scaling for
+ * SYMMETRIC/HERMITIAN, none for SPD). Returns CANOPY_ERR_SINGULAR (structurally singular, message says how many rows
  * could not be matched) when the matching finds no perfect matching.
  */
 canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_matrix_kind kind,

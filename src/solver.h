@@ -32,7 +32,7 @@ struct canopy_solver {
     symbolic S;
     numeric F;
     canopy_factorization fact;  /* the factorization in use (never AUTO after analysis) */
-    double abs_max;             /* max |As_ij|, the pivot threshold's scale */
+    double anorm;               /* ||As||_inf, the pivot threshold's scale */
     canopy_stats stats;
     canopy_err err;             /* last failure, agreed across ranks */
     size_t mem_base;            /* canopy_mem_current() when the solver was created */

@@ -32,7 +32,7 @@ ACTIVSg200_AC_kkt.mtx||ldlt
 c-62.mtx.gz||ldlt
 utm300.rua||lu
 west0479.mtx||lu
-mbeacxc.mtx.gz||lu
+
 orsirr_1.rua||lu
 rajat19.mtx||lu
 nnc1374.mtx||lu
@@ -82,6 +82,17 @@ for line in $cases; do
 '
 done
 IFS=$old_ifs
+
+# structurally singular (column 15 of mbeacxc is empty): a clear error, never a crash
+if [ -f "$dir/mbeacxc.mtx.gz" ]; then
+    "$bin" "$dir/mbeacxc.mtx.gz" >/dev/null 2>/tmp/canopy-run-$$.err
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q -i singular /tmp/canopy-run-$$.err; then
+        pass=$((pass + 1)); echo "PASS mbeacxc.mtx.gz: structurally singular matrix refused cleanly"
+    else
+        fail=$((fail + 1)); echo "FAIL mbeacxc.mtx.gz: exit $rc: $(cat /tmp/canopy-run-$$.err)"
+    fi
+fi
 
 # complex matrices: a clear refusal, never a crash
 for f in cg20.cua qc324.cua.gz mhd1280b.cua young1c.mtx helmholtz_2D.mtx.gz mhd1280a.cua.gz; do

@@ -1,4 +1,315 @@
+/*
+ * The public API as an application sees it: phase order, argument errors, every factorization
+ * kind on small matrices, refactorization, user orderings, repeated cycles without leaks, and
+ * allocation failures injected at every allocation of a whole cycle.
+ */
 #include "testutil.h"
-START_TEST(placeholder) { ck_assert_int_eq(1, 1); }
+
+#include <mpi.h>
+
+static canopy_solver *make_solver(canopy_options *o)
+{
+    canopy_options def;
+    if (o == NULL) {
+        canopy_options_default(&def);
+        o = &def;
+    }
+    canopy_solver *s = NULL;
+    ck_assert_int_eq(canopy_create(MPI_COMM_WORLD, o, &s), CANOPY_SUCCESS);
+    return s;
+}
+
+/* b = A * ones; returns b (n x nrhs) */
+static double *rhs_ones(const canopy_csc *A, int nrhs)
+{
+    double *x = malloc((size_t)A->n * sizeof *x), *b = malloc((size_t)A->n * nrhs * sizeof *b);
+    for (cint i = 0; i < A->n; i++) x[i] = 1.0;
+    for (int k = 0; k < nrhs; k++) matrix_spmv(A, 1, 1.0, x, A->n, 0.0, b + (size_t)k * A->n, A->n);
+    free(x);
+    return b;
+}
+
+/* Full cycle; returns the max deviation of the solution from ones. */
+static double solve_cycle(canopy_solver *s, const canopy_csc *A, int nrhs, canopy_status *last)
+{
+    double *b = rhs_ones(A, nrhs);
+    double *x = malloc((size_t)A->n * nrhs * sizeof *x);
+    memcpy(x, b, (size_t)A->n * nrhs * sizeof *x);
+    canopy_status st = canopy_solve(s, nrhs, x, A->n);
+    ck_assert_msg(st >= 0, "solve: %s", canopy_last_error(s));
+    st = canopy_refine(s, nrhs, b, A->n, x, A->n);
+    ck_assert_msg(st >= 0, "refine: %s", canopy_last_error(s));
+    if (last) *last = st;
+    double err = 0;
+    for (size_t i = 0; i < (size_t)A->n * nrhs; i++) err = fmax(err, fabs(x[i] - 1.0));
+    free(b);
+    free(x);
+    return err;
+}
+
+START_TEST(create_arguments)
+{
+    canopy_solver *s = NULL;
+    ck_assert_int_eq(canopy_create(MPI_COMM_WORLD, NULL, NULL), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_create(MPI_COMM_NULL, NULL, &s), CANOPY_ERR_ARGUMENT);
+    ck_assert_ptr_null(s);
+    canopy_options o;
+    canopy_options_default(&o);
+    o.threads = -3;
+    ck_assert_int_eq(canopy_create(MPI_COMM_WORLD, &o, &s), CANOPY_ERR_ARGUMENT);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(canopy_destroy(NULL), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_destroy(&s), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_analyze(NULL), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_factorize(NULL), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_solve(NULL, 1, NULL, 1), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_get_stats(NULL, NULL), CANOPY_ERR_ARGUMENT);
+    ck_assert_str_eq(canopy_last_error(NULL), "no solver (NULL handle)");
+}
 END_TEST
-int main(void) { return testutil_run_single("placeholder", placeholder); }
+
+START_TEST(phase_order)
+{
+    canopy_solver *s = make_solver(NULL);
+    double b[4] = {1, 1, 1, 1};
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_ERR_PHASE);
+    ck_assert(strstr(canopy_last_error(s), "canopy_set_matrix") != NULL);
+    ck_assert_int_eq(canopy_factorize(s), CANOPY_ERR_PHASE);
+    ck_assert_int_eq(canopy_solve(s, 1, b, 4), CANOPY_ERR_PHASE);
+    ck_assert_int_eq(canopy_refine(s, 1, b, 4, b, 4), CANOPY_ERR_PHASE);
+    ck_assert_int_eq(canopy_update_values(s, b), CANOPY_ERR_PHASE);
+    canopy_csc A;
+    testutil_random_matrix(30, 3, CANOPY_KIND_SPD, 1, 5, &A);
+    A.kind = CANOPY_KIND_SPD;
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_factorize(s), CANOPY_ERR_PHASE);
+    ck_assert(strstr(canopy_last_error(s), "canopy_analyze") != NULL);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    double x[30];
+    ck_assert_int_eq(canopy_solve(s, 1, x, 30), CANOPY_ERR_PHASE);
+    ck_assert_int_eq(canopy_factorize(s), CANOPY_SUCCESS);
+    /* new values invalidate the factors until the next factorization */
+    ck_assert_int_eq(canopy_update_values(s, A.values), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_solve(s, 1, x, 30), CANOPY_ERR_PHASE);
+    ck_assert_int_eq(canopy_factorize(s), CANOPY_SUCCESS);
+    ck_assert_double_le(solve_cycle(s, &A, 1, NULL), 1e-10);
+    canopy_destroy(&s);
+    ck_assert_ptr_null(s);
+    matrix_free(&A);
+}
+END_TEST
+
+START_TEST(bad_matrices)
+{
+    canopy_solver *s = make_solver(NULL);
+    ck_assert_int_eq(canopy_set_matrix(s, NULL), CANOPY_ERR_ARGUMENT);
+    cint colptr[3] = {0, 2, 3}, rowind[3] = {0, 5, 1};
+    double val[3] = {1, 2, 3};
+    canopy_csc A = {.n = 2, .colptr = colptr, .rowind = rowind, .values = val, .arith = CANOPY_REAL,
+                    .kind = CANOPY_KIND_GENERAL};
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_ERR_MATRIX);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_ERR_PHASE); /* a refused matrix is not kept */
+    rowind[1] = 1;
+    val[0] = NAN;
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_ERR_MATRIX);
+    val[0] = 1;
+    A.values = NULL;
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_ERR_MATRIX);
+    A.values = val;
+    A.arith = CANOPY_COMPLEX;
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_ERR_UNSUPPORTED);
+    A.arith = CANOPY_REAL;
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    /* LL^T / LDL^T need a symmetric matrix */
+    canopy_destroy(&s);
+    canopy_options o;
+    canopy_options_default(&o);
+    o.factorization = CANOPY_FACT_LLT;
+    s = make_solver(&o);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_ERR_ARGUMENT);
+    canopy_destroy(&s);
+}
+END_TEST
+
+START_TEST(every_kind)
+{
+    const canopy_matrix_kind kinds[3] = {CANOPY_KIND_SPD, CANOPY_KIND_SYMMETRIC, CANOPY_KIND_GENERAL};
+    const canopy_factorization want[3] = {CANOPY_FACT_LLT, CANOPY_FACT_LDLT, CANOPY_FACT_LU};
+    for (int k = 0; k < 3; k++)
+        for (int dominant = 0; dominant <= (k ? 1 : 0); dominant++) {
+            canopy_csc A;
+            testutil_random_matrix(120, 4, kinds[k], k == 0 ? 1 : dominant, 11 + k, &A);
+            A.kind = kinds[k];
+            canopy_solver *s = make_solver(NULL);
+            ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+            ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+            ck_assert_int_ge(canopy_factorize(s), 0);
+            canopy_stats st;
+            canopy_get_stats(s, &st);
+            ck_assert_int_eq(st.factorization, want[k]);
+            ck_assert_int_eq(st.n, 120);
+            ck_assert_int_gt(st.nnz_factor, 0);
+            ck_assert_double_le(solve_cycle(s, &A, 3, NULL), 1e-9);
+            canopy_get_stats(s, &st);
+            ck_assert_double_le(st.backward_error, 1e-12);
+            canopy_destroy(&s);
+            matrix_free(&A);
+        }
+}
+END_TEST
+
+START_TEST(not_spd)
+{
+    canopy_csc A;
+    testutil_random_matrix(60, 3, CANOPY_KIND_SYMMETRIC, 0, 21, &A); /* indefinite */
+    A.kind = CANOPY_KIND_SPD;
+    canopy_options o;
+    canopy_options_default(&o);
+    o.factorization = CANOPY_FACT_LLT;
+    canopy_solver *s = make_solver(&o);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_factorize(s), CANOPY_ERR_NOT_SPD);
+    ck_assert(strstr(canopy_last_error(s), "column") != NULL);
+    canopy_destroy(&s);
+    /* with auto, the documented fallback to LDL^T */
+    s = make_solver(NULL);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    ck_assert_int_ge(canopy_factorize(s), 0);
+    canopy_stats st;
+    canopy_get_stats(s, &st);
+    ck_assert_int_eq(st.factorization, CANOPY_FACT_LDLT);
+    ck_assert_double_le(solve_cycle(s, &A, 1, NULL), 1e-8);
+    canopy_destroy(&s);
+    matrix_free(&A);
+}
+END_TEST
+
+START_TEST(user_and_natural_orderings)
+{
+    canopy_csc A;
+    testutil_random_matrix(50, 3, CANOPY_KIND_SPD, 1, 31, &A);
+    A.kind = CANOPY_KIND_SPD;
+    canopy_options o;
+    canopy_options_default(&o);
+    o.ordering = CANOPY_ORDER_USER;
+    canopy_solver *s = make_solver(&o);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_ERR_ARGUMENT); /* no permutation given */
+    cint perm[50];
+    for (int i = 0; i < 50; i++) perm[i] = 49 - i;
+    perm[3] = perm[4];
+    ck_assert_int_eq(canopy_set_permutation(s, perm), CANOPY_ERR_ARGUMENT);
+    perm[3] = 46;
+    ck_assert_int_eq(canopy_set_permutation(s, perm), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    ck_assert_int_ge(canopy_factorize(s), 0);
+    ck_assert_double_le(solve_cycle(s, &A, 1, NULL), 1e-10);
+    canopy_destroy(&s);
+    o.ordering = CANOPY_ORDER_NATURAL;
+    s = make_solver(&o);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    ck_assert_int_ge(canopy_factorize(s), 0);
+    ck_assert_double_le(solve_cycle(s, &A, 2, NULL), 1e-10);
+    canopy_destroy(&s);
+    matrix_free(&A);
+}
+END_TEST
+
+START_TEST(solve_arguments)
+{
+    canopy_csc A;
+    testutil_random_matrix(20, 2, CANOPY_KIND_GENERAL, 1, 41, &A);
+    canopy_solver *s = make_solver(NULL);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    ck_assert_int_ge(canopy_factorize(s), 0);
+    double b[40];
+    ck_assert_int_eq(canopy_solve(s, -1, b, 20), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_solve(s, 1, NULL, 20), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_solve(s, 1, b, 19), CANOPY_ERR_ARGUMENT);
+    ck_assert(strstr(canopy_last_error(s), "leading dimension") != NULL);
+    ck_assert_int_eq(canopy_solve(s, 0, NULL, 0), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_refine(s, 1, b, 20, NULL, 20), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_update_values(s, NULL), CANOPY_ERR_ARGUMENT);
+    canopy_destroy(&s);
+    matrix_free(&A);
+}
+END_TEST
+
+START_TEST(hundred_cycles_no_leak)
+{
+    canopy_csc A;
+    testutil_random_matrix(80, 4, CANOPY_KIND_GENERAL, 1, 51, &A);
+    size_t base = canopy_mem_current();
+    for (int it = 0; it < 100; it++) {
+        canopy_solver *s = make_solver(NULL);
+        ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+        ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+        ck_assert_int_ge(canopy_factorize(s), 0);
+        ck_assert_double_le(solve_cycle(s, &A, 1, NULL), 1e-9);
+        canopy_destroy(&s);
+        ck_assert_uint_eq(canopy_mem_current(), base);
+    }
+    matrix_free(&A);
+}
+END_TEST
+
+/* Fail the k-th allocation of a whole cycle for every k: each failure must come back as
+ * CANOPY_ERR_NOMEM (or TOO_LARGE), never crash, and leave nothing allocated after destroy. */
+START_TEST(allocation_failures)
+{
+    canopy_csc A;
+    testutil_random_matrix(60, 3, CANOPY_KIND_GENERAL, 1, 61, &A);
+    size_t base = canopy_mem_current();
+    int completed = 0;
+    for (long k = 0; k < 400 && !completed; k++) {
+        canopy_solver *s = NULL;
+        canopy_options o;
+        canopy_options_default(&o);
+        canopy_alloc_fail_after(k);
+        canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
+        double *b = rhs_ones(&A, 1), *x = malloc(60 * sizeof *x);
+        memcpy(x, b, 60 * sizeof *x);
+        if (st >= 0) st = canopy_set_matrix(s, &A);
+        if (st >= 0) st = canopy_analyze(s);
+        if (st >= 0) st = canopy_factorize(s);
+        if (st >= 0) st = canopy_solve(s, 1, x, 60);
+        if (st >= 0) st = canopy_refine(s, 1, b, 60, x, 60);
+        canopy_alloc_fail_after(-1);
+        if (st >= 0) completed = 1;
+        else ck_assert_msg(st == CANOPY_ERR_NOMEM, "allocation %ld: status %d (%s)", k, st, s ? canopy_last_error(s) : "");
+        if (s) canopy_destroy(&s);
+        free(b);
+        free(x);
+        ck_assert_uint_eq(canopy_mem_current(), base);
+    }
+    ck_assert_msg(completed, "the cycle never completed within 400 allocations");
+    matrix_free(&A);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    Suite *s = suite_create("api");
+    TCase *tc = tcase_create("api");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, create_arguments);
+    tcase_add_test(tc, phase_order);
+    tcase_add_test(tc, bad_matrices);
+    tcase_add_test(tc, every_kind);
+    tcase_add_test(tc, not_spd);
+    tcase_add_test(tc, user_and_natural_orderings);
+    tcase_add_test(tc, solve_arguments);
+    tcase_add_test(tc, hundred_cycles_no_leak);
+    tcase_add_test(tc, allocation_failures);
+    suite_add_tcase(s, tc);
+    int rc = testutil_run(s);
+    MPI_Finalize();
+    return rc;
+}
