@@ -1,0 +1,79 @@
+/*
+ * bench_common.h: what the peer drivers (cholmod_driver, mumps_driver) share: the command line
+ * (the matrix syntax of canopy-solve), loading the matrix through Canopy's public API, the
+ * right-hand side b = A*ones, the error measures and the one-line JSON report.
+ * It owns no solver logic: each driver converts the matrix to its peer's format itself.
+ */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <canopy.h>
+
+/** What a driver was asked to do. */
+typedef struct bench_args {
+    const char *input;        /**< file path or "NXxNY[xNZ]" (with laplacian = 1) */
+    int laplacian;            /**< 1: input is a grid size */
+    int selftest;             /**< 1: build the Laplacian here instead of through Canopy */
+    int spd;                  /**< 1: the caller asserts the matrix is SPD */
+    const char *label;        /**< matrix name printed in the report */
+    const char *ordering;     /**< driver-specific ordering name, NULL = the driver's default */
+} bench_args;
+
+/** The report: the keys of canopy-solve --json plus a few of the drivers' own. */
+typedef struct bench_report {
+    const char *solver;
+    char matrix[256];
+    char ordering[64];
+    char factorization[16];
+    char status[600];         /**< "ok", "n/a: <reason>" or "error: <reason>" */
+    char note[160];           /**< driver-specific details (parameters changed, counts) */
+    int64_t n, nnz, nnz_factor;
+    double flops;
+    double time_analyze, time_factorize, time_solve;
+    double backward_error, forward_error;
+    int64_t perturbed_pivots;
+    double peak_memory_bytes;
+    int ranks, threads_per_rank;
+} bench_report;
+
+/**
+ * Parse the command line shared by both drivers:
+ * [--selftest] [--spd] [--label NAME] [--ordering NAME] (--laplacian NXxNY[xNZ] | FILE).
+ * @return 0 on success, -1 after printing the usage to stderr.
+ */
+int bench_parse_args(int argc, char **argv, bench_args *args, const char *usage_extra);
+
+/**
+ * Load the matrix: canopy_read_matrix() for files, canopy_generate_laplacian() for grids (or the
+ * bench's own 5/7-point generator with --selftest). The result is 0-based on success.
+ * @return 0, or -1 with a reason in @p msg.
+ */
+int bench_load(const bench_args *args, canopy_csc *A, int *own_arrays, char *msg, size_t msglen);
+
+/** Free a matrix from bench_load(). */
+void bench_free(canopy_csc *A, int own_arrays);
+
+/** Entries of the full matrix (both triangles counted for one-triangle storage). */
+int64_t bench_nnz_full(const canopy_csc *A);
+
+/** y = A x for any storage of a real canopy_csc (one triangle is expanded on the fly). */
+void bench_matvec(const canopy_csc *A, const double *x, double *y);
+
+/** ||A||_inf (max absolute row sum of the full matrix). */
+double bench_norm_inf(const canopy_csc *A);
+
+/** Backward error ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf) and forward error vs ones. */
+void bench_errors(const canopy_csc *A, const double *b, const double *x, double *berr, double *ferr);
+
+/** Seconds from a monotonic clock. */
+double bench_now(void);
+
+/** Initialize a report with NaNs/zeros, the solver name and the matrix label. */
+void bench_report_init(bench_report *r, const char *solver, const bench_args *args);
+
+/** Print the report as one JSON object on one line to stdout. */
+void bench_report_print(const bench_report *r);
+
+#endif /* BENCH_COMMON_H */
