@@ -14,7 +14,7 @@
 
 typedef struct cli {
     canopy_options opts;
-    int nrhs, repeat, json, stencil;
+    int nrhs, repeat, json, stencil, analyze_only;
     int kind_override; /* -1: as read */
     const char *file;
     long lap[3];       /* --laplacian NXxNYxNZ */
@@ -40,6 +40,7 @@ static void usage(FILE *f)
             "  --refine-tolerance T      target backward error (default 1e-14)\n"
             "  --repeat R                factorize R times and report each\n"
             "  --json                    one JSON object per problem on stdout\n"
+            "  --analyze-only            stop after the analysis (ordering, nnz(L), flops)\n"
             "runtime options (also CANOPY_<NAME> in the environment):\n"
             "  --threads N  --bind none|core|LIST  --numa local|global|interleave\n"
             "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
@@ -100,6 +101,8 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
             return 1;
         } else if (!strcmp(a, "--json")) {
             c->json = 1;
+        } else if (!strcmp(a, "--analyze-only")) {
+            c->analyze_only = 1;
         } else if (strncmp(a, "--", 2) == 0) {
             if (v == NULL) {
                 if (rank == 0) fprintf(stderr, "canopy-solve: option %s needs a value\n", a);
@@ -207,7 +210,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
         stage = "analyze";
         st = canopy_analyze(s);
     }
-    for (int r = 0; st >= 0 && r < c->repeat; r++) {
+    for (int r = 0; st >= 0 && !c->analyze_only && r < c->repeat; r++) {
         stage = "factorize";
         st = fst = canopy_factorize(s);
         if (fst > 0) snprintf(fmsg, sizeof fmsg, "%s", canopy_last_error(s));
@@ -218,7 +221,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             printf("  factorization %d: %.3f s, %.2f GFlop/s\n", r + 1, tmp.time_factorize, tmp.gflops_factorize);
     }
     double ferr = NAN;
-    if (st >= 0) {
+    if (st >= 0 && !c->analyze_only) {
         size_t len = (size_t)n * (size_t)c->nrhs;
         if (rank == 0) {
             b = malloc((len ? len : 1) * sizeof *b);
@@ -247,7 +250,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     }
     canopy_stats S;
     canopy_get_stats(s, &S);
-    if (c->opts.refine_max_iter == 0 && st >= 0 && rank == 0) {
+    if (c->opts.refine_max_iter == 0 && st >= 0 && !c->analyze_only && rank == 0) {
         /* no refinement asked: still report the backward error of the plain solve */
         double *r = malloc(((size_t)n + 1) * sizeof *r), an = 0, rn = 0, xn = 0, bn = 0;
         spmv(A, x, r);
@@ -309,7 +312,10 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             if (st >= 0 || S.nnz_factor > 0)
                 printf("  nnz(L) = %lld, flops = %.3e, column blocks = %lld\n", (long long)S.nnz_factor, S.flops,
                        (long long)S.ncblk);
-            if (st >= 0) {
+            if (st >= 0 && c->analyze_only) {
+                printf("  time: analyze %.3f s (ordering %.3f, symbolic %.3f)\n", S.time_analyze, S.time_order,
+                       S.time_symbolic);
+            } else if (st >= 0) {
                 printf("  time: analyze %.3f s (ordering %.3f, symbolic %.3f), factorize %.3f s, solve %.3f s, refine %.3f s\n",
                        S.time_analyze, S.time_order, S.time_symbolic, S.time_factorize, S.time_solve, S.time_refine);
                 printf("  factorization speed %.2f GFlop/s, perturbed pivots %lld\n", S.gflops_factorize,
