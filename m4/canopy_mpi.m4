@@ -21,6 +21,17 @@ AC_DEFUN([CANOPY_CHECK_MPI], [
     [AC_MSG_RESULT([yes])],
     [AC_MSG_RESULT([no])
      AC_MSG_ERROR([$CC cannot build MPI programs: install the Debian package libopenmpi-dev (or libmpich-dev)])])
-  AC_PATH_PROGS([MPIEXEC], [mpiexec mpirun], [mpiexec])
+  # The tests' launcher must belong to the same MPI as the compiler (Debian installs Open MPI and
+  # MPICH side by side as mpicc.openmpi / mpicc.mpich behind one "mpicc" alternative).
+  AC_ARG_VAR([MPIEXEC], [MPI launcher for the tests (default: the one matching MPICC)])
+  canopy_mpicc_path=`command -v "$MPICC" 2>/dev/null`
+  canopy_mpicc_real=`readlink -f "$canopy_mpicc_path" 2>/dev/null || echo "$canopy_mpicc_path"`
+  canopy_mpi_bindir=`dirname "$canopy_mpicc_real"`
+  AS_CASE(["$canopy_mpicc_real"],
+    [*.mpich], [canopy_mpi_sfx=.mpich],
+    [*.openmpi], [canopy_mpi_sfx=.openmpi],
+    [canopy_mpi_sfx=])
+  AC_PATH_PROGS([MPIEXEC], [mpiexec$canopy_mpi_sfx mpirun$canopy_mpi_sfx mpiexec mpirun], [mpiexec],
+                [$canopy_mpi_bindir$PATH_SEPARATOR$PATH])
   AC_SUBST([MPIEXEC])
 ])
