@@ -24,8 +24,15 @@ AC_DEFUN([CANOPY_CHECK_MPI], [
   # The tests' launcher must belong to the same MPI as the compiler (Debian installs Open MPI and
   # MPICH side by side as mpicc.openmpi / mpicc.mpich behind one "mpicc" alternative).
   AC_ARG_VAR([MPIEXEC], [MPI launcher for the tests (default: the one matching MPICC)])
-  canopy_mpicc_path=`command -v "$MPICC" 2>/dev/null`
-  canopy_mpicc_real=`readlink -f "$canopy_mpicc_path" 2>/dev/null || echo "$canopy_mpicc_path"`
+  # Follow the alternatives links one at a time until a name tells the flavour (Open MPI's
+  # mpicc.openmpi is itself a link to opal_wrapper, so readlink -f would go too far).
+  canopy_mpicc_real=`command -v "$MPICC" 2>/dev/null`
+  for canopy_i in 1 2 3 4 5; do
+    AS_CASE(["$canopy_mpicc_real"], [*.mpich|*.openmpi], [break])
+    canopy_next=`readlink "$canopy_mpicc_real" 2>/dev/null` || break
+    AS_CASE(["$canopy_next"], [/*], [canopy_mpicc_real=$canopy_next],
+            [canopy_mpicc_real=`dirname "$canopy_mpicc_real"`/$canopy_next])
+  done
   canopy_mpi_bindir=`dirname "$canopy_mpicc_real"`
   AS_CASE(["$canopy_mpicc_real"],
     [*.mpich], [canopy_mpi_sfx=.mpich],
