@@ -133,7 +133,7 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
     blok_arrays B = {0};
     if (!S->cblk_fcol || !S->cblk_fblok || !S->cblk_stride || !S->cblk_parent || !S->cblk_coef ||
         !S->col2cblk || !sptr || !child_head || !child_next || !mark || !acc || !tmp || !rows)
-        goto fail;
+        goto out;
 
     memcpy(S->cblk_fcol, part_fcol, ((size_t)npart + 1) * sizeof(cint));
     for (cint k = 0; k < npart; k++)
@@ -183,7 +183,7 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
         if (used + (size_t)len > rows_cap) {
             size_t cap = 2 * (used + (size_t)len);
             cint *nr = canopy_realloc(rows, cap, sizeof(cint), "cblk structures", err);
-            if (!nr) goto fail;
+            if (!nr) goto out;
             rows = nr;
             rows_cap = cap;
         }
@@ -199,19 +199,19 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
         }
         /* cut the rows into bloks: new blok at a gap or at a cblk boundary */
         S->cblk_fblok[k] = B.count;
-        if (!blok_push(&B, fcol, lcol, k, 0, err)) goto fail;
+        if (!blok_push(&B, fcol, lcol, k, 0, err)) goto out;
         cint stride = w;
         for (cint a = 0; a < len;) {
             cint b = a;
             cint fc = S->col2cblk[acc[a]];
             while (b + 1 < len && acc[b + 1] == acc[b] + 1 && S->col2cblk[acc[b + 1]] == fc) b++;
-            if (!blok_push(&B, acc[a], acc[b], fc, stride, err)) goto fail;
+            if (!blok_push(&B, acc[a], acc[b], fc, stride, err)) goto out;
             stride += b - a + 1;
             a = b + 1;
         }
         if (coef > INT64_MAX - (int64_t)stride * w) {
             canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor too large");
-            goto fail;
+            goto out;
         }
         S->cblk_stride[k] = stride;
         S->cblk_coef[k] = coef;
@@ -252,6 +252,8 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
     S->max_update_buf = max_buf;
     S->max_update_rows = max_rows;
     S->max_width = max_width;
+    B = (blok_arrays){0}; /* now owned by S */
+out: /* success falls through here too: S->blok_frow is set only on success */
     canopy_free(sptr);
     canopy_free(child_head);
     canopy_free(child_next);
@@ -259,16 +261,7 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
     canopy_free(acc);
     canopy_free(tmp);
     canopy_free(rows);
-    return CANOPY_SUCCESS;
-
-fail:
-    canopy_free(sptr);
-    canopy_free(child_head);
-    canopy_free(child_next);
-    canopy_free(mark);
-    canopy_free(acc);
-    canopy_free(tmp);
-    canopy_free(rows);
+    if (S->blok_frow != NULL) return CANOPY_SUCCESS;
     canopy_free(B.frow);
     canopy_free(B.lrow);
     canopy_free(B.fcblk);

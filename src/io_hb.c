@@ -11,6 +11,7 @@
  */
 #include "common.h"
 #include "io_util.h"
+#include "matrix.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -570,12 +571,7 @@ done:
     canopy_free(row);
     canopy_free(col);
     if (e->status != CANOPY_SUCCESS) {
-        if (A->colptr) {
-            canopy_free(A->colptr);
-            canopy_free(A->rowind);
-            canopy_free(A->values);
-            memset(A, 0, sizeof *A);
-        }
+        matrix_free(A);
         return e->status;
     }
     return CANOPY_SUCCESS;

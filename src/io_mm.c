@@ -7,6 +7,7 @@
  */
 #include "common.h"
 #include "io_util.h"
+#include "matrix.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -368,12 +369,7 @@ done:
     canopy_free(s.val);
     canopy_free(s.skips);
     if (e->status != CANOPY_SUCCESS) {
-        if (A->colptr) {
-            canopy_free(A->colptr);
-            canopy_free(A->rowind);
-            canopy_free(A->values);
-            memset(A, 0, sizeof *A);
-        }
+        matrix_free(A);
         return e->status;
     }
     return CANOPY_SUCCESS;
