@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "  --laplacian NX[xNY[xNZ]]  Laplacian (5-point in 2D, 7-point in 3D; --stencil 27)\n"
             "  --helmholtz N[xM]         Helmholtz-type model problem on an N x M grid\n"
             "  --stencil 5|7|27          stencil of --laplacian\n"
-            "  --kind spd|symmetric|general  override the kind of a file (a symmetric file is read as\n"
+            "  --kind spd|symmetric|hermitian|general  override the kind of a file (a symmetric file is read as\n"
             "                            'symmetric' and factorized LDL^T unless --kind spd)\n"
             "solve:\n"
             "  --nrhs K                  right-hand sides (default 1)\n"
@@ -135,6 +135,7 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
                 if (!strcmp(v, "spd")) c->kind_override = CANOPY_KIND_SPD;
                 else if (!strcmp(v, "symmetric")) c->kind_override = CANOPY_KIND_SYMMETRIC;
                 else if (!strcmp(v, "general")) c->kind_override = CANOPY_KIND_GENERAL;
+                else if (!strcmp(v, "hermitian")) c->kind_override = CANOPY_KIND_HERMITIAN;
                 else bad = 1;
             } else if (canopy_options_set(&c->opts, name, v, msg, sizeof msg) != CANOPY_SUCCESS) {
                 if (rank == 0) fprintf(stderr, "canopy-solve: %s\n", msg);
@@ -159,17 +160,41 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
     return 0;
 }
 
-/* y = A x for a matrix as read: one stored triangle of a symmetric kind is mirrored. */
-static void spmv(const canopy_csc *A, const double *x, double *y)
+/*
+ * y = A x for a matrix as read (real, or complex as (re, im) pairs): one stored triangle of a
+ * symmetric kind is mirrored (conjugated for Hermitian). rowsum, if not NULL, receives sum_j |a_ij|.
+ */
+static void spmv(const canopy_csc *A, const double *x, double *y, double *rowsum)
 {
     const double *v = A->values;
+    int cplx = A->arith == CANOPY_COMPLEX, s = cplx ? 2 : 1;
     int mirror = A->kind != CANOPY_KIND_GENERAL && A->triangle != CANOPY_TRIANGLE_BOTH;
-    for (canopy_int i = 0; i < A->n; i++) y[i] = 0;
+    double conj_sign = A->kind == CANOPY_KIND_HERMITIAN ? -1.0 : 1.0;
+    for (canopy_int i = 0; i < s * A->n; i++) y[i] = 0;
+    if (rowsum)
+        for (canopy_int i = 0; i < A->n; i++) rowsum[i] = 0;
     for (canopy_int j = 0; j < A->n; j++)
         for (canopy_int p = A->colptr[j] - A->base; p < A->colptr[j + 1] - A->base; p++) {
             canopy_int i = A->rowind[p] - A->base;
-            y[i] += v[p] * x[j];
-            if (mirror && i != j) y[j] += v[p] * x[i];
+            double ar = v[s * p], ai = cplx ? v[s * p + 1] : 0;
+            double mag = cplx ? hypot(ar, ai) : fabs(ar);
+            if (rowsum) rowsum[i] += mag;
+            if (cplx) {
+                y[2 * i] += ar * x[2 * j] - ai * x[2 * j + 1];
+                y[2 * i + 1] += ar * x[2 * j + 1] + ai * x[2 * j];
+            } else {
+                y[i] += ar * x[j];
+            }
+            if (mirror && i != j) {
+                if (rowsum) rowsum[j] += mag;
+                if (cplx) {
+                    double bi = conj_sign * ai;
+                    y[2 * j] += ar * x[2 * i] - bi * x[2 * i + 1];
+                    y[2 * j + 1] += ar * x[2 * i + 1] + bi * x[2 * i];
+                } else {
+                    y[j] += ar * x[i];
+                }
+            }
         }
 }
 
@@ -221,20 +246,21 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             printf("  factorization %d: %.3f s, %.2f GFlop/s\n", r + 1, tmp.time_factorize, tmp.gflops_factorize);
     }
     double ferr = NAN;
+    int sc = rank == 0 && A->arith == CANOPY_COMPLEX ? 2 : 1; /* doubles per scalar */
     if (st >= 0 && !c->analyze_only) {
         size_t len = (size_t)n * (size_t)c->nrhs;
         if (rank == 0) {
-            b = malloc((len ? len : 1) * sizeof *b);
-            x = malloc((len ? len : 1) * sizeof *x);
-            double *ones = malloc(((size_t)n + 1) * sizeof *ones);
+            b = malloc((len ? sc * len : 1) * sizeof *b);
+            x = malloc((len ? sc * len : 1) * sizeof *x);
+            double *ones = calloc((size_t)sc * n + 1, sizeof *ones);
             if (!b || !x || !ones) {
                 fprintf(stderr, "canopy-solve: out of memory for the right-hand sides\n");
                 MPI_Abort(comm, 1); /* the driver, not the library: nothing sensible to continue with */
             }
-            for (int i = 0; i < n; i++) ones[i] = 1.0;
-            spmv(A, ones, b);
-            for (int k = 1; k < c->nrhs; k++) memcpy(b + (size_t)k * n, b, (size_t)n * sizeof *b);
-            memcpy(x, b, len * sizeof *b);
+            for (int i = 0; i < n; i++) ones[(size_t)sc * i] = 1.0;
+            spmv(A, ones, b, NULL);
+            for (int k = 1; k < c->nrhs; k++) memcpy(b + (size_t)k * sc * n, b, (size_t)sc * n * sizeof *b);
+            memcpy(x, b, sc * len * sizeof *b);
             free(ones);
         }
         stage = "solve";
@@ -245,30 +271,29 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
         }
         if (st >= 0 && rank == 0) {
             ferr = 0;
-            for (size_t i = 0; i < len; i++) ferr = fmax(ferr, fabs(x[i] - 1.0));
+            for (size_t i = 0; i < len; i++)
+                ferr = fmax(ferr, sc == 2 ? hypot(x[2 * i] - 1.0, x[2 * i + 1]) : fabs(x[i] - 1.0));
         }
     }
     canopy_stats S;
     canopy_get_stats(s, &S);
     if (c->opts.refine_max_iter == 0 && st >= 0 && !c->analyze_only && rank == 0) {
-        /* no refinement asked: still report the backward error of the plain solve */
-        double *r = malloc(((size_t)n + 1) * sizeof *r), an = 0, rn = 0, xn = 0, bn = 0;
-        spmv(A, x, r);
+        /* no refinement asked: still report the normwise backward error of the plain solve */
+        double *r = malloc(((size_t)sc * n + 1) * sizeof *r), *rs = malloc(((size_t)n + 1) * sizeof *rs);
+        double an = 0, rn = 0, xn = 0, bn = 0;
+        spmv(A, x, r, rs);
         for (int i = 0; i < n; i++) {
-            rn = fmax(rn, fabs(b[i] - r[i]));
-            xn = fmax(xn, fabs(x[i]));
-            bn = fmax(bn, fabs(b[i]));
-        }
-        double *rs = calloc((size_t)n + 1, sizeof *rs);
-        const double *v = A->values;
-        int mirror = A->kind != CANOPY_KIND_GENERAL && A->triangle != CANOPY_TRIANGLE_BOTH;
-        for (canopy_int j = 0; j < A->n; j++)
-            for (canopy_int p = A->colptr[j] - A->base; p < A->colptr[j + 1] - A->base; p++) {
-                canopy_int i = A->rowind[p] - A->base;
-                rs[i] += fabs(v[p]);
-                if (mirror && i != j) rs[j] += fabs(v[p]);
+            if (sc == 2) {
+                rn = fmax(rn, hypot(b[2 * i] - r[2 * i], b[2 * i + 1] - r[2 * i + 1]));
+                xn = fmax(xn, hypot(x[2 * i], x[2 * i + 1]));
+                bn = fmax(bn, hypot(b[2 * i], b[2 * i + 1]));
+            } else {
+                rn = fmax(rn, fabs(b[i] - r[i]));
+                xn = fmax(xn, fabs(x[i]));
+                bn = fmax(bn, fabs(b[i]));
             }
-        for (int i = 0; i < n; i++) an = fmax(an, rs[i]);
+            an = fmax(an, rs[i]);
+        }
         S.backward_error = rn / (an * xn + bn);
         free(r);
         free(rs);

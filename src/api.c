@@ -208,9 +208,9 @@ CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_set_matrix: NULL matrix on rank 0");
         } else if (A->arith == CANOPY_PATTERN || A->values == NULL) {
             canopy_err_set(&s->err, CANOPY_ERR_MATRIX, "canopy_set_matrix: the matrix has no values (pattern only)");
-        } else if (A->arith == CANOPY_COMPLEX) {
-            canopy_err_set(&s->err, CANOPY_ERR_UNSUPPORTED,
-                           "complex matrices are read but not factorized yet: complex arithmetic comes next");
+        } else if (A->arith == CANOPY_COMPLEX && A->kind == CANOPY_KIND_SPD) {
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                           "a complex matrix is HERMITIAN (LL^H when positive definite) or SYMMETRIC, not SPD");
         } else if (matrix_import(A, &s->A, &s->err) == CANOPY_SUCCESS) {
             keep_layout(s, A);
         }
@@ -254,6 +254,18 @@ static canopy_status choose_factorization(canopy_solver *s)
 {
     canopy_matrix_kind k = s->A.kind;
     bool sym = k != CANOPY_KIND_GENERAL;
+    if (k == CANOPY_KIND_HERMITIAN && s->A.arith == CANOPY_REAL) k = CANOPY_KIND_SYMMETRIC;
+    if (k == CANOPY_KIND_HERMITIAN) {
+        /* LL^H when positive definite; LDL^T here is complex symmetric, so never for Hermitian */
+        if (s->opts.factorization == CANOPY_FACT_LDLT)
+            return canopy_err_set(&s->err, CANOPY_ERR_UNSUPPORTED,
+                                  "LDL^H of a Hermitian matrix is not available: use llt (positive definite) or lu");
+        s->fact = s->opts.factorization == CANOPY_FACT_LU ? CANOPY_FACT_LU : CANOPY_FACT_LLT;
+        return CANOPY_SUCCESS;
+    }
+    if (s->A.arith == CANOPY_COMPLEX && k == CANOPY_KIND_SYMMETRIC && s->opts.factorization == CANOPY_FACT_LLT)
+        return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                              "LL^T of a complex symmetric matrix is not defined here: use ldlt or lu");
     switch (s->opts.factorization) {
     case CANOPY_FACT_AUTO:
         s->fact = k == CANOPY_KIND_SPD ? CANOPY_FACT_LLT : sym ? CANOPY_FACT_LDLT : CANOPY_FACT_LU;
@@ -365,11 +377,13 @@ static canopy_status factorize_rank0(canopy_solver *s)
     double threshold = s->opts.pivot_threshold * s->anorm;
     canopy_status st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
-        /* documented fallback: a matrix declared SPD that is not gets LDL^T with static pivoting */
-        say(s, 1, "%s; falling back to LDL^T", s->err.msg);
+        /* documented fallback: a matrix declared SPD that is not gets LDL^T with static pivoting
+         * (a Hermitian one gets LU: our LDL^T is complex symmetric) */
+        bool herm = s->A.kind == CANOPY_KIND_HERMITIAN && s->A.arith == CANOPY_COMPLEX;
+        say(s, 1, "%s; falling back to %s", s->err.msg, herm ? "LU" : "LDL^T");
         canopy_err_clear(&s->err);
         numeric_free(&s->F);
-        s->fact = CANOPY_FACT_LDLT;
+        s->fact = herm ? CANOPY_FACT_LU : CANOPY_FACT_LDLT;
         st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     }
     if (st < 0) return st;

@@ -1,7 +1,7 @@
 /*
  * Numerical factorization driver: argument checks, arithmetic dispatch, allocation of the factors,
  * buffers and entry map (first call only), BLAS thread control. The arithmetic itself lives in
- * kernels_template.c (instantiated by kernels_d.c).
+ * kernels_template.c (instantiated by kernels_d.c and kernels_z.c).
  */
 #include "numeric.h"
 #include "matrix.h"
@@ -162,9 +162,7 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
     if (A->n != S->n)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "matrix order %" CINT_FMT " differs from the analysis (%" CINT_FMT ")",
                               A->n, S->n);
-    if (A->arith == CANOPY_COMPLEX)
-        return canopy_err_set(err, CANOPY_ERR_UNSUPPORTED, "complex arithmetic is not available yet");
-    if (A->arith != CANOPY_REAL || A->values == NULL)
+    if ((A->arith != CANOPY_REAL && A->arith != CANOPY_COMPLEX) || A->values == NULL)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "matrix has no numerical values");
 
     /* refactorization reuses everything when the analysis, kind and pattern size are the same */
@@ -180,7 +178,7 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
     F->threshold = threshold;
     F->flops = kind == CANOPY_FACT_LU ? S->flops_lu : S->flops_llt;
     int old = blas_threads_single();
-    canopy_status st = numeric_factorize_d(F, A, err);
+    canopy_status st = A->arith == CANOPY_COMPLEX ? numeric_factorize_z(F, A, err) : numeric_factorize_d(F, A, err);
     blas_threads_restore(old);
     return st;
 }
@@ -192,10 +190,9 @@ canopy_status numeric_solve(const numeric *F, cint nrhs, void *b, cint ldb, cano
     if (nrhs < 0 || (nrhs > 0 && b == NULL) || ldb < CANOPY_MAX(F->S->n, 1))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "solve: bad right-hand side (nrhs %" CINT_FMT ", ldb %" CINT_FMT ")",
                               nrhs, ldb);
-    if (F->arith != CANOPY_REAL)
-        return canopy_err_set(err, CANOPY_ERR_UNSUPPORTED, "complex arithmetic is not available yet");
     int old = blas_threads_single();
-    canopy_status st = numeric_solve_d(F, nrhs, b, ldb, err);
+    canopy_status st = F->arith == CANOPY_COMPLEX ? numeric_solve_z(F, nrhs, b, ldb, err)
+                                                  : numeric_solve_d(F, nrhs, b, ldb, err);
     blas_threads_restore(old);
     return st;
 }

@@ -1,7 +1,7 @@
 /*
  * Numerical factorization and triangular solves over the block structure of symbolic.h.
  * One source for every arithmetic: src/kernels_template.c is compiled once per scalar type
- * (kernels_d.c: double; complex double comes next) and numeric.c dispatches on the arith.
+ * (kernels_d.c: double; kernels_z.c: complex double) and numeric.c dispatches on the arith.
  *
  * Storage of the factors, per cblk k (panel of cblk_stride[k] x w_k, column-major):
  *  - LL^T: L panel: lower triangle of the diagonal block + off-diagonal bloks of L.
@@ -70,6 +70,8 @@ void numeric_free(numeric *F);
 /* per-arithmetic entry points generated from kernels_template.c */
 canopy_status numeric_factorize_d(numeric *F, const canopy_csc *A, canopy_err *err);
 canopy_status numeric_solve_d(const numeric *F, cint nrhs, double *b, cint ldb, canopy_err *err);
+canopy_status numeric_factorize_z(numeric *F, const canopy_csc *A, canopy_err *err);
+canopy_status numeric_solve_z(const numeric *F, cint nrhs, double _Complex *b, cint ldb, canopy_err *err);
 
 /*
  * Dense diagonal-block kernels (exposed for the unit tests). Both return the number of pivots
@@ -88,5 +90,8 @@ canopy_status numeric_solve_d(const numeric *F, cint nrhs, double *b, cint ldb, 
 cint numeric_dense_ldlt_d(cint n, double *A, cint lda, cint *ipiv, double *dsub, double threshold,
                           double *work);
 cint numeric_dense_lu_d(cint n, double *A, cint lda, cint *ipiv, double threshold);
+cint numeric_dense_ldlt_z(cint n, double _Complex *A, cint lda, cint *ipiv, double _Complex *dsub, double threshold,
+                          double _Complex *work);
+cint numeric_dense_lu_z(cint n, double _Complex *A, cint lda, cint *ipiv, double threshold);
 
 #endif
