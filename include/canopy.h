@@ -57,7 +57,7 @@ typedef enum canopy_matrix_kind {
     CANOPY_KIND_GENERAL = 0,      /**< unsymmetric: LU on the symmetrized pattern */
     CANOPY_KIND_SYMMETRIC = 1,    /**< symmetric (indefinite allowed): LDL^T */
     CANOPY_KIND_SPD = 2,          /**< symmetric positive definite: LL^T */
-    CANOPY_KIND_HERMITIAN = 3     /**< complex Hermitian */
+    CANOPY_KIND_HERMITIAN = 3     /**< complex Hermitian: LL^H (LU if not positive definite) */
 } canopy_matrix_kind;
 
 /** Scalar type of the values. */
