@@ -59,17 +59,18 @@ bool order_invert(cint n, const cint *perm, cint *iperm)
  *    (7.06e10 vs 6.29e10); G3_circuit moved by 4%. Coarsening to 200 rather than 100 vertices gave 4-7%
  *    fewer flops on 50^3/60^3 Laplacians; a '|' selection of two separator runs cost 2x time
  *    and did not help (best-of per level is not best overall).
- *  - leaves: halo approximate minimum degree ('d' in SCOTCH's halo ordering methods; 'h' there
- *    is not a leaf method). It sees the separator vertices around the leaf (the halo), so the
- *    leaf order accounts for the fill it causes in the separators. Measured against halo
- *    approximate minimum fill 'f' on the 3D Laplacian (test_order, leaf_method_comparison):
- *    30^3 3.028e9 vs 3.029e9 flops, 50^3 6.9595e10 vs 6.9600e10: a wash; 'd' kept (cheaper).
+ *  - leaves: halo approximate minimum fill ('f' in SCOTCH's halo ordering methods). It sees the
+ *    separator vertices around the leaf (the halo), so the leaf order accounts for the fill it
+ *    causes in the separators. Halo approximate minimum degree ('d') gives the same flops on the
+ *    3D Laplacian (50^3: 6.9595e10 vs 6.9600e10) but SCOTCH 7.0.3's 'd' corrupts its heap on any
+ *    connected component that is a clique (a dense 3x3 block returned a non-permutation; dense
+ *    20x20 wrote out of bounds under valgrind), so 'f' it is (tests/test_order: cliques).
  * The cmin/cmax/frat parameters only shape SCOTCH's own column-block tree, which we do not
  * use (supernodes are detected and amalgamated in amalgamate.c).
  */
 #define ORDER_LEAF_SIZE 120
 #define ORDER_SCOTCH_THREADS 2
-#define ORDER_LEAF_METHOD 'd'
+#define ORDER_LEAF_METHOD 'f'
 
 #define ORDER_SEPA(bal) "m{vert=200,rat=0.7,low=h{pass=10}f{bal=" bal "},asc=f{bal=" bal "}}"
 #define ORDER_ND                                                                            \

@@ -200,6 +200,46 @@ START_TEST(nested_dissection_beats_natural)
 }
 END_TEST
 
+/* Graph of cliques of size b (a dense matrix when b == n). */
+static void clique_graph(cint n, cint b, canopy_csc *G)
+{
+    G->n = n;
+    G->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "cliques", NULL);
+    G->rowind = canopy_alloc((size_t)n * (size_t)b + 1, sizeof(cint), "cliques", NULL);
+    G->values = NULL;
+    G->base = 0;
+    G->arith = CANOPY_PATTERN;
+    G->kind = CANOPY_KIND_SYMMETRIC;
+    G->triangle = CANOPY_TRIANGLE_BOTH;
+    cint p = 0;
+    for (cint j = 0; j < n; j++) {
+        G->colptr[j] = p;
+        cint c0 = j / b * b, c1 = c0 + b < n ? c0 + b : n;
+        for (cint i = c0; i < c1; i++)
+            if (i != j) G->rowind[p++] = i;
+    }
+    G->colptr[n] = p;
+}
+
+START_TEST(cliques_and_dense)
+{
+    /* regression: SCOTCH 7.0.3's halo AMD leaves corrupted memory on clique components */
+    const cint sizes[][2] = {{2, 2}, {3, 3}, {5, 5}, {8, 8}, {12, 12}, {20, 20}, {200, 200}, {60, 6}, {1000, 7}};
+    for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++) {
+        canopy_csc G;
+        clique_graph(sizes[c][0], sizes[c][1], &G);
+        cint *perm = malloc(sizeof(cint) * (size_t)G.n), *iperm = malloc(sizeof(cint) * (size_t)G.n);
+        canopy_err err = {0};
+        ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err) == CANOPY_SUCCESS, "n=%d b=%d: %s",
+                      (int)sizes[c][0], (int)sizes[c][1], err.msg);
+        check_inverse(G.n, perm, iperm);
+        free(perm);
+        free(iperm);
+        matrix_free(&G);
+    }
+}
+END_TEST
+
 START_TEST(leaf_method_comparison)
 {
     /* the measurement behind ORDER_LEAF_METHOD: halo AMF (f) vs halo AMD (d) on a 3D Laplacian */
@@ -262,6 +302,7 @@ int main(void)
     tcase_add_test(tc, scotch_valid_and_deterministic);
     tcase_add_test(tc, scotch_edge_cases);
     tcase_add_test(tc, nested_dissection_beats_natural);
+    tcase_add_test(tc, cliques_and_dense);
     tcase_add_test(tc, leaf_method_comparison);
     tcase_add_test(tc, laplacian_50_cubed_figures);
     suite_add_tcase(s, tc);
