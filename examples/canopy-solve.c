@@ -58,7 +58,8 @@ static int parse_dims(const char *s, long *d, int maxd)
         char *end;
         errno = 0;
         long v = strtol(p, &end, 10);
-        if (errno || end == p || v < 1) return -1;
+        /* canopy_int may be 32 bits: refuse what would silently wrap */
+        if (errno || end == p || v < 1 || (sizeof(canopy_int) < sizeof(long) && v > (long)INT32_MAX)) return -1;
         d[k++] = v;
         if (*end == '\0') return k;
         if (*end != 'x' && *end != 'X') return -1;

@@ -139,7 +139,7 @@ typedef struct canopy_options {
     double amalgamation_fill;     /**< extra zeros allowed in a merged supernode, as a fraction (default 0.12) */
     int split_size;               /**< widest column block before splitting (0 = no splitting) */
     int refine_max_iter;          /**< refinement steps at most: classical steps + GMRES iterations (default 100) */
-    double refine_tolerance;      /**< target backward error (default 1e-15) */
+    double refine_tolerance;      /**< target normwise backward error (default 1e-14) */
     int verbose;                  /**< 0..3, messages on stderr of rank 0 */
     char trace_file[CANOPY_PATH_MAX]; /**< empty = no trace */
 } canopy_options;
@@ -159,11 +159,13 @@ typedef struct canopy_stats {
     double time_solve;            /**< seconds of the last solve */
     double time_refine;           /**< seconds of the last refinement */
     double gflops_factorize;
-    double backward_error;        /**< of the last refinement (componentwise, or normwise if larger) */
+    double backward_error;        /**< of the last refinement: max over columns of ||b-Ax||/(||A|| ||x|| + ||b||), inf-norms */
     int refinement_steps;
     int64_t perturbed_pivots;
     size_t factor_bytes;
-    size_t peak_memory_bytes;     /**< largest memory held by the solver on any rank */
+    size_t peak_memory_bytes;     /**< largest memory held through Canopy's allocator on any rank while this solver
+                                       lived, above what was held when it was created (other solvers alive at the
+                                       same time count too) */
     int ranks;
     int threads_per_rank;
     canopy_factorization factorization; /**< what was actually used */
@@ -218,8 +220,9 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *solver);
 CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *solver, canopy_int nrhs, void *b, canopy_int ldb);
 
 /**
- * Iterative refinement of X (from canopy_solve) against B, until the backward error reaches the
- * tolerance or stops improving. Returns CANOPY_WARN_NOT_CONVERGED when it stops above it.
+ * Iterative refinement of X (from canopy_solve) against B (x and b distinct arrays), until the
+ * backward error reaches the tolerance or stops improving. Returns CANOPY_WARN_NOT_CONVERGED when
+ * it stops above it.
  */
 CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *solver, canopy_int nrhs, const void *b,
                                           canopy_int ldb, void *x, canopy_int ldx);

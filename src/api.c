@@ -120,20 +120,21 @@ static void free_matrix(canopy_solver *s)
 
 CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *opts, canopy_solver **out)
 {
-    if (out == NULL) return CANOPY_ERR_ARGUMENT;
-    *out = NULL;
     int inited = 0, finalized = 0;
     MPI_Initialized(&inited);
     MPI_Finalized(&finalized);
     if (!inited || finalized) return CANOPY_ERR_MPI; /* nothing to agree with: MPI is not running */
     if (comm == MPI_COMM_NULL) return CANOPY_ERR_ARGUMENT;
+    /* From here on every rank reaches the allreduce, even with a bad argument, so that a rank
+     * that passed out == NULL cannot leave the others waiting. */
     canopy_err err = {0};
-    canopy_solver *s = canopy_calloc(1, sizeof *s, "solver", &err);
-    int ok = s != NULL, all_ok;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-    if (!all_ok) {
+    canopy_solver *s = out ? canopy_calloc(1, sizeof *s, "solver", &err) : NULL;
+    if (out) *out = NULL;
+    int mine = out == NULL ? CANOPY_ERR_ARGUMENT : s == NULL ? CANOPY_ERR_NOMEM : CANOPY_SUCCESS, worst;
+    if (MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) worst = CANOPY_ERR_MPI;
+    if (worst != CANOPY_SUCCESS) {
         canopy_free(s);
-        return CANOPY_ERR_NOMEM;
+        return (canopy_status)worst;
     }
     s->mem_base = canopy_mem_current();
     canopy_mem_reset_peak();
@@ -203,6 +204,9 @@ CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc
     canopy_err_clear(&s->err);
     free_matrix(s);
     s->phase = PHASE_CREATED;
+    /* figures of a previous matrix must not survive it */
+    canopy_stats fresh = {.ranks = s->stats.ranks, .threads_per_rank = s->stats.threads_per_rank};
+    s->stats = fresh;
     if (s->rank == 0) {
         if (A == NULL) {
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_set_matrix: NULL matrix on rank 0");
@@ -452,6 +456,10 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, con
     canopy_err_clear(&s->err);
     if (phase_ok(s, PHASE_FACTORIZED, "canopy_refine", "canopy_factorize") && s->rank == 0 &&
         rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") && rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") && nrhs > 0) {
+        if ((const void *)x == b) {
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_refine: x and b must be different arrays");
+            return finish(s);
+        }
         double t0 = canopy_wtime();
         refine_run(s, nrhs, b, ldb, x, ldx);
         s->stats.time_refine = canopy_wtime() - t0;

@@ -23,6 +23,8 @@
 
 #define FF_MAX_FIELDS 512
 #define FF_MAX_WIDTH 80
+/* Widest record a format may describe: keeps column arithmetic far from int overflow. */
+#define FF_MAX_RECORD (1 << 16)
 
 typedef struct ffield {
     int start;      /* 0-based column */
@@ -85,6 +87,7 @@ static bool ff_list(const char **ps, ffmt *F, int depth)
             int first = F->nf, col0 = F->col;
             if (!ff_list(&s, F, depth + 1)) return false;
             int nf = F->nf - first, w = F->col - col0;
+            if ((int64_t)col0 + (int64_t)rep * w > FF_MAX_RECORD) return false;
             for (int r = 1; r < rep; r++) {
                 if (F->nf + nf > FF_MAX_FIELDS) return false;
                 for (int q = 0; q < nf; q++) {
@@ -97,6 +100,7 @@ static bool ff_list(const char **ps, ffmt *F, int depth)
             continue;
         }
         if (c == 'X') {
+            if ((int64_t)F->col + rep > FF_MAX_RECORD) return false;
             F->col += rep;
             s++;
             continue;
@@ -127,7 +131,7 @@ static bool ff_list(const char **ps, ffmt *F, int depth)
             ff_number(&s, &has);
             if (!has) return false;
         }
-        if (F->nf + rep > FF_MAX_FIELDS) return false;
+        if (F->nf + rep > FF_MAX_FIELDS || (int64_t)F->col + (int64_t)rep * w > FF_MAX_RECORD) return false;
         for (int r = 0; r < rep; r++) {
             F->f[F->nf++] = (ffield){.start = F->col, .width = w, .decimals = type == 'I' ? 0 : d,
                                      .scale = F->scale, .type = type};

@@ -138,27 +138,6 @@ void matrix_spmv(const canopy_csc *A, cint nrhs, double alpha, const void *x, ci
     }
 }
 
-void matrix_abs_spmv(const canopy_csc *A, const void *x, double *y)
-{
-    cint n = A->n;
-    for (cint i = 0; i < n; i++) y[i] = 0;
-    if (A->arith == CANOPY_COMPLEX) {
-        const double complex *av = A->values;
-        const double complex *xv = x;
-        for (cint j = 0; j < n; j++) {
-            double t = cabs(xv[j]);
-            for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) y[A->rowind[p]] += cabs(av[p]) * t;
-        }
-        return;
-    }
-    const double *av = A->values;
-    const double *xv = x;
-    for (cint j = 0; j < n; j++) {
-        double t = fabs(xv[j]);
-        for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) y[A->rowind[p]] += fabs(av[p]) * t;
-    }
-}
-
 static double entry_abs(const canopy_csc *A, int64_t p)
 {
     if (A->arith == CANOPY_COMPLEX) return cabs(((const double complex *)A->values)[p]);

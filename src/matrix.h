@@ -32,9 +32,6 @@ canopy_status matrix_graph(const canopy_csc *A, canopy_csc *G, canopy_err *err);
 void matrix_spmv(const canopy_csc *A, cint nrhs, double alpha, const void *x, cint ldx,
                  double beta, void *y, cint ldy);
 
-/** y = |A| |x| for one column (for componentwise backward error); y real of length n. */
-void matrix_abs_spmv(const canopy_csc *A, const void *x, double *y);
-
 /** max_i sum_j |a_ij| (infinity norm). */
 double matrix_norm_inf(const canopy_csc *A);
 

@@ -190,6 +190,12 @@ canopy_status numeric_solve(const numeric *F, cint nrhs, void *b, cint ldb, cano
     if (nrhs < 0 || (nrhs > 0 && b == NULL) || ldb < CANOPY_MAX(F->S->n, 1))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "solve: bad right-hand side (nrhs %" CINT_FMT ", ldb %" CINT_FMT ")",
                               nrhs, ldb);
+#if CANOPY_INT64
+    /* the solve hands n and nrhs to BLAS as int leading dimensions and sizes */
+    if (F->S->n > INT_MAX || nrhs > INT_MAX)
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "solve: n = %" CINT_FMT " or nrhs = %" CINT_FMT
+                              " exceeds the int range of BLAS", F->S->n, nrhs);
+#endif
     int old = blas_threads_single();
     canopy_status st = F->arith == CANOPY_COMPLEX ? numeric_solve_z(F, nrhs, b, ldb, err)
                                                   : numeric_solve_d(F, nrhs, b, ldb, err);

@@ -223,6 +223,8 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: bind list is not a core list like 0,2,4-7");
     if (!(o->pivot_threshold > 0 && o->pivot_threshold <= 1))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: pivot_threshold = %g is not in (0, 1]", o->pivot_threshold);
+    if (o->amalgamation != 0 && o->amalgamation != 1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: amalgamation = %d (expected 0 or 1)", o->amalgamation);
     if (!(o->amalgamation_fill >= 0 && o->amalgamation_fill <= 10))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: amalgamation_fill = %g is not in [0, 10]", o->amalgamation_fill);
     if (o->split_size < 0)

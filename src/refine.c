@@ -51,14 +51,25 @@ double refine_backward_error(const canopy_csc *A, double anorm, cint nrhs, const
 
 canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ldb)
 {
+    /* Work on a copy so that a failure (out of memory in the solve) leaves the caller's b intact. */
+    cint n = s->A.n;
     size_t sz = s->A.arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
-    void *tmp = canopy_alloc((size_t)s->A.n + 1, sz, "solve workspace", &s->err);
-    if (tmp == NULL) return s->err.status;
-    scaling_rhs(&s->sc, s->A.arith, nrhs, b, ldb, tmp);
+    void *tmp = canopy_alloc((size_t)n + 1, sz, "solve workspace", &s->err);
+    char *y = canopy_alloc((size_t)n * (size_t)nrhs + 1, sz, "solve workspace", &s->err);
+    if (tmp == NULL || y == NULL) {
+        canopy_free(tmp);
+        canopy_free(y);
+        return s->err.status;
+    }
+    for (cint k = 0; k < nrhs; k++) memcpy(y + (size_t)k * n * sz, (char *)b + (size_t)k * ldb * sz, (size_t)n * sz);
+    scaling_rhs(&s->sc, s->A.arith, nrhs, y, n, tmp);
     canopy_free(tmp);
-    if (numeric_solve(&s->F, nrhs, b, ldb, &s->err) != CANOPY_SUCCESS) return s->err.status;
-    scaling_solution(&s->sc, s->A.arith, nrhs, b, ldb);
-    return CANOPY_SUCCESS;
+    if (numeric_solve(&s->F, nrhs, y, n, &s->err) == CANOPY_SUCCESS) {
+        scaling_solution(&s->sc, s->A.arith, nrhs, y, n);
+        for (cint k = 0; k < nrhs; k++) memcpy((char *)b + (size_t)k * ldb * sz, y + (size_t)k * n * sz, (size_t)n * sz);
+    }
+    canopy_free(y);
+    return s->err.status < 0 ? s->err.status : CANOPY_SUCCESS;
 }
 
 /* ---- restarted right-preconditioned (flexible) GMRES on one real column ------------------ */
