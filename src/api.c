@@ -6,6 +6,7 @@
  */
 #include "solver.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -300,6 +301,14 @@ static canopy_status analyze_rank0(canopy_solver *s)
     canopy_matrix_kind skind = s->fact == CANOPY_FACT_LU ? CANOPY_KIND_GENERAL : s->A.kind;
     if (scaling_compute(&s->A, s->opts.scaling, skind, &s->sc, &s->err) != CANOPY_SUCCESS) return s->err.status;
     if (scaling_apply(&s->A, &s->sc, &s->As, &s->err) != CANOPY_SUCCESS) return s->err.status;
+    if (!isfinite(matrix_abs_max(&s->As))) {
+        /* scale factors beyond the double range (entries near 1e-308 or 1e308): factorize A as is */
+        say(s, 1, "scaling overflows the double range; continuing without scaling");
+        scaling_free(&s->sc);
+        if (scaling_compute(&s->A, CANOPY_SCALING_NONE, skind, &s->sc, &s->err) != CANOPY_SUCCESS ||
+            scaling_apply(&s->A, &s->sc, &s->As, &s->err) != CANOPY_SUCCESS)
+            return s->err.status;
+    }
 
     canopy_csc G = {0};
     cint *perm = NULL, *iperm = NULL;
@@ -356,18 +365,23 @@ CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *v
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
+    /* what happened on rank 0: 0 nothing changed (refused values leave the old ones and their
+     * factors in place), 1 new values in place, 2 the scaled copy was lost (re-analysis needed) */
+    int outcome = 0;
     if (phase_ok(s, PHASE_MATRIX, "canopy_update_values", "canopy_set_matrix") && s->rank == 0) {
-        if (values == NULL)
+        if (values == NULL) {
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_update_values: NULL values on rank 0");
-        else if (matrix_update_values(&s->layout, values, &s->A, &s->err) == CANOPY_SUCCESS &&
-                 s->phase >= PHASE_ANALYZED)
-            scaling_apply(&s->A, &s->sc, &s->As, &s->err); /* the scaling of the analysis is kept */
+        } else if (matrix_update_values(&s->layout, values, &s->A, &s->err) == CANOPY_SUCCESS) {
+            outcome = 1;
+            /* the scaling of the analysis is kept */
+            if (s->phase >= PHASE_ANALYZED && scaling_apply(&s->A, &s->sc, &s->As, &s->err) != CANOPY_SUCCESS)
+                outcome = 2;
+        }
     }
     canopy_status st = finish(s);
-    /* new values need a new factorization; an error leaves the old values' analysis usable only
-     * after canopy_set_matrix */
-    if (s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED;
-    if (st < 0 && s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
+    if (s->nranks > 1) MPI_Bcast(&outcome, 1, MPI_INT, 0, s->comm);
+    if (outcome == 1 && s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED; /* refactorize */
+    if (outcome == 2 && s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
     return st;
 }
 
@@ -376,9 +390,11 @@ static canopy_status factorize_rank0(canopy_solver *s)
     double t0 = canopy_wtime();
     /* the infinity norm (largest row sum) of the scaled matrix sets the scale of tiny pivots */
     s->anorm = matrix_norm_inf(&s->As);
+    if (!isfinite(s->anorm)) s->anorm = matrix_abs_max(&s->As); /* row sums overflow: largest entry */
     if (!(s->anorm > 0))
         return canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
-    double threshold = s->opts.pivot_threshold * s->anorm;
+    /* never a zero threshold, even for a matrix of denormals */
+    double threshold = fmax(s->opts.pivot_threshold * s->anorm, DBL_MIN);
     canopy_status st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
         /* documented fallback: a matrix declared SPD that is not gets LDL^T with static pivoting
@@ -419,6 +435,7 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
 
 static bool rhs_ok(canopy_solver *s, const char *call, cint nrhs, const void *b, cint ldb, const char *name)
 {
+    cint row, col;
     if (nrhs < 0) {
         canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: nrhs = %" CINT_FMT " is negative", call, nrhs);
         return false;
@@ -432,7 +449,23 @@ static bool rhs_ok(canopy_solver *s, const char *call, cint nrhs, const void *b,
                        call, name, ldb, s->A.n);
         return false;
     }
+    if (nrhs > 0 && refine_find_nonfinite(s->A.arith, s->A.n, nrhs, b, ldb, &row, &col)) {
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: %s(%" CINT_FMT ", %" CINT_FMT ") is NaN or Inf (0-based)",
+                       call, name, row, col);
+        return false;
+    }
     return true;
+}
+
+/* A solution that overflowed is an error, never a silent answer. */
+static void check_solution(canopy_solver *s, const char *call, cint nrhs, const void *x, cint ldx)
+{
+    cint row, col;
+    if (s->err.status < 0 || !refine_find_nonfinite(s->A.arith, s->A.n, nrhs, x, ldx, &row, &col)) return;
+    canopy_err_clear(&s->err); /* an error replaces a warning */
+    canopy_err_set(&s->err, CANOPY_ERR_SINGULAR,
+                   "%s: the solution is not finite (entry %" CINT_FMT " of column %" CINT_FMT
+                   "): the matrix is numerically singular or too badly scaled", call, row, col);
 }
 
 CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
@@ -443,6 +476,7 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void
         rhs_ok(s, "canopy_solve", nrhs, b, ldb, "b") && nrhs > 0) {
         double t0 = canopy_wtime();
         refine_apply_inverse(s, nrhs, b, ldb);
+        check_solution(s, "canopy_solve", nrhs, b, ldb);
         s->stats.time_solve = canopy_wtime() - t0;
     }
     note_memory(s);
@@ -462,6 +496,7 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, con
         }
         double t0 = canopy_wtime();
         refine_run(s, nrhs, b, ldb, x, ldx);
+        check_solution(s, "canopy_refine", nrhs, x, ldx);
         s->stats.time_refine = canopy_wtime() - t0;
     }
     note_memory(s);

@@ -16,17 +16,39 @@
 
 #include "matrix.h"
 
+/* Largest modulus of a column; NaN propagates (fmax would drop it and hide garbage). */
 static double col_inf_norm(canopy_arith arith, cint n, const void *v, size_t off)
 {
     double m = 0;
     if (arith == CANOPY_COMPLEX) {
         const double complex *z = (const double complex *)v + off;
-        for (cint i = 0; i < n; i++) m = fmax(m, cabs(z[i]));
+        for (cint i = 0; i < n; i++) {
+            double a = cabs(z[i]);
+            if (!(a <= m)) m = a;
+        }
     } else {
         const double *d = (const double *)v + off;
-        for (cint i = 0; i < n; i++) m = fmax(m, fabs(d[i]));
+        for (cint i = 0; i < n; i++) {
+            double a = fabs(d[i]);
+            if (!(a <= m)) m = a;
+        }
     }
     return m;
+}
+
+bool refine_find_nonfinite(canopy_arith arith, cint n, cint nrhs, const void *v, cint ld, cint *row, cint *col)
+{
+    size_t s = arith == CANOPY_COMPLEX ? 2 : 1;
+    const double *d = v;
+    for (cint k = 0; k < nrhs; k++)
+        for (cint i = 0; i < n; i++)
+            for (size_t c = 0; c < s; c++)
+                if (!isfinite(d[((size_t)k * ld + i) * s + c])) {
+                    *row = i;
+                    *col = k;
+                    return true;
+                }
+    return false;
 }
 
 double refine_backward_error(const canopy_csc *A, double anorm, cint nrhs, const void *b, cint ldb,
