@@ -154,6 +154,10 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
             return 2;
         }
     }
+    if (c->opts.ordering == CANOPY_ORDER_USER) {
+        if (rank == 0) fprintf(stderr, "canopy-solve: --ordering user needs a permutation: use the API (canopy_set_permutation)\n");
+        return 2;
+    }
     if (!!c->file + c->have_lap + c->have_helm > 1) {
         if (rank == 0) fprintf(stderr, "canopy-solve: give one input: a file, --laplacian or --helmholtz\n");
         return 2;
@@ -331,7 +335,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    (int)st);
             json_string(st < 0 ? canopy_last_error(s) : canopy_strerror(st));
             printf("}\n");
-        } else {
+        } else if (S.n > 0) {
             printf("%s\n", name);
             printf("  n = %lld, nnz(A) = %lld, factorization %s, %d rank(s) x %d thread(s)\n", (long long)S.n,
                    (long long)S.nnz, canopy_factorization_name(S.factorization), S.ranks, S.threads_per_rank);
@@ -416,11 +420,16 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     cli c;
     memset(&c, 0, sizeof c);
-    int code = parse_args(argc, argv, &c, rank);
-    if (code != 0) {
+    int code = parse_args(argc, argv, &c, rank), worst;
+    /* Every rank must take the same path: agree on the outcome of parsing (a usage error on any
+     * rank stops all), then run with rank 0's settings (the input is read on rank 0 only). */
+    MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (worst != 0) {
+        if (code == 0 && worst == 2 && rank == 0) fprintf(stderr, "canopy-solve: another rank refused its arguments\n");
         MPI_Finalize();
-        return code == 1 ? 0 : 2;
+        return worst == 1 ? 0 : 2;
     }
+    MPI_Bcast(&c, (int)sizeof c, MPI_BYTE, 0, MPI_COMM_WORLD);
     int problems = (c.file || c.have_lap || c.have_helm) ? 1 : 2;
     int failed = 0;
     for (int p = 0; p < problems; p++) {

@@ -189,7 +189,7 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *opts, const char 
 CANOPY_EXPORT canopy_status canopy_options_from_env(canopy_options *opts, char *msg, size_t msglen);
 
 /**
- * Create a solver on @p comm (duplicated). Collective.
+ * Create a solver on @p comm (duplicated). Collective; the options of rank 0 are used on every rank.
  * @param[in] opts options, or NULL for defaults + environment.
  */
 CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *opts,

@@ -155,6 +155,9 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s", msg);
     }
     options_validate(&s->opts, &s->err);
+    /* one set of options for the whole communicator: rank 0's (ranks may have read different
+     * environments) */
+    if (s->nranks > 1) MPI_Bcast(&s->opts, (int)sizeof s->opts, MPI_BYTE, 0, s->comm);
     s->stats.ranks = s->nranks;
     s->stats.threads_per_rank = 1;
     if (s->err.status == CANOPY_SUCCESS && s->rank == 0 && s->opts.threads > 1) {

@@ -392,6 +392,13 @@ canopy_status io_read_hb(const char *path, canopy_csc *A, canopy_err *err)
                            (long long)sz[0], (long long)sz[2]);
             goto done;
         }
+        /* too few entries to cover every column: singular, and refused before n-sized arrays are
+         * allocated (a tiny file announcing 2e9 rows must not exhaust memory) */
+        if ((double)sz[2] < (type[1] == 'U' ? (double)sz[0] : (double)sz[0] / 2)) {
+            canopy_err_set(e, CANOPY_ERR_SINGULAR, "%s:3: structurally singular: %lld entries cannot cover the %lld columns",
+                           path, (long long)sz[2], (long long)sz[0]);
+            goto done;
+        }
     }
     const cint n = (cint)sz[0];
     const int64_t nnz = sz[2];

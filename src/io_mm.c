@@ -241,6 +241,13 @@ canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err)
                            (long long)nz, sym == S_GENERAL ? "general" : "triangle of a", (long long)n, (long long)n);
             goto done;
         }
+        /* too few entries to cover every column: singular, and refused before n-sized arrays are
+         * allocated (a tiny file announcing 2e9 rows must not exhaust memory) */
+        if ((double)nz < (sym == S_GENERAL ? (double)n : (double)n / 2)) {
+            canopy_err_set(e, CANOPY_ERR_SINGULAR, "%s:%ld: structurally singular: %lld entries cannot cover the %lld columns",
+                           path, ln, (long long)nz, (long long)n);
+            goto done;
+        }
         s.first_line = ln + 1;
     }
 

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#define IO_MAX_LINE (1 << 26)
+
 #define IO_CHUNK (1u << 18)
 
 struct io_reader {
@@ -66,8 +68,10 @@ static bool io_fill(io_reader *r, canopy_err *err)
         r->pos = 0;
     }
     if (r->end == r->cap) {
-        if (r->cap > SIZE_MAX / 4) {
-            canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "%s:%ld: line too long", r->path, r->line + 1);
+        /* no matrix file has lines this long: stop garbage (or /dev/zero) before it eats memory */
+        if (r->cap >= IO_MAX_LINE) {
+            canopy_err_set(err, CANOPY_ERR_FORMAT, "%s:%ld: line longer than %d MiB: not a matrix file", r->path,
+                           r->line + 1, IO_MAX_LINE >> 20);
             return false;
         }
         char *nb = canopy_realloc(r->buf, 2 * r->cap + 1, 1, "line buffer", err);

@@ -536,7 +536,7 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
             cint col = S->cblk_fcol[k] + (cint)(-r - 1) - 1;
             return canopy_err_set(err, CANOPY_ERR_NOT_SPD,
                                   "matrix is not positive definite: pivot of column %" CINT_FMT
-                                  " (original numbering) is <= 0", S->perm[col]);
+                                  " (original numbering, 0-based) is <= 0", S->perm[col]);
         }
         perturbed += r;
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
