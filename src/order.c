@@ -49,9 +49,7 @@ bool order_invert(cint n, const cint *perm, cint *iperm)
  *    multi-dof PDE matrices) when it removes at least 30% of the vertices (rat=0.7);
  *    the same nested dissection runs on the compressed or uncompressed graph.
  *  - n{...}: nested dissection; the separator strategy is applied while the part has more
- *    than ORDER_LEAF_SIZE vertices, after which the part becomes a leaf. 500 rather than 120:
- *    flops within +-2% on 50^3/60^3/G3_circuit/Andrews, 15% less ordering time on G3_circuit
- *    and fewer tiny supernodes (G3 factorization 3.8 s -> 3.6 s, 60^3 7.9 s -> 7.3 s). Separators are
+ *    than ORDER_LEAF_SIZE vertices, after which the part becomes a leaf. Separators are
  *    numbered last by construction of n; inside a separator the order does not change the
  *    fill of what becomes a dense block, so the cheap simple ordering s is used (ose).
  *  - separators: multilevel m (heavy-edge matching down to 200 vertices, rat=0.7), greedy
@@ -70,7 +68,7 @@ bool order_invert(cint n, const cint *perm, cint *iperm)
  * The cmin/cmax/frat parameters only shape SCOTCH's own column-block tree, which we do not
  * use (supernodes are detected and amalgamated in amalgamate.c).
  */
-#define ORDER_LEAF_SIZE 500
+#define ORDER_LEAF_SIZE 120
 #define ORDER_SCOTCH_THREADS 2
 #define ORDER_LEAF_METHOD 'f'
 
