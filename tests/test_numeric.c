@@ -241,27 +241,7 @@ static void interchange_matrix(cint n, canopy_csc *A)
         D[(size_t)(i + 2) * n + i] = -0.2;
     }
     if (n % 2) D[(size_t)(n - 1) * n + n - 1] = 1;
-    cint nnz = 0;
-    for (size_t k = 0; k < (size_t)n * n; k++) nnz += D[k] != 0;
-    A->n = n;
-    A->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "colptr", NULL);
-    A->rowind = canopy_alloc((size_t)nnz + 1, sizeof(cint), "rowind", NULL);
-    double *v = canopy_alloc((size_t)nnz + 1, sizeof(double), "values", NULL);
-    A->values = v;
-    A->base = 0;
-    A->arith = CANOPY_REAL;
-    A->kind = CANOPY_KIND_GENERAL;
-    A->triangle = CANOPY_TRIANGLE_BOTH;
-    cint p = 0;
-    for (cint j = 0; j < n; j++) {
-        A->colptr[j] = p;
-        for (cint i = 0; i < n; i++)
-            if (D[(size_t)j * n + i] != 0) {
-                A->rowind[p] = i;
-                v[p++] = D[(size_t)j * n + i];
-            }
-    }
-    A->colptr[n] = p;
+    testutil_dense_to_csc(n, D, CANOPY_KIND_GENERAL, A);
     free(D);
 }
 
@@ -347,27 +327,7 @@ static void kkt_matrix(cint nc, cint nh, uint64_t seed, canopy_csc *A)
         }
     }
 #undef KKT_SET
-    cint nnz = 0;
-    for (size_t k = 0; k < (size_t)n * n; k++) nnz += D[k] != 0;
-    A->n = n;
-    A->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "colptr", NULL);
-    A->rowind = canopy_alloc((size_t)nnz + 1, sizeof(cint), "rowind", NULL);
-    double *v = canopy_alloc((size_t)nnz + 1, sizeof(double), "values", NULL);
-    A->values = v;
-    A->base = 0;
-    A->arith = CANOPY_REAL;
-    A->kind = CANOPY_KIND_SYMMETRIC;
-    A->triangle = CANOPY_TRIANGLE_BOTH;
-    cint p = 0;
-    for (cint j = 0; j < n; j++) {
-        A->colptr[j] = p;
-        for (cint i = 0; i < n; i++)
-            if (D[(size_t)j * n + i] != 0) {
-                A->rowind[p] = i;
-                v[p++] = D[(size_t)j * n + i];
-            }
-    }
-    A->colptr[n] = p;
+    testutil_dense_to_csc(n, D, CANOPY_KIND_SYMMETRIC, A);
     free(D);
     free(npair);
     free(posv);
@@ -631,35 +591,10 @@ START_TEST(allocation_failures)
 }
 END_TEST
 
-/* 7-point Laplacian on an m^3 grid, natural order, full storage. */
+/* 7-point Laplacian on an m^3 grid, natural order, full storage (the library's generator). */
 static void laplacian3d(cint m, canopy_csc *A)
 {
-    cint n = m * m * m;
-    A->n = n;
-    A->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "colptr", NULL);
-    A->rowind = canopy_alloc((size_t)n * 7, sizeof(cint), "rowind", NULL);
-    double *v = canopy_alloc((size_t)n * 7, sizeof(double), "values", NULL);
-    A->values = v;
-    A->base = 0;
-    A->arith = CANOPY_REAL;
-    A->kind = CANOPY_KIND_SPD;
-    A->triangle = CANOPY_TRIANGLE_BOTH;
-    cint p = 0;
-    for (cint z = 0; z < m; z++)
-        for (cint y = 0; y < m; y++)
-            for (cint x = 0; x < m; x++) {
-                cint j = x + m * (y + m * z);
-                A->colptr[j] = p;
-                /* rows in increasing order */
-                if (z > 0) { A->rowind[p] = j - m * m; v[p++] = -1; }
-                if (y > 0) { A->rowind[p] = j - m; v[p++] = -1; }
-                if (x > 0) { A->rowind[p] = j - 1; v[p++] = -1; }
-                A->rowind[p] = j; v[p++] = 6;
-                if (x < m - 1) { A->rowind[p] = j + 1; v[p++] = -1; }
-                if (y < m - 1) { A->rowind[p] = j + m; v[p++] = -1; }
-                if (z < m - 1) { A->rowind[p] = j + m * m; v[p++] = -1; }
-            }
-    A->colptr[n] = p;
+    ck_assert_int_eq(canopy_generate_laplacian(m, m, m, 7, A), CANOPY_SUCCESS);
 }
 
 START_TEST(performance_print)

@@ -68,6 +68,31 @@ static inline double testutil_uniform(uint64_t *state)
     return (double)(testutil_rand(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/** Column-major dense n x n scratch -> internal-form CSC (base 0, sorted, full storage). */
+static inline void testutil_dense_to_csc(cint n, const double *D, canopy_matrix_kind kind, canopy_csc *A)
+{
+    cint nnz = 0;
+    for (size_t k = 0; k < (size_t)n * n; k++) nnz += D[k] != 0;
+    A->n = n;
+    A->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "colptr", NULL);
+    A->rowind = canopy_alloc((size_t)nnz + 1, sizeof(cint), "rowind", NULL);
+    double *val = canopy_alloc((size_t)nnz + 1, sizeof(double), "values", NULL);
+    A->values = val;
+    A->base = 0;
+    A->arith = CANOPY_REAL;
+    A->kind = kind;
+    A->triangle = CANOPY_TRIANGLE_BOTH;
+    cint p = 0;
+    for (cint j = 0; j < n; j++) {
+        A->colptr[j] = p;
+        for (cint i = 0; i < n; i++) {
+            double v = D[(size_t)j * n + i];
+            if (v != 0) { A->rowind[p] = i; val[p] = v; p++; }
+        }
+    }
+    A->colptr[n] = p;
+}
+
 /**
  * Random n x n matrix, base 0, full storage, sorted, with about @p per_col off-diagonal entries per
  * column; symmetric pattern and values when @p kind is not GENERAL; diagonally dominant (hence
@@ -93,26 +118,7 @@ static inline void testutil_random_matrix(cint n, int per_col, canopy_matrix_kin
         for (cint i = 0; i < n; i++) s += i == j ? 0 : fabs(D[(size_t)j * n + i]);
         D[(size_t)j * n + j] = dominant ? s + 1.0 : (testutil_uniform(&st) - 0.5);
     }
-    cint nnz = 0;
-    for (size_t k = 0; k < (size_t)n * n; k++) nnz += D[k] != 0;
-    A->n = n;
-    A->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "colptr", NULL);
-    A->rowind = canopy_alloc((size_t)nnz + 1, sizeof(cint), "rowind", NULL);
-    double *val = canopy_alloc((size_t)nnz + 1, sizeof(double), "values", NULL);
-    A->values = val;
-    A->base = 0;
-    A->arith = CANOPY_REAL;
-    A->kind = kind;
-    A->triangle = CANOPY_TRIANGLE_BOTH;
-    cint p = 0;
-    for (cint j = 0; j < n; j++) {
-        A->colptr[j] = p;
-        for (cint i = 0; i < n; i++) {
-            double v = D[(size_t)j * n + i];
-            if (v != 0) { A->rowind[p] = i; val[p] = v; p++; }
-        }
-    }
-    A->colptr[n] = p;
+    testutil_dense_to_csc(n, D, kind, A);
     free(D);
 }
 
