@@ -1,8 +1,7 @@
 /*
  * bench_common.c: command line, matrix loading, b = A*ones, errors and JSON output shared by the
  * peer drivers. The matrix comes from Canopy's public API so that every solver sees the same
- * numbers; --selftest replaces the Canopy generator by a local one (for builds whose generators
- * are still stubs).
+ * numbers.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_common.h"
@@ -15,9 +14,8 @@
 static void usage(const char *prog, const char *extra)
 {
     fprintf(stderr,
-            "usage: %s [--selftest] [--spd] [--label NAME] [--ordering NAME]\n"
+            "usage: %s [--spd] [--label NAME] [--ordering NAME]\n"
             "          (--laplacian NXxNY[xNZ] | MATRIX.{mtx,mtx.gz,rb,rsa,rua,...})\n"
-            "  --selftest        build the Laplacian in the driver (default 40x40 when no input)\n"
             "  --spd             the matrix is known to be symmetric positive definite\n"
             "%s",
             prog, extra ? extra : "");
@@ -28,9 +26,7 @@ int bench_parse_args(int argc, char **argv, bench_args *args, const char *usage_
     memset(args, 0, sizeof(*args));
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--selftest") == 0) {
-            args->selftest = 1;
-        } else if (strcmp(a, "--spd") == 0) {
+        if (strcmp(a, "--spd") == 0) {
             args->spd = 1;
         } else if (strcmp(a, "--laplacian") == 0 && i + 1 < argc) {
             args->laplacian = 1;
@@ -53,16 +49,8 @@ int bench_parse_args(int argc, char **argv, bench_args *args, const char *usage_
             return -1;
         }
     }
-    if (args->input == NULL && args->selftest) {
-        args->laplacian = 1;
-        args->input = "40x40";
-    }
     if (args->input == NULL) {
         usage(argv[0], usage_extra);
-        return -1;
-    }
-    if (args->selftest && !args->laplacian) {
-        fprintf(stderr, "%s: --selftest works with --laplacian only\n", argv[0]);
         return -1;
     }
     return 0;
@@ -89,53 +77,9 @@ static int parse_grid(const char *s, long dims[3])
     return k >= 2 ? k : -1;
 }
 
-/* 5-point (2D) or 7-point (3D) Laplacian with Dirichlet boundaries, full storage, 0-based. */
-static int own_laplacian(long nx, long ny, long nz, canopy_csc *A)
-{
-    long n = nx * ny * nz;
-    int64_t maxnnz = 7 * (int64_t)n;
-    canopy_int *colptr = malloc((size_t)(n + 1) * sizeof(*colptr));
-    canopy_int *rowind = malloc((size_t)maxnnz * sizeof(*rowind));
-    double *val = malloc((size_t)maxnnz * sizeof(*val));
-    if (colptr == NULL || rowind == NULL || val == NULL) {
-        free(colptr);
-        free(rowind);
-        free(val);
-        return -1;
-    }
-    double diag = nz > 1 ? 6.0 : 4.0;
-    int64_t p = 0;
-    for (long k = 0; k < nz; k++)
-        for (long j = 0; j < ny; j++)
-            for (long i = 0; i < nx; i++) {
-                long c = i + nx * (j + ny * k);
-                colptr[c] = (canopy_int)p;
-                /* rows in increasing order: -z, -y, -x, self, +x, +y, +z */
-                if (k > 0) { rowind[p] = (canopy_int)(c - nx * ny); val[p++] = -1.0; }
-                if (j > 0) { rowind[p] = (canopy_int)(c - nx); val[p++] = -1.0; }
-                if (i > 0) { rowind[p] = (canopy_int)(c - 1); val[p++] = -1.0; }
-                rowind[p] = (canopy_int)c; val[p++] = diag;
-                if (i + 1 < nx) { rowind[p] = (canopy_int)(c + 1); val[p++] = -1.0; }
-                if (j + 1 < ny) { rowind[p] = (canopy_int)(c + nx); val[p++] = -1.0; }
-                if (k + 1 < nz) { rowind[p] = (canopy_int)(c + nx * ny); val[p++] = -1.0; }
-            }
-    colptr[n] = (canopy_int)p;
-    memset(A, 0, sizeof(*A));
-    A->n = (canopy_int)n;
-    A->colptr = colptr;
-    A->rowind = rowind;
-    A->values = val;
-    A->base = 0;
-    A->arith = CANOPY_REAL;
-    A->kind = CANOPY_KIND_SPD;
-    A->triangle = CANOPY_TRIANGLE_BOTH;
-    return 0;
-}
-
-int bench_load(const bench_args *args, canopy_csc *A, int *own_arrays, char *msg, size_t msglen)
+int bench_load(const bench_args *args, canopy_csc *A, char *msg, size_t msglen)
 {
     memset(A, 0, sizeof(*A));
-    *own_arrays = 0;
     msg[0] = '\0';
     if (args->laplacian) {
         long d[3];
@@ -144,19 +88,11 @@ int bench_load(const bench_args *args, canopy_csc *A, int *own_arrays, char *msg
             snprintf(msg, msglen, "bad grid size '%s' (want NXxNY or NXxNYxNZ)", args->input);
             return -1;
         }
-        if (args->selftest) {
-            if (own_laplacian(d[0], d[1], d[2], A) != 0) {
-                snprintf(msg, msglen, "out of memory building the Laplacian");
-                return -1;
-            }
-            *own_arrays = 1;
-        } else {
-            canopy_status st = canopy_generate_laplacian((canopy_int)d[0], (canopy_int)d[1],
-                                                         (canopy_int)d[2], dims == 3 ? 7 : 5, A);
-            if (st < 0) {
-                snprintf(msg, msglen, "canopy_generate_laplacian: %s", canopy_strerror(st));
-                return -1;
-            }
+        canopy_status st = canopy_generate_laplacian((canopy_int)d[0], (canopy_int)d[1],
+                                                     (canopy_int)d[2], dims == 3 ? 7 : 5, A);
+        if (st < 0) {
+            snprintf(msg, msglen, "canopy_generate_laplacian: %s", canopy_strerror(st));
+            return -1;
         }
     } else {
         canopy_status st = canopy_read_matrix(args->input, A, msg, msglen);
@@ -176,18 +112,6 @@ int bench_load(const bench_args *args, canopy_csc *A, int *own_arrays, char *msg
         A->base = 0;
     }
     return 0;
-}
-
-void bench_free(canopy_csc *A, int own_arrays)
-{
-    if (own_arrays) {
-        free(A->colptr);
-        free(A->rowind);
-        free(A->values);
-        memset(A, 0, sizeof(*A));
-    } else {
-        canopy_csc_free(A);
-    }
 }
 
 /* One stored triangle of a symmetric matrix stands for both. */

@@ -15,7 +15,6 @@
 typedef struct bench_args {
     const char *input;        /**< file path or "NXxNY[xNZ]" (with laplacian = 1) */
     int laplacian;            /**< 1: input is a grid size */
-    int selftest;             /**< 1: build the Laplacian here instead of through Canopy */
     int spd;                  /**< 1: the caller asserts the matrix is SPD */
     const char *label;        /**< matrix name printed in the report */
     const char *ordering;     /**< driver-specific ordering name, NULL = the driver's default */
@@ -40,20 +39,18 @@ typedef struct bench_report {
 
 /**
  * Parse the command line shared by both drivers:
- * [--selftest] [--spd] [--label NAME] [--ordering NAME] (--laplacian NXxNY[xNZ] | FILE).
+ * [--spd] [--label NAME] [--ordering NAME] (--laplacian NXxNY[xNZ] | FILE).
  * @return 0 on success, -1 after printing the usage to stderr.
  */
 int bench_parse_args(int argc, char **argv, bench_args *args, const char *usage_extra);
 
 /**
- * Load the matrix: canopy_read_matrix() for files, canopy_generate_laplacian() for grids (or the
- * bench's own 5/7-point generator with --selftest). The result is 0-based on success.
+ * Load the matrix: canopy_read_matrix() for files, canopy_generate_laplacian() for grids
+ * (free it with canopy_csc_free()). The result is 0-based on success.
  * @return 0, or -1 with a reason in @p msg.
  */
-int bench_load(const bench_args *args, canopy_csc *A, int *own_arrays, char *msg, size_t msglen);
+int bench_load(const bench_args *args, canopy_csc *A, char *msg, size_t msglen);
 
-/** Free a matrix from bench_load(). */
-void bench_free(canopy_csc *A, int own_arrays);
 
 /** Entries of the full matrix (both triangles counted for one-triangle storage). */
 int64_t bench_nnz_full(const canopy_csc *A);

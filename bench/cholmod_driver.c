@@ -74,7 +74,6 @@ int main(int argc, char **argv)
     bench_args args;
     bench_report rep;
     canopy_csc A;
-    int own = 0;
     char msg[512];
 
     if (bench_parse_args(argc, argv, &args,
@@ -83,7 +82,7 @@ int main(int argc, char **argv)
     bench_report_init(&rep, "cholmod", &args);
     snprintf(rep.factorization, sizeof(rep.factorization), "llt");
 
-    if (bench_load(&args, &A, &own, msg, sizeof(msg)) != 0) {
+    if (bench_load(&args, &A, msg, sizeof(msg)) != 0) {
         snprintf(rep.status, sizeof(rep.status), "error: %s", msg);
         bench_report_print(&rep);
         return 1;
@@ -93,13 +92,13 @@ int main(int argc, char **argv)
     if (A.arith != CANOPY_REAL || A.values == NULL) {
         snprintf(rep.status, sizeof(rep.status), "n/a: not a real matrix");
         bench_report_print(&rep);
-        bench_free(&A, own);
+        canopy_csc_free(&A);
         return 0;
     }
     if (A.kind == CANOPY_KIND_GENERAL && !args.spd) {
         snprintf(rep.status, sizeof(rep.status), "n/a: unsymmetric (CHOLMOD is run on SPD only)");
         bench_report_print(&rep);
-        bench_free(&A, own);
+        canopy_csc_free(&A);
         return 0;
     }
 
@@ -112,7 +111,7 @@ int main(int argc, char **argv)
         snprintf(rep.status, sizeof(rep.status), "error: unknown ordering '%s'", args.ordering);
         bench_report_print(&rep);
         cholmod_l_finish(&cm);
-        bench_free(&A, own);
+        canopy_csc_free(&A);
         return 2;
     }
 
@@ -184,6 +183,6 @@ done:
     cholmod_l_free_factor(&L, &cm);
     cholmod_l_free_sparse(&C, &cm);
     cholmod_l_finish(&cm);
-    bench_free(&A, own);
+    canopy_csc_free(&A);
     return rc;
 }

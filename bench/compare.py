@@ -43,8 +43,6 @@ def parse_args(argv):
     p.add_argument("--mumps-ordering", default="scotch",
                    help="scotch (ICNTL(7)=3, default), ptscotch (ICNTL(28)=2, ICNTL(29)=1), "
                         "amd, amf, pord, qamd, auto")
-    p.add_argument("--selftest", action="store_true",
-                   help="peers build Laplacians themselves (for builds whose generators are stubs)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run (default 1800)")
     p.add_argument("--no-dgemm", action="store_true", help="skip the DGEMM peak measurement")
     p.add_argument("--results", default=os.path.join(HERE, "results"),
@@ -135,8 +133,6 @@ def command(solver, m, args):
     drv = [os.path.join(HERE, solver + "_driver"), "--label", m["label"]]
     if m["spd"]:
         drv.append("--spd")
-    if args.selftest and m["kind"] == "laplacian":
-        drv.append("--selftest")
     drv += ["--ordering", args.cholmod_ordering if solver == "cholmod" else args.mumps_ordering]
     drv += inp
     if solver == "mumps":

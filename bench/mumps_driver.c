@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     bench_args args;
     bench_report rep;
     canopy_csc A;
-    int own = 0, rank = 0, nprocs = 1, ok = 1;
+    int rank = 0, nprocs = 1, ok = 1;
     char msg[512];
     MUMPS_INT *irn = NULL, *jcn = NULL;
     double *a = NULL, *rhs = NULL, *b = NULL;
@@ -102,7 +102,7 @@ int main(int argc, char **argv)
     /* Centralized input: rank 0 reads the matrix and builds the coordinate arrays. */
     int sym = 0;
     if (rank == 0) {
-        if (bench_load(&args, &A, &own, msg, sizeof(msg)) != 0) {
+        if (bench_load(&args, &A, msg, sizeof(msg)) != 0) {
             snprintf(rep.status, sizeof(rep.status), "error: %s", msg);
             ok = 0;
         } else if (A.arith != CANOPY_REAL || A.values == NULL) {
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
         if (rank == 0)
             bench_report_print(&rep);
         if (rank == 0 && A.colptr != NULL)
-            bench_free(&A, own);
+            canopy_csc_free(&A);
         MPI_Finalize();
         return 1;
     }
@@ -169,7 +169,7 @@ int main(int argc, char **argv)
     if (!ok) {
         if (rank == 0) {
             bench_report_print(&rep);
-            bench_free(&A, own);
+            canopy_csc_free(&A);
         }
         free(irn), free(jcn), free(a), free(rhs), free(b);
         MPI_Finalize();
@@ -282,7 +282,7 @@ finish:
 done:
     if (rank == 0) {
         bench_report_print(&rep);
-        bench_free(&A, own);
+        canopy_csc_free(&A);
     }
     free(irn), free(jcn), free(a), free(rhs), free(b);
     MPI_Finalize();

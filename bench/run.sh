@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh: build the peer drivers if needed, pin BLAS to one thread, and run compare.py:
-#   bench/run.sh [--repeat R] [--threads T] [--ranks P] [--spd] [--selftest] MATRIX...
+#   bench/run.sh [--repeat R] [--threads T] [--ranks P] [--spd] MATRIX...
 # MATRIX is a file (.mtx, .mtx.gz, .rb, .rsa, .rua, ...) or --laplacian NXxNY[xNZ]; with none,
 # a default set (3D Laplacians and the SPD shared matrices). bench/compare.py --help lists all.
 # Environment: CANOPY_SOLVE (path of canopy-solve), CANOPY_SOLVE_FLAGS (extra flags for it),

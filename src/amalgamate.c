@@ -10,6 +10,7 @@
  * L is the one of the fill-reducing ordering; amalgamation only adds explicit zeros.
  */
 #include "symbolic.h"
+#include "order.h"
 #include "matrix.h"
 
 #include <stdlib.h>
@@ -243,15 +244,13 @@ canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symb
     }
 
     /* check the ordering while inverting it */
-    for (cint k = 0; k < n; k++) iperm1[k] = -1;
-    for (cint k = 0; k < n; k++) {
-        if (perm[k] < 0 || perm[k] >= n || iperm1[perm[k]] >= 0) {
-            st = canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: the ordering is not a permutation of 0..%" CINT_FMT
-                                ": entry %" CINT_FMT " = %" CINT_FMT " is %s", n - 1, k, perm[k],
-                                perm[k] < 0 || perm[k] >= n ? "out of range" : "repeated");
-            goto out;
-        }
-        iperm1[perm[k]] = k;
+    cint bad;
+    if (!order_invert(n, perm, iperm1, &bad)) {
+        cint val = bad >= 0 ? perm[bad] : 0;
+        st = canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: the ordering is not a permutation of 0..%" CINT_FMT
+                            ": entry %" CINT_FMT " = %" CINT_FMT " is %s", n - 1, bad, val,
+                            val < 0 || val >= n ? "out of range" : "repeated");
+        goto out;
     }
 
     /* etree, postorder and column counts in the fill-reducing numbering */

@@ -243,7 +243,7 @@ CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canop
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_set_permutation: NULL permutation");
         } else {
             cint *inv = canopy_alloc((size_t)s->A.n, sizeof(cint), "permutation check", &s->err);
-            if (inv && !order_invert(s->A.n, perm, inv)) {
+            if (inv && !order_invert(s->A.n, perm, inv, NULL)) {
                 canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
                                "canopy_set_permutation: not a permutation of 0..%" CINT_FMT, s->A.n - 1);
             } else if (inv) {

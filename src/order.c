@@ -12,32 +12,17 @@
 #include <string.h>
 #include <scotch.h>
 
-bool order_is_permutation(cint n, const cint *perm)
+bool order_invert(cint n, const cint *perm, cint *iperm, cint *bad)
 {
-    if (n < 0 || (n > 0 && perm == NULL)) return false;
-    /* A bit vector keeps the check linear and small even for n = 1e8. */
-    size_t words = ((size_t)n + 63) / 64;
-    uint64_t *seen = canopy_calloc(words + 1, sizeof(uint64_t), "permutation check", NULL);
-    if (seen == NULL) return false;
-    bool ok = true;
-    for (cint k = 0; k < n && ok; k++) {
-        cint v = perm[k];
-        if (v < 0 || v >= n) { ok = false; break; }
-        uint64_t bit = (uint64_t)1 << ((size_t)v % 64);
-        if (seen[(size_t)v / 64] & bit) ok = false;
-        seen[(size_t)v / 64] |= bit;
-    }
-    canopy_free(seen);
-    return ok;
-}
-
-bool order_invert(cint n, const cint *perm, cint *iperm)
-{
+    if (bad) *bad = -1;
     if (n < 0 || (n > 0 && (perm == NULL || iperm == NULL))) return false;
     for (cint k = 0; k < n; k++) iperm[k] = -1;
     for (cint k = 0; k < n; k++) {
         cint v = perm[k];
-        if (v < 0 || v >= n || iperm[v] >= 0) return false;
+        if (v < 0 || v >= n || iperm[v] >= 0) {
+            if (bad) *bad = k;
+            return false;
+        }
         iperm[v] = k;
     }
     return true;
@@ -194,7 +179,7 @@ canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint
             iperm[k] = (cint)sperm[k];
         }
     /* Trust, but verify: a broken result here would silently corrupt every later phase. */
-    if (st == CANOPY_SUCCESS && !order_invert(n, perm, iperm))
+    if (st == CANOPY_SUCCESS && !order_invert(n, perm, iperm, NULL))
         st = canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH returned an ordering that is not a permutation");
 
 out:
@@ -220,25 +205,14 @@ canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const c
     case CANOPY_ORDER_USER:
         if (user_perm == NULL)
             return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "user ordering requested but no permutation was given");
-        if (!order_invert(n, user_perm, iperm)) {
-            /* name the first offending entry: out of range or repeated */
-            cint bad = 0, val = 0;
-            for (cint k = 0; k < n; k++)
-                if (user_perm[k] < 0 || user_perm[k] >= n) { bad = k; val = user_perm[k]; goto report; }
-            for (cint k = 0; k < n; k++) iperm[k] = -1;
-            for (cint k = 0; k < n; k++) {
-                if (iperm[user_perm[k]] >= 0) { bad = k; val = user_perm[k]; goto report; }
-                iperm[user_perm[k]] = k;
-            }
-        report:
+        cint bad;
+        if (!order_invert(n, user_perm, iperm, &bad)) {
+            cint val = bad >= 0 ? user_perm[bad] : 0;
             return canopy_err_set(err, CANOPY_ERR_ARGUMENT,
                                   "user permutation is not a permutation of 0..%" CINT_FMT ": entry %" CINT_FMT " = %" CINT_FMT
                                   " is %s", n - 1, bad, val, (val < 0 || val >= n) ? "out of range" : "repeated");
         }
-        for (cint k = 0; k < n; k++) {
-            perm[k] = user_perm[k];
-            iperm[user_perm[k]] = k;
-        }
+        memcpy(perm, user_perm, (size_t)n * sizeof *perm);
         return CANOPY_SUCCESS;
     case CANOPY_ORDER_SCOTCH:
         /* Nothing to dissect: skip SCOTCH (it also dislikes empty graphs). */

@@ -16,10 +16,10 @@
 canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const cint *user_perm,
                             cint *perm, cint *iperm, canopy_err *err);
 
-/** true if perm is a permutation of 0..n-1 (allocates a bit vector; false also when that fails). */
-bool order_is_permutation(cint n, const cint *perm);
-
-/** Fill iperm with the inverse of perm; false (iperm clobbered) if perm is not a permutation. */
-bool order_invert(cint n, const cint *perm, cint *iperm);
+/**
+ * Fill iperm with the inverse of perm; false (iperm clobbered) if perm is not a permutation of
+ * 0..n-1, with *bad (if not NULL) the first entry k whose value is out of range or repeated.
+ */
+bool order_invert(cint n, const cint *perm, cint *iperm, cint *bad);
 
 #endif

@@ -51,20 +51,20 @@ static void random_graph(cint n, int per, uint64_t seed, canopy_csc *G)
 
 static void check_inverse(cint n, const cint *perm, const cint *iperm)
 {
-    ck_assert(order_is_permutation(n, perm));
+    ck_assert(testutil_is_permutation(n, perm));
     for (cint k = 0; k < n; k++) ck_assert_int_eq(iperm[perm[k]], k);
 }
 
 START_TEST(is_permutation)
 {
     cint a[5] = {3, 1, 0, 4, 2}, b[5] = {3, 1, 0, 3, 2}, c[5] = {3, 1, 0, 5, 2}, d[5] = {3, 1, -1, 4, 2};
-    ck_assert(order_is_permutation(5, a));
-    ck_assert(!order_is_permutation(5, b));
-    ck_assert(!order_is_permutation(5, c));
-    ck_assert(!order_is_permutation(5, d));
-    ck_assert(order_is_permutation(0, NULL));
+    ck_assert(testutil_is_permutation(5, a));
+    ck_assert(!testutil_is_permutation(5, b));
+    ck_assert(!testutil_is_permutation(5, c));
+    ck_assert(!testutil_is_permutation(5, d));
+    ck_assert(testutil_is_permutation(0, NULL));
     cint one = 0;
-    ck_assert(order_is_permutation(1, &one));
+    ck_assert(testutil_is_permutation(1, &one));
 }
 END_TEST
 

@@ -92,7 +92,7 @@ END_TEST
 
 static void check_postorder(cint n, const cint *parent, const cint *post)
 {
-    ck_assert(order_is_permutation(n, post));
+    ck_assert(testutil_is_permutation(n, post));
     cint *pos = malloc(sizeof(cint) * ((size_t)n + 1)), *size = calloc((size_t)n + 1, sizeof(cint));
     for (cint k = 0; k < n; k++) pos[post[k]] = k;
     for (cint k = 0; k < n; k++) {
@@ -240,7 +240,7 @@ static double check_analyze(const canopy_csc *G, uint64_t seed, int amalg, cint 
     symbolic S = {0};
     canopy_err err = {0};
     ck_assert_msg(symbolic_analyze(G, perm, &o, &S, &err) == CANOPY_SUCCESS, "%s", err.msg);
-    ck_assert(order_is_permutation(n, S.perm));
+    ck_assert(testutil_is_permutation(n, S.perm));
     for (cint k = 0; k < n; k++) ck_assert_int_eq(S.iperm[S.perm[k]], k);
     ck_assert_int_eq(S.n, n);
     ck_assert_int_eq(S.cblk_fcol[0], 0);

@@ -14,6 +14,7 @@
 #include <math.h>
 #include "common.h"
 #include "matrix.h"
+#include "order.h"
 
 /** Run a suite; returns the process exit status (0 when every test passed). */
 static inline int testutil_run(Suite *s)
@@ -51,6 +52,15 @@ static inline const char *testutil_matrix_dir(void)
     if ((f = fopen(probe, "r")) == NULL) return NULL;
     fclose(f);
     return buf;
+}
+
+/** true if perm is a permutation of 0..n-1 (through the library's order_invert). */
+static inline bool testutil_is_permutation(cint n, const cint *perm)
+{
+    cint *inv = malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof *inv);
+    bool ok = order_invert(n, perm, inv, NULL);
+    free(inv);
+    return ok;
 }
 
 /** Deterministic xorshift generator. */
