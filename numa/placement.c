@@ -1,0 +1,2 @@
+/* placeholder: filled by the threads issue work */
+typedef int canopy_placeholder_placement_;

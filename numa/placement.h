@@ -1,0 +1,30 @@
+/*
+ * Memory placement: page-granular allocation left untouched (so that the first touch by the
+ * owning worker decides the NUMA node), interleaving, and the report of where pages really are.
+ */
+#ifndef CANOPY_PLACEMENT_H
+#define CANOPY_PLACEMENT_H
+
+#include "common.h"
+#include "topology.h"
+
+/**
+ * Anonymous pages, not touched (mmap): the first writer places each page. Counted in Canopy's
+ * memory accounting. Returns NULL with CANOPY_ERR_NOMEM / TOO_LARGE in @p err on failure.
+ */
+void *numa_alloc_pages(size_t bytes, const char *what, canopy_err *err);
+void numa_free_pages(void *p, size_t bytes);
+
+/** Interleave the pages of [p, p + bytes) over the usable NUMA nodes (before first touch). No-op
+ * with one node or in a dry run. */
+canopy_status numa_interleave(const numa_topo *t, void *p, size_t bytes, canopy_err *err);
+
+/**
+ * Where the pages of [p, p + bytes) are: bytes_per_node[numa_topo_nodes(t)] receives the bytes
+ * found on each usable node; *unknown the bytes whose node could not be found (not yet touched,
+ * dry run, or the kernel does not say). Samples at most @p max_pages pages (0 = all), scaled.
+ */
+canopy_status numa_locate(const numa_topo *t, const void *p, size_t bytes, size_t max_pages,
+                          int64_t *bytes_per_node, int64_t *unknown, canopy_err *err);
+
+#endif

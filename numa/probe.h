@@ -1,0 +1,3 @@
+#ifndef CANOPY_PROBE_H
+#define CANOPY_PROBE_H
+#endif

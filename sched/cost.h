@@ -1,0 +1,55 @@
+/*
+ * Cost model of the dense kernels: predicted seconds of one call as a function of its sizes, for
+ * the mapping and the simulation (sched/plan.c). Calibrated on the machine at first use (a few
+ * tenths of a second of timed calls, single-threaded BLAS) and cached in a text file; a fixed
+ * fallback serves when calibration is not wanted (tests) or fails.
+ *
+ * Model: t(call) = latency + flops / rate(kind, d), rate = peak * d / (d + d_half) with d the
+ * smallest dimension that limits blocking (k for GEMM, the triangle for TRSM/factorizations),
+ * one (peak, d_half) pair per kernel kind, fitted by least squares on the timings.
+ */
+#ifndef CANOPY_SCHED_COST_H
+#define CANOPY_SCHED_COST_H
+
+#include "common.h"
+
+enum sched_kernel { COST_GEMM = 0, COST_TRSM, COST_POTRF, COST_GETRF, COST_SYTRF, COST_SCATTER, COST_NKERNELS };
+
+typedef struct sched_cost_model {
+    double peak[COST_NKERNELS];   /**< asymptotic flop/s (COST_SCATTER: entries/s) */
+    double d_half[COST_NKERNELS]; /**< size at which half the peak is reached */
+    double latency;               /**< seconds per call */
+    int calibrated;               /**< 1 measured here (or read from a cache made here), 0 fixed fallback */
+    char source[CANOPY_PATH_MAX]; /**< "fixed", "calibrated" or the cache file read */
+} sched_cost_model;
+
+/** The built-in fallback (a 2020s x86 core, ~50 GFlop/s DGEMM). */
+void cost_model_fixed(sched_cost_model *m);
+
+/**
+ * Fill @p m from @p where: "fixed" = cost_model_fixed; "none" = calibrate now, no file; "" = the
+ * default cache ($XDG_CACHE_HOME or $HOME/.cache, file canopy/cost-model-<host>.txt); any other
+ * string = that cache file. A cache is read if it exists and parses, else calibrated and written
+ * (a write failure is not an error). Calibration failure falls back to fixed.
+ */
+canopy_status cost_model_load(sched_cost_model *m, const char *where, canopy_err *err);
+
+/** Measure now (about 0.2 s). */
+canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err);
+
+/** Read / write a cache file (text, one "key value" per line, values with %.17g). */
+canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err *err);
+canopy_status cost_model_write(const sched_cost_model *m, const char *path, canopy_err *err);
+
+/*
+ * Predicted seconds of one call, real double arithmetic; complex arithmetic costs 4x the flops
+ * (the caller multiplies). All sizes >= 0; a zero size costs nothing.
+ */
+double cost_gemm(const sched_cost_model *m, double rows, double cols, double inner);
+double cost_trsm(const sched_cost_model *m, double rows, double tri);   /**< rows x tri right-side solve */
+double cost_potrf(const sched_cost_model *m, double n);
+double cost_getrf(const sched_cost_model *m, double n);
+double cost_sytrf(const sched_cost_model *m, double n);
+double cost_scatter(const sched_cost_model *m, double entries);
+
+#endif

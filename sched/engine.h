@@ -1,0 +1,84 @@
+/*
+ * Execution of a task graph (sched/dag.h) by a pool of worker threads.
+ *
+ * The pool: nthreads persistent workers, created once per solver and reused by every phase; each
+ * runs an init hook first (src/ passes one that binds it through numa/). The calling thread only
+ * waits: it is never pinned.
+ *
+ * scheduler = static: each worker runs its ordered list, waiting for each task's predecessors.
+ * scheduler = dynamic: a ready task is pushed to the queue of its Snode, split by data owner; a
+ * worker takes work from the Snodes on its own path to the root (its own part first), then steals
+ * from the sons of those Snodes, nearest first (by the distance matrix, else by thread number).
+ * Idle workers spin briefly, then sleep on an event count; nobody spins forever.
+ *
+ * Tasks may block on counters of their own protocols (the ordered updates of the factorization)
+ * with sched_wait_equal(); every such wait ends early when the run is aborted.
+ */
+#ifndef CANOPY_SCHED_ENGINE_H
+#define CANOPY_SCHED_ENGINE_H
+
+#include <stdatomic.h>
+#include "common.h"
+#include "dag.h"
+
+typedef struct sched_pool sched_pool;
+typedef struct sched_worker sched_worker;
+
+/** Per-thread hook run once by each worker when it starts (binding). */
+typedef void (*sched_thread_init)(void *arg, int thread);
+
+/**
+ * Start @p nthreads workers (>= 1). @p init may be NULL. @p distance, if not NULL, is an
+ * nthreads x nthreads matrix (copied): smaller = closer in the topology, used to order victims.
+ */
+canopy_status sched_pool_create(int nthreads, sched_thread_init init, void *arg, const int *distance,
+                                sched_pool **out, canopy_err *err);
+/** Stop and join the workers. NULL is allowed. */
+void sched_pool_destroy(sched_pool *pool);
+int sched_pool_threads(const sched_pool *pool);
+
+/** Run fn(arg, t) once on every worker t and wait for all (first-touch allocation, per-thread setup). */
+void sched_pool_run_all(sched_pool *pool, void (*fn)(void *arg, int thread), void *arg);
+
+/**
+ * A task: return 0 on success; nonzero aborts the run (no new task starts, waits end, and
+ * sched_execute returns that first nonzero value through *task_result).
+ */
+typedef int (*sched_task_fn)(void *ctx, int task, sched_worker *w);
+
+/** One trace record (times in seconds since the run started). */
+typedef struct sched_event {
+    int task;
+    int thread;
+    int victim;          /**< thread whose queue the task was stolen from, -1 if not stolen */
+    double start, end;
+} sched_event;
+
+/** What a run measured. */
+typedef struct sched_run_stats {
+    double wall;                 /**< seconds from start to the last task's end */
+    double *busy;                /**< [nthreads] seconds spent inside tasks (caller allocates, may be NULL) */
+    int64_t *steals;             /**< [nthreads] tasks taken from another thread's queue (may be NULL) */
+    int64_t *tasks_run;          /**< [nthreads] (may be NULL) */
+    sched_event *events;         /**< [ntasks] if not NULL: one record per task, filled by the run */
+} sched_run_stats;
+
+/**
+ * Execute @p dag on the pool with @p scheduler (CANOPY_SCHED_STATIC or CANOPY_SCHED_DYNAMIC).
+ * dag->nthreads must equal the pool's. Allocates its queues per call (outside the hot path).
+ * @param task_result receives the first nonzero value returned by a task (0 if none).
+ */
+canopy_status sched_execute(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler,
+                            sched_task_fn fn, void *ctx, sched_run_stats *stats, int *task_result,
+                            canopy_err *err);
+
+/** Worker running the current task. */
+int sched_worker_id(const sched_worker *w);
+
+/** Block until *counter == value; returns 0, or nonzero if the run was aborted meanwhile. */
+int sched_wait_equal(sched_worker *w, const atomic_int *counter, int value);
+
+/** Wake workers waiting in sched_wait_equal after a counter they may wait on changed. */
+void sched_wake(sched_worker *w);
+
+#endif

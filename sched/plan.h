@@ -1,0 +1,71 @@
+/*
+ * The static plan of one rank's factorization: proportional mapping of the cblk tree onto the
+ * threads, subtree tasks, the task graph, a simulation with the cost model that gives every task an
+ * owner thread, a priority and a place in its thread's ordered list, and the order in which
+ * contributions reach each target cblk under scheduler=static.
+ *
+ * Tasks of the factorization graph (plan->factor):
+ *  - SUBTREE s: a maximal subtree of cblks mapped to one thread whose predicted cost is at most
+ *    total / (nthreads * granularity): cblks first..cblk (contiguous in postorder), factored in
+ *    order with their updates; updates to cblks outside the range are "external".
+ *    With nthreads == 1 every root's whole tree is one SUBTREE task.
+ *  - PANEL k for every cblk k outside subtree tasks.
+ *  - UPDATE (k, group) for every k outside subtree tasks and every maximal run of k's
+ *    off-diagonal bloks facing the same cblk j (first = the run's first blok).
+ * Edges: PANEL k -> its UPDATEs; UPDATE (k -> j) -> PANEL j; SUBTREE s -> PANEL j for every j
+ * outside s receiving an external update from s (one edge per distinct j).
+ *
+ * Ordered contributions: the contributions into a cblk j coming from other tasks (UPDATE tasks,
+ * and each external update inside SUBTREE tasks) are numbered 0..cblk_ncontrib[j]-1 in the order
+ * of the simulation (task sequence, then source cblk). Under scheduler=static the kernels apply
+ * them in that order, which makes the factors bitwise reproducible; since every thread's list
+ * follows the same sequence, a contribution only ever waits for earlier ones (no deadlock).
+ */
+#ifndef CANOPY_SCHED_PLAN_H
+#define CANOPY_SCHED_PLAN_H
+
+#include "common.h"
+#include "symbolic.h"
+#include "cost.h"
+#include "dag.h"
+
+typedef struct sched_plan_opts {
+    int nthreads;                 /**< >= 1 */
+    canopy_factorization kind;    /**< LLT, LDLT or LU: panel and update costs */
+    int complex_arith;            /**< costs x4 */
+    double granularity;           /**< subtree tasks cost <= total / (nthreads * granularity); <= 0: 8 */
+} sched_plan_opts;
+
+typedef struct sched_plan {
+    int nthreads;
+    cint ncblk;
+    int *cblk_t0, *cblk_t1;   /**< [ncblk] candidate threads [t0, t1) from proportional mapping */
+    int *cblk_snode;          /**< [ncblk] Snode of the cblk (factor.snode of its tasks) */
+    int *cblk_owner;          /**< [ncblk] data owner: the thread that allocates, zeroes and fills it
+                                   (the only candidate, or round-robin over the candidates) */
+    int *cblk_task;           /**< [ncblk] task that factors the panel (PANEL or SUBTREE task id) */
+    int *blok_contrib;        /**< [nblok] at the first blok of each facing group of a cblk k: the
+                                   contribution number into the facing cblk, or -1 when k and the
+                                   facing cblk are in the same SUBTREE task (private: no protocol) */
+    int *cblk_ncontrib;       /**< [ncblk] contributions into the cblk from other tasks */
+    double *cblk_cost;        /**< [ncblk] predicted seconds of the panel and of its updates */
+    double total_cost;        /**< sum of all predicted task costs (one-thread time) */
+    sched_dag factor;         /**< the graph; factor.predicted_time = simulated makespan */
+} sched_plan;
+
+/** Build the plan. Deterministic: same inputs (and cost model) give the same plan. */
+canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
+                               sched_plan *P, canopy_err *err);
+
+/**
+ * The solve graph over the same units: for each SUBTREE task and each cblk outside them, a
+ * FORWARD task (tasks 0..u-1) and a BACKWARD task (u..2u-1), owner = the data owner, Snode = the
+ * cblk's; edges FORWARD(src) -> FORWARD(dst) for each facing cblk, FORWARD(u) -> BACKWARD(u),
+ * BACKWARD(dst) -> BACKWARD(src). Static lists: a thread's forward tasks in cblk order, then its
+ * backward tasks in reverse order.
+ */
+canopy_status sched_plan_solve_dag(const symbolic *S, const sched_plan *P, sched_dag *D, canopy_err *err);
+
+void sched_plan_free(sched_plan *P);
+
+#endif

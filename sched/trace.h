@@ -1,0 +1,3 @@
+#ifndef CANOPY_TRACE_H
+#define CANOPY_TRACE_H
+#endif
