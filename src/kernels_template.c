@@ -25,6 +25,7 @@
  * only buffers handed to them; nothing is allocated inside the loop.
  */
 #include "numeric.h"
+#include "numa/placement.h"
 
 #include <string.h>
 #include <cblas.h>
@@ -286,9 +287,8 @@ typedef struct kctx {
 
 /*
  * Panel task of cblk k: factor the diagonal block, then the off-diagonal rows (one TRSM on the
- * contiguous rows below it). For LDL^T, @p W receives L_off * D ((stride - w) x w), read by the
- * updates of k; it also serves as scratch of the dense kernel. Returns the perturbed pivots, or
- * -1 - info when LL^T meets a non-positive pivot.
+ * contiguous rows below it). @p W is the dense LDL^T kernel's scratch. Returns the perturbed
+ * pivots, or -1 - info when LL^T meets a non-positive pivot.
  */
 static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
 {
@@ -321,30 +321,25 @@ static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
                         b[r] = t;
                     }
                 }
-            /* X = A_off P^T L^-T = L_off D: kept as W for the updates, then L_off = X D^-1 */
+            /* X = A_off P^T L^-T = L_off D, then L_off = X D^-1 (the updates rebuild the rows of
+             * L_off D they need: see kupdate) */
             K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w,
                    K_BS(K_ONE), P, (int)st, X, (int)st);
             for (cint j = 0; j < w;) {
                 SCALAR *col = X + (size_t)j * st;
-                SCALAR *wc = W + (size_t)j * m;
                 if (ipiv[j] < 0) {
                     SCALAR d11, d22, d21;
                     kdinv2(P[j + (size_t)j * st], dsub[j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
-                    SCALAR *col2 = col + st, *wc2 = wc + m;
+                    SCALAR *col2 = col + st;
                     for (cint r = 0; r < m; r++) {
                         SCALAR x1 = col[r], x2 = col2[r];
-                        wc[r] = x1;
-                        wc2[r] = x2;
                         col[r] = d21 * (d11 * x1 - x2);
                         col2[r] = d21 * (d22 * x2 - x1);
                     }
                     j += 2;
                 } else {
                     SCALAR inv = K_ONE / P[j + (size_t)j * st];
-                    for (cint r = 0; r < m; r++) {
-                        wc[r] = col[r];
-                        col[r] *= inv;
-                    }
+                    for (cint r = 0; r < m; r++) col[r] *= inv;
                     j++;
                 }
             }
@@ -476,10 +471,42 @@ static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb
 }
 
 /*
- * Update task: cblk k's bloks fb0..fb1-1 all face cblk j; apply their contribution to j.
- * @p W is k's L*D panel (LDL^T only), @p buf the update buffer (S->max_update_buf scalars).
+ * Rows r0 .. r0+h-1 of cblk k's L_off D (LDL^T) into DL (h x w, leading dimension h): the B side
+ * of an update, rebuilt per update so that no L D panel has to outlive its panel task.
  */
-static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, const SCALAR *W, SCALAR *buf)
+static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
+{
+    const symbolic *S = c->S;
+    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
+    const SCALAR *P = c->L + S->cblk_coef[k];
+    const cint *ipiv = c->ipiv + fcol;
+    const SCALAR *dsub = c->dsub + fcol;
+    for (cint j = 0; j < w;) {
+        const SCALAR *l1 = P + r0 + (size_t)j * st;
+        SCALAR *o1 = DL + (size_t)j * h;
+        SCALAR d11 = P[j + (size_t)j * st];
+        if (ipiv[j] < 0) {
+            const SCALAR *l2 = l1 + st;
+            SCALAR *o2 = o1 + h;
+            SCALAR d21 = dsub[j], d22 = P[(j + 1) + (size_t)(j + 1) * st];
+            for (cint r = 0; r < h; r++) {
+                o1[r] = l1[r] * d11 + l2[r] * d21;
+                o2[r] = l1[r] * d21 + l2[r] * d22;
+            }
+            j += 2;
+        } else {
+            for (cint r = 0; r < h; r++) o1[r] = l1[r] * d11;
+            j++;
+        }
+    }
+}
+
+/*
+ * Update task: cblk k's bloks fb0..fb1-1 all face cblk j; apply their contribution to j.
+ * @p W is scratch for the L*D rows (LDL^T only, stride * width scalars), @p buf the update
+ * buffer (S->max_update_buf scalars).
+ */
+static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR *buf)
 {
     const symbolic *S = c->S;
     cint j = S->blok_fcblk[fb0], bend = S->cblk_fblok[k + 1];
@@ -492,10 +519,12 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, const SCALAR *W, 
     case CANOPY_FACT_LLT:
         kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, P + r0, st, K_TRANS_H, Lj, stj, buf, 1);
         break;
-    case CANOPY_FACT_LDLT:
-        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, W + (r0 - w), st - w, CblasTrans, Lj,
-                    stj, buf, 1);
+    case CANOPY_FACT_LDLT: {
+        cint hb = S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) - r0;
+        kld_rows(c, k, r0, hb, W);
+        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, W, hb, CblasTrans, Lj, stj, buf, 1);
         break;
+    }
     default: {
         const SCALAR *UT = c->U + S->cblk_coef[k];
         /* L side: every row from the facing bloks on, against U^T of the facing rows */
@@ -511,33 +540,178 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, const SCALAR *W, 
     }
 }
 
+/* Zero cblk k's panels and assemble A's entries that land in it. */
+static void kassemble(const numeric *F, const SCALAR *Ax, cint k)
+{
+    const symbolic *S = F->S;
+    SCALAR *L = F->L, *U = F->U;
+    int64_t c0 = S->cblk_coef[k], c1 = S->cblk_coef[k + 1];
+    memset(L + c0, 0, (size_t)(c1 - c0) * sizeof(SCALAR));
+    if (U) memset(U + c0, 0, (size_t)(c1 - c0) * sizeof(SCALAR));
+    for (int64_t e = F->amap_ptr[k]; e < F->amap_ptr[k + 1]; e++) {
+        int64_t d = F->amap_dst[e];
+        if (d >= 0) L[d] = Ax[F->amap_src[e]];
+        else U[-d - 2] = Ax[F->amap_src[e]];
+    }
+}
+
+/* The error of a non-positive LL^T pivot at local column info - 1 of cblk k. */
+static canopy_status knot_spd(const symbolic *S, cint k, int64_t info, canopy_err *err)
+{
+    cint col = S->cblk_fcol[k] + (cint)info - 1;
+    return canopy_err_set(err, CANOPY_ERR_NOT_SPD,
+                          "matrix is not positive definite: pivot of column %" CINT_FMT
+                          " (original numbering, 0-based) is <= 0", S->perm[col]);
+}
+
+/* ---- threaded factorization (protocol in numeric.h) -------------------------------------- */
+
+typedef struct kpar {
+    kctx c;
+    numeric *F;
+    const sched_plan *plan;
+    const sched_dag *dag;
+    const SCALAR *Ax;
+    int dynamic;
+    atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
+    atomic_llong failed_info;
+} kpar;
+
+/*
+ * One contribution under the ticket lock of its target: static runs wait for the plan's number,
+ * dynamic runs draw the next ticket. Returns nonzero if the run was aborted while waiting.
+ */
+static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, int contrib, SCALAR *W, SCALAR *buf)
+{
+    cint j = pc->c.S->blok_fcblk[fb0];
+    numeric *F = pc->F;
+    int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
+    if (sched_wait_equal(wk, &F->serving[j], ticket) != 0) return 1;
+    kupdate(&pc->c, k, fb0, fb1, W, buf);
+    atomic_store_explicit(&F->serving[j], ticket + 1, memory_order_release);
+    sched_wake(wk);
+    return 0;
+}
+
+/* Panel of cblk k by worker t; nonzero aborts the run. */
+static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W)
+{
+    int64_t r = kpanel(&pc->c, k, W);
+    if (r < 0) {
+        int none = -1;
+        if (atomic_compare_exchange_strong(&pc->failed_cblk, &none, (int)k))
+            atomic_store(&pc->failed_info, (long long)(-r - 1));
+        return 1;
+    }
+    pc->F->thread_perturbed[t] += r;
+    return 0;
+}
+
+static int ktask(void *ctx, int task, sched_worker *wk)
+{
+    kpar *pc = ctx;
+    const symbolic *S = pc->c.S;
+    const sched_dag *d = pc->dag;
+    int t = sched_worker_id(wk);
+    SCALAR *buf = pc->F->thread_work[t];
+    SCALAR *W = buf + S->max_update_buf;
+    cint k = d->cblk[task];
+    switch (d->kind[task]) {
+    case SCHED_TASK_PANEL:
+        return kpar_panel(pc, k, t, W);
+    case SCHED_TASK_UPDATE: {
+        cint fb0 = d->first[task], fb1 = fb0 + 1, bend = S->cblk_fblok[k + 1];
+        while (fb1 < bend && S->blok_fcblk[fb1] == S->blok_fcblk[fb0]) fb1++;
+        return kupdate_guarded(pc, wk, k, fb0, fb1, pc->plan->blok_contrib[fb0], W, buf);
+    }
+    case SCHED_TASK_SUBTREE:
+        for (cint q = d->first[task]; q <= k; q++) {
+            if (kpar_panel(pc, q, t, W) != 0) return 1;
+            for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
+                cint e = b + 1;
+                while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+                int contrib = pc->plan->blok_contrib[b];
+                if (contrib < 0) kupdate(&pc->c, q, b, e, W, buf); /* target inside this subtree */
+                else if (kupdate_guarded(pc, wk, q, b, e, contrib, W, buf) != 0) return 1;
+                b = e;
+            }
+        }
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+typedef struct kfill {
+    numeric *F;
+    const SCALAR *Ax;
+} kfill;
+
+/* First touch: worker t zeroes and assembles the cblks it owns. */
+static void kfill_owned(void *arg, int t)
+{
+    kfill *kf = arg;
+    const sched_plan *P = kf->F->exec.plan;
+    for (cint k = 0; k < kf->F->S->ncblk; k++)
+        if (P->cblk_owner[k] == t) kassemble(kf->F, kf->Ax, k);
+}
+
+static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const numeric_exec *x = &F->exec;
+    if (x->numa == CANOPY_NUMA_INTERLEAVE && x->topo) {
+        canopy_status st = numa_interleave(x->topo, F->L, F->coef_bytes, err);
+        if (st == CANOPY_SUCCESS && F->U) st = numa_interleave(x->topo, F->U, F->coef_bytes, err);
+        if (st != CANOPY_SUCCESS) return st;
+    }
+    if (x->numa == CANOPY_NUMA_GLOBAL) {
+        /* the "V0" baseline: the calling thread allocates and fills everything */
+        for (cint k = 0; k < S->ncblk; k++) kassemble(F, Ax, k);
+    } else {
+        kfill kf = {F, Ax};
+        sched_pool_run_all(x->pool, kfill_owned, &kf);
+    }
+    for (cint k = 0; k < S->ncblk; k++) {
+        atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&F->tickets[k], 0, memory_order_relaxed);
+    }
+    for (int t = 0; t < F->nthreads; t++) F->thread_perturbed[t] = 0;
+    kpar pc = {.c = *c, .F = F, .plan = x->plan, .dag = &x->plan->factor, .Ax = Ax,
+               .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC};
+    atomic_init(&pc.failed_cblk, -1);
+    atomic_init(&pc.failed_info, 0);
+    numeric_run *r = &F->run;
+    sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
+    int result = 0;
+    canopy_status st = sched_execute(x->pool, pc.dag, x->scheduler, ktask, &pc, &rs, &result, err);
+    r->wall = rs.wall;
+    if (st != CANOPY_SUCCESS) return st;
+    int bad = atomic_load(&pc.failed_cblk);
+    if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);
+    if (result != 0) return canopy_err_set(err, CANOPY_ERR_INTERNAL, "factorization task failed (%d)", result);
+    int64_t perturbed = 0;
+    for (int t = 0; t < F->nthreads; t++) perturbed += F->thread_perturbed[t];
+    F->perturbed = perturbed;
+    return perturbed > 0 ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
+}
+
 canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_err *err)
 {
     const symbolic *S = F->S;
     kctx c = {S, F->kind, F->L, F->U, F->ipiv, F->dsub, F->threshold};
-    int64_t ncoef = S->cblk_coef[S->ncblk];
-    /* assembly through the entry map: no search, no allocation */
-    memset(c.L, 0, (size_t)ncoef * sizeof(SCALAR));
-    if (c.U) memset(c.U, 0, (size_t)ncoef * sizeof(SCALAR));
     const SCALAR *Ax = A->values;
-    const int64_t *amap = F->amap;
-    for (int64_t p = 0; p < F->amap_nnz; p++) {
-        int64_t a = amap[p];
-        if (a >= 0) c.L[a] = Ax[p];
-        else if (a <= -2) c.U[-a - 2] = Ax[p];
-    }
-    SCALAR *buf = F->work;
-    SCALAR *W = F->kind == CANOPY_FACT_LDLT ? buf + S->max_update_buf : NULL;
-    int64_t perturbed = 0;
     F->perturbed = 0;
+    if (F->exec.pool != NULL) return kfactorize_threaded(F, &c, Ax, err);
+
+    /* sequential reference: cblk order, the calling thread's buffers */
+    for (cint k = 0; k < S->ncblk; k++) kassemble(F, Ax, k);
+    SCALAR *buf = F->work;
+    SCALAR *W = buf + S->max_update_buf;
+    int64_t perturbed = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         int64_t r = kpanel(&c, k, W);
-        if (r < 0) {
-            cint col = S->cblk_fcol[k] + (cint)(-r - 1) - 1;
-            return canopy_err_set(err, CANOPY_ERR_NOT_SPD,
-                                  "matrix is not positive definite: pivot of column %" CINT_FMT
-                                  " (original numbering, 0-based) is <= 0", S->perm[col]);
-        }
+        if (r < 0) return knot_spd(S, k, -r - 1, err);
         perturbed += r;
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
             cint e = b + 1;
@@ -552,114 +726,144 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
 
 /* ---- triangular solves ------------------------------------------------------------------- */
 
-canopy_status KSFX(numeric_solve)(const numeric *F, cint nrhs, SCALAR *b, cint ldb, canopy_err *err)
+/*
+ * The solve works on y (n x nrhs, leading dimension n) in the new numbering, one cblk at a time:
+ * forward(j) gathers the contributions of every blok facing j (fan-in: it writes only y_j), then
+ * applies j's interchanges and diagonal solve; backward(k) applies D^-1 (LDL^T), subtracts the
+ * bloks of k times the already final solution rows they face, solves with the transposed diagonal
+ * block (U for LU) and undoes the interchanges. Each task writes only its own rows, so the solve
+ * needs no lock and gives the same bits for any thread count and scheduler.
+ */
+static void kforward(const numeric *F, cint j, cint nrhs, SCALAR *y)
+{
+    const symbolic *S = F->S;
+    cint n = S->n;
+    const SCALAR *L = F->L;
+    for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
+        cint b = F->fan_blok[q], k = F->blok_cblk[b];
+        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
+        const SCALAR *Pb = L + S->cblk_coef[k] + S->blok_coefrow[b];
+        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_MONE), Pb,
+               (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), y + S->blok_frow[b], (int)n);
+    }
+    cint fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
+    SCALAR *ys = y + fcol;
+    if (F->kind != CANOPY_FACT_LLT) {
+        /* the cblk's interchanges, in order (LDL^T marks a 2x2 pivot's first column with -1) */
+        const cint *ipiv = F->ipiv + fcol;
+        for (cint c = 0; c < w; c++)
+            if (ipiv[c] >= 0 && ipiv[c] != c) kswap_rows(ys, n, c, ipiv[c], 0, nrhs);
+    }
+    K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, F->kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit,
+           (int)w, (int)nrhs, K_BS(K_ONE), L + S->cblk_coef[j], (int)S->cblk_stride[j], ys, (int)n);
+}
+
+/* z_k <- D_k^-1 z_k (LDL^T: 1x1 and 2x2 pivots, never across cblks). */
+static void kdiag_solve(const numeric *F, cint k, cint nrhs, SCALAR *y)
+{
+    const symbolic *S = F->S;
+    cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
+    const SCALAR *P = (const SCALAR *)F->L + S->cblk_coef[k];
+    const SCALAR *dsub = F->dsub;
+    const cint *ipiv = F->ipiv + fcol;
+    for (cint j = 0; j < w;) {
+        if (ipiv[j] < 0) {
+            SCALAR d11, d22, d21;
+            kdinv2(P[j + (size_t)j * st], dsub[fcol + j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
+            for (cint r = 0; r < nrhs; r++) {
+                SCALAR *yj = y + fcol + j + (size_t)r * n;
+                SCALAR x1 = yj[0], x2 = yj[1];
+                yj[0] = d21 * (d11 * x1 - x2);
+                yj[1] = d21 * (d22 * x2 - x1);
+            }
+            j += 2;
+        } else {
+            SCALAR inv = K_ONE / P[j + (size_t)j * st];
+            for (cint r = 0; r < nrhs; r++) y[fcol + j + (size_t)r * n] *= inv;
+            j++;
+        }
+    }
+}
+
+static void kbackward(const numeric *F, cint k, cint nrhs, SCALAR *y)
+{
+    const symbolic *S = F->S;
+    canopy_factorization kind = F->kind;
+    cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
+    const SCALAR *P = (const SCALAR *)F->L + S->cblk_coef[k];
+    const SCALAR *X = kind == CANOPY_FACT_LU ? (const SCALAR *)F->U + S->cblk_coef[k] : P;
+    SCALAR *ys = y + fcol;
+    if (kind == CANOPY_FACT_LDLT) kdiag_solve(F, k, nrhs, y);
+    for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+        cint h = S->blok_lrow[b] - S->blok_frow[b] + 1;
+        K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)nrhs,
+               (int)h, K_BS(K_MONE), X + S->blok_coefrow[b], (int)st, y + S->blok_frow[b], (int)n, K_BS(K_ONE), ys,
+               (int)n);
+    }
+    if (kind == CANOPY_FACT_LU)
+        K_TRSM(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, (int)w, (int)nrhs, K_BS(K_ONE), P,
+               (int)st, ys, (int)n);
+    else
+        K_TRSM(CblasColMajor, CblasLeft, CblasLower, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans,
+               kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit, (int)w, (int)nrhs, K_BS(K_ONE), P, (int)st, ys,
+               (int)n);
+    if (kind == CANOPY_FACT_LDLT) {
+        /* undo the cblk's symmetric interchanges, last first */
+        const cint *ipiv = F->ipiv + fcol;
+        for (cint j = w - 1; j >= 0; j--)
+            if (ipiv[j] >= 0 && ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
+    }
+}
+
+typedef struct ksolve {
+    const numeric *F;
+    cint nrhs;
+    SCALAR *y;
+} ksolve;
+
+static int ksolve_task(void *ctx, int task, sched_worker *wk)
+{
+    (void)wk;
+    const ksolve *ks = ctx;
+    const sched_dag *d = ks->F->exec.solve;
+    cint first = d->first[task], last = d->cblk[task];
+    if (d->kind[task] == SCHED_TASK_FORWARD)
+        for (cint k = first; k <= last; k++) kforward(ks->F, k, ks->nrhs, ks->y);
+    else
+        for (cint k = last; k >= first; k--) kbackward(ks->F, k, ks->nrhs, ks->y);
+    return 0;
+}
+
+canopy_status KSFX(numeric_solve)(numeric *F, cint nrhs, SCALAR *b, cint ldb, canopy_err *err)
 {
     const symbolic *S = F->S;
     cint n = S->n;
     if (nrhs == 0 || n == 0) return CANOPY_SUCCESS;
-    size_t ny, nt;
-    if (!canopy_mul_ok((size_t)n, (size_t)nrhs, &ny) ||
-        !canopy_mul_ok(CANOPY_MAX(S->max_update_rows, (size_t)1), (size_t)nrhs, &nt))
+    size_t ny;
+    if (!canopy_mul_ok((size_t)n, (size_t)nrhs, &ny))
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "solve workspace too large");
     SCALAR *y = canopy_alloc(ny, sizeof(SCALAR), "solve workspace", err);
-    SCALAR *tmp = canopy_alloc(nt, sizeof(SCALAR), "solve workspace", err);
-    if (!y || !tmp) {
-        canopy_free(y);
-        canopy_free(tmp);
-        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
-    }
-    const SCALAR *L = F->L;
+    if (!y) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     const cint *perm = S->perm;
-    canopy_factorization kind = F->kind;
     for (cint r = 0; r < nrhs; r++)
         for (cint i = 0; i < n; i++) y[i + (size_t)r * n] = b[perm[i] + (size_t)r * ldb];
-
-    /* forward: L z = P b, cblk by cblk */
-    for (cint k = 0; k < S->ncblk; k++) {
-        cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
-        const SCALAR *P = L + S->cblk_coef[k];
-        SCALAR *ys = y + fcol;
-        if (kind != CANOPY_FACT_LLT) {
-            /* the cblk's interchanges, in order (LDL^T marks a 2x2 pivot's first column with -1) */
-            const cint *ipiv = F->ipiv + fcol;
-            for (cint j = 0; j < w; j++)
-                if (ipiv[j] >= 0 && ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
-        }
-        K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans,
-               kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit, (int)w, (int)nrhs, K_BS(K_ONE), P,
-               (int)st, ys, (int)n);
-        if (m == 0) continue;
-        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nrhs, (int)w, K_BS(K_ONE), P + w,
-               (int)st, ys, (int)n, K_BS(K_ZERO), tmp, (int)m);
-        for (cint bk = S->cblk_fblok[k] + 1; bk < S->cblk_fblok[k + 1]; bk++) {
-            cint fr = S->blok_frow[bk], h = S->blok_lrow[bk] - fr + 1, off = S->blok_coefrow[bk] - w;
-            for (cint r = 0; r < nrhs; r++) {
-                SCALAR *yt = y + fr + (size_t)r * n;
-                const SCALAR *ts = tmp + off + (size_t)r * m;
-                for (cint i = 0; i < h; i++) yt[i] -= ts[i];
-            }
-        }
+    canopy_status st = CANOPY_SUCCESS;
+    if (F->exec.pool != NULL) {
+        ksolve ks = {F, nrhs, y};
+        numeric_run *r = &F->solve_run;
+        sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
+        int result = 0;
+        st = sched_execute(F->exec.pool, F->exec.solve, F->exec.scheduler, ksolve_task, &ks, &rs, &result, err);
+        r->wall = rs.wall;
+        if (st == CANOPY_SUCCESS && result != 0)
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "solve task failed (%d)", result);
+    } else {
+        for (cint k = 0; k < S->ncblk; k++) kforward(F, k, nrhs, y);
+        for (cint k = S->ncblk - 1; k >= 0; k--) kbackward(F, k, nrhs, y);
     }
-    if (kind == CANOPY_FACT_LDLT) {
-        /* z <- D^-1 z with D block diagonal (1x1 and 2x2 pivots, never across cblks) */
-        const SCALAR *dsub = F->dsub;
-        for (cint k = 0; k < S->ncblk; k++) {
-            cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
-            const SCALAR *P = L + S->cblk_coef[k];
-            const cint *ipiv = F->ipiv + fcol;
-            for (cint j = 0; j < w;) {
-                if (ipiv[j] < 0) {
-                    SCALAR d11, d22, d21;
-                    kdinv2(P[j + (size_t)j * st], dsub[fcol + j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
-                    for (cint r = 0; r < nrhs; r++) {
-                        SCALAR *yj = y + fcol + j + (size_t)r * n;
-                        SCALAR x1 = yj[0], x2 = yj[1];
-                        yj[0] = d21 * (d11 * x1 - x2);
-                        yj[1] = d21 * (d22 * x2 - x1);
-                    }
-                    j += 2;
-                } else {
-                    SCALAR inv = K_ONE / P[j + (size_t)j * st];
-                    for (cint r = 0; r < nrhs; r++) y[fcol + j + (size_t)r * n] *= inv;
-                    j++;
-                }
-            }
-        }
-    }
-
-    /* backward: L^T x = z (LL^T, LDL^T) or U x = z (LU), in reverse cblk order */
-    for (cint k = S->ncblk - 1; k >= 0; k--) {
-        cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
-        const SCALAR *P = L + S->cblk_coef[k];
-        SCALAR *ys = y + fcol;
-        if (m > 0) {
-            for (cint bk = S->cblk_fblok[k] + 1; bk < S->cblk_fblok[k + 1]; bk++) {
-                cint fr = S->blok_frow[bk], h = S->blok_lrow[bk] - fr + 1, off = S->blok_coefrow[bk] - w;
-                for (cint r = 0; r < nrhs; r++)
-                    memcpy(tmp + off + (size_t)r * m, y + fr + (size_t)r * n, (size_t)h * sizeof(SCALAR));
-            }
-            const SCALAR *X = kind == CANOPY_FACT_LU ? (const SCALAR *)F->U + S->cblk_coef[k] : P;
-            K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w,
-                   (int)nrhs, (int)m, K_BS(K_MONE), X + w, (int)st, tmp, (int)m, K_BS(K_ONE), ys, (int)n);
-        }
-        if (kind == CANOPY_FACT_LU)
-            K_TRSM(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, (int)w, (int)nrhs,
-                   K_BS(K_ONE), P, (int)st, ys, (int)n);
-        else
-            K_TRSM(CblasColMajor, CblasLeft, CblasLower, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans,
-                   kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit, (int)w, (int)nrhs, K_BS(K_ONE), P,
-                   (int)st, ys, (int)n);
-        if (kind == CANOPY_FACT_LDLT) {
-            /* undo the cblk's symmetric interchanges, last first */
-            const cint *ipiv = F->ipiv + fcol;
-            for (cint j = w - 1; j >= 0; j--)
-                if (ipiv[j] >= 0 && ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
-        }
-    }
-
-    for (cint r = 0; r < nrhs; r++)
-        for (cint i = 0; i < n; i++) b[perm[i] + (size_t)r * ldb] = y[i + (size_t)r * n];
+    if (st == CANOPY_SUCCESS)
+        for (cint r = 0; r < nrhs; r++)
+            for (cint i = 0; i < n; i++) b[perm[i] + (size_t)r * ldb] = y[i + (size_t)r * n];
     canopy_free(y);
-    canopy_free(tmp);
-    return CANOPY_SUCCESS;
+    return st;
 }

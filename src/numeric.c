@@ -5,6 +5,7 @@
  */
 #include "numeric.h"
 #include "matrix.h"
+#include "numa/placement.h"
 
 #include <limits.h>
 #include <math.h>
@@ -39,25 +40,61 @@ static void blas_threads_restore(int old)
 #endif
 }
 
+static void run_free(numeric_run *r)
+{
+    canopy_free(r->busy);
+    canopy_free(r->steals);
+    canopy_free(r->tasks);
+    canopy_free(r->events);
+    memset(r, 0, sizeof *r);
+}
+
+static void threads_free(numeric *F)
+{
+    for (int t = 0; t < F->nthreads; t++) canopy_free(F->thread_work ? F->thread_work[t] : NULL);
+    canopy_free(F->thread_work);
+    canopy_free(F->thread_perturbed);
+    canopy_free(F->serving);
+    canopy_free(F->tickets);
+    F->thread_work = NULL;
+    F->thread_perturbed = NULL;
+    F->serving = F->tickets = NULL;
+    F->nthreads = 0;
+    run_free(&F->run);
+    run_free(&F->solve_run);
+}
+
 void numeric_free(numeric *F)
 {
     if (F == NULL) return;
-    canopy_free(F->L);
-    canopy_free(F->U);
-    canopy_free(F->amap);
+    threads_free(F);
+    numa_free_pages(F->L, F->coef_bytes);
+    numa_free_pages(F->U, F->coef_bytes);
+    canopy_free(F->amap_ptr);
+    canopy_free(F->amap_src);
+    canopy_free(F->amap_dst);
+    canopy_free(F->blok_cblk);
+    canopy_free(F->fan_ptr);
+    canopy_free(F->fan_blok);
     canopy_free(F->work);
     canopy_free(F->ipiv);
     canopy_free(F->dsub);
     memset(F, 0, sizeof *F);
 }
 
+void numeric_set_exec(numeric *F, const numeric_exec *x)
+{
+    if (F == NULL) return;
+    if (x) F->exec = *x;
+    else memset(&F->exec, 0, sizeof F->exec);
+}
+
 size_t numeric_bytes(const numeric *F)
 {
     if (F == NULL || F->L == NULL) return 0;
-    size_t ncoef = (size_t)F->S->cblk_coef[F->S->ncblk];
-    size_t bytes = ncoef * F->scalar_bytes * (F->U ? 2 : 1);
-    bytes += (size_t)F->amap_nnz * sizeof(int64_t);
-    bytes += F->work_scalars * F->scalar_bytes;
+    size_t bytes = F->coef_bytes * (F->U ? 2 : 1);
+    bytes += (size_t)F->amap_nnz * 2 * sizeof(int64_t) + ((size_t)F->S->ncblk + 1) * sizeof(int64_t);
+    bytes += (size_t)F->work_scalars * F->scalar_bytes * (size_t)(1 + F->nthreads);
     if (F->ipiv) bytes += (size_t)F->S->n * sizeof(cint);
     if (F->dsub) bytes += (size_t)F->S->n * F->scalar_bytes;
     return bytes;
@@ -77,42 +114,85 @@ static cint panel_row(const symbolic *S, cint k, cint r)
 }
 
 /*
- * Entry map: amap[p] >= 0 is a position in L, -1 an ignored entry (upper triangle of a symmetric
- * kind), <= -2 the position -amap[p]-2 in U (U^T panels). Built once; later factorizations of the
+ * Entry map, grouped by the cblk each entry lands in (so that the owner of a cblk assembles it
+ * alone): amap_dst >= 0 is a position in L, <= -2 the position -dst-2 in U (U^T panels); entries
+ * of the upper triangle of a symmetric kind are left out. Built once; later factorizations of the
  * same pattern assemble with it directly.
  */
 static canopy_status build_amap(numeric *F, const canopy_csc *A, canopy_err *err)
 {
     const symbolic *S = F->S;
     int symmetric = F->kind != CANOPY_FACT_LU;
-    for (cint jo = 0; jo < A->n; jo++) {
-        cint nc = S->iperm[jo];
-        for (cint p = A->colptr[jo]; p < A->colptr[jo + 1]; p++) {
-            cint nr = S->iperm[A->rowind[p]];
-            int64_t pos;
-            if (nr >= nc || (!symmetric && S->col2cblk[nr] == S->col2cblk[nc])) {
-                /* L panel of cblk(col); for LU the upper part of a diagonal block goes there too */
-                cint k = S->col2cblk[nc];
-                cint pr = panel_row(S, k, nr);
-                if (pr < 0) goto missing;
-                pos = S->cblk_coef[k] + (int64_t)(nc - S->cblk_fcol[k]) * S->cblk_stride[k] + pr;
-            } else if (symmetric) {
-                pos = -1;
-            } else {
-                /* U^T panel of cblk(row), at the panel row of the column */
-                cint k = S->col2cblk[nr];
-                cint pr = panel_row(S, k, nc);
-                if (pr < 0) goto missing;
-                pos = -(S->cblk_coef[k] + (int64_t)(nr - S->cblk_fcol[k]) * S->cblk_stride[k] + pr) - 2;
+    int64_t *cnt = F->amap_ptr;
+    memset(cnt, 0, ((size_t)S->ncblk + 1) * sizeof(int64_t));
+    /* two passes: count per cblk, then place (positions computed in the second pass) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (cint jo = 0; jo < A->n; jo++) {
+            cint nc = S->iperm[jo];
+            for (cint p = A->colptr[jo]; p < A->colptr[jo + 1]; p++) {
+                cint nr = S->iperm[A->rowind[p]];
+                cint k;
+                if (nr >= nc || (!symmetric && S->col2cblk[nr] == S->col2cblk[nc])) k = S->col2cblk[nc];
+                else if (symmetric) continue;
+                else k = S->col2cblk[nr];
+                if (pass == 0) {
+                    cnt[k + 1]++;
+                    continue;
+                }
+                int64_t pos;
+                if (k == S->col2cblk[nc]) {
+                    /* L panel of cblk(col); for LU the upper part of a diagonal block goes there too */
+                    cint pr = panel_row(S, k, nr);
+                    if (pr < 0) goto missing;
+                    pos = S->cblk_coef[k] + (int64_t)(nc - S->cblk_fcol[k]) * S->cblk_stride[k] + pr;
+                } else {
+                    /* U^T panel of cblk(row), at the panel row of the column */
+                    cint pr = panel_row(S, k, nc);
+                    if (pr < 0) goto missing;
+                    pos = -(S->cblk_coef[k] + (int64_t)(nr - S->cblk_fcol[k]) * S->cblk_stride[k] + pr) - 2;
+                }
+                int64_t q = cnt[k]++;
+                F->amap_src[q] = p;
+                F->amap_dst[q] = pos;
+                continue;
+            missing:
+                return canopy_err_set(err, CANOPY_ERR_INTERNAL,
+                                      "entry (%" CINT_FMT ", %" CINT_FMT ") of the matrix is outside the block structure",
+                                      A->rowind[p], jo);
             }
-            F->amap[p] = pos;
-            continue;
-        missing:
-            return canopy_err_set(err, CANOPY_ERR_INTERNAL,
-                                  "entry (%" CINT_FMT ", %" CINT_FMT ") of the matrix is outside the block structure",
-                                  A->rowind[p], jo);
+        }
+        if (pass == 0) {
+            for (cint k = 0; k < S->ncblk; k++) cnt[k + 1] += cnt[k];
+            F->amap_nnz = cnt[S->ncblk];
+        } else {
+            /* cnt[k] now holds the end of cblk k: shift back to starts */
+            for (cint k = S->ncblk; k > 0; k--) cnt[k] = cnt[k - 1];
+            cnt[0] = 0;
         }
     }
+    return CANOPY_SUCCESS;
+}
+
+/* Which cblk owns each blok, and the bloks facing each cblk (the fan-in lists of the solve). */
+static canopy_status build_fan(numeric *F, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    F->blok_cblk = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "blok owners", err);
+    F->fan_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(cint), "solve fan-in lists", err);
+    F->fan_blok = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "solve fan-in lists", err);
+    if (!F->blok_cblk || !F->fan_ptr || !F->fan_blok) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    for (cint k = 0; k < S->ncblk; k++)
+        for (cint b = S->cblk_fblok[k]; b < S->cblk_fblok[k + 1]; b++) {
+            F->blok_cblk[b] = k;
+            if (b > S->cblk_fblok[k]) F->fan_ptr[S->blok_fcblk[b] + 1]++;
+        }
+    for (cint j = 0; j < S->ncblk; j++) F->fan_ptr[j + 1] += F->fan_ptr[j];
+    cint *next = canopy_alloc((size_t)S->ncblk + 1, sizeof(cint), "solve fan-in lists", err);
+    if (!next) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    memcpy(next, F->fan_ptr, (size_t)S->ncblk * sizeof(cint));
+    for (cint k = 0; k < S->ncblk; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) F->fan_blok[next[S->blok_fcblk[b]]++] = b;
+    canopy_free(next);
     return CANOPY_SUCCESS;
 }
 
@@ -134,20 +214,83 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     size_t ncoef = (size_t)S->cblk_coef[S->ncblk];
     F->work_scalars = S->max_update_buf + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
-    F->L = canopy_calloc(ncoef ? ncoef : 1, F->scalar_bytes, "factor L", err);
-    if (kind == CANOPY_FACT_LU)
-        F->U = canopy_calloc(ncoef ? ncoef : 1, F->scalar_bytes, "factor U", err);
+    if (!canopy_mul_ok(ncoef ? ncoef : 1, F->scalar_bytes, &F->coef_bytes))
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %zu entries is too large", ncoef);
+    /* untouched pages: whoever zeroes a cblk first places it (see numeric.h) */
+    F->L = numa_alloc_pages(F->coef_bytes, "factor L", err);
+    if (kind == CANOPY_FACT_LU) F->U = numa_alloc_pages(F->coef_bytes, "factor U", err);
     if (kind != CANOPY_FACT_LLT)
         F->ipiv = canopy_alloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
     if (kind == CANOPY_FACT_LDLT)
         F->dsub = canopy_calloc((size_t)S->n + 1, F->scalar_bytes, "2x2 pivots", err);
-    F->amap_nnz = matrix_nnz(A);
-    F->amap = canopy_alloc((size_t)F->amap_nnz + 1, sizeof(int64_t), "entry map", err);
+    int64_t nnz = matrix_nnz(A);
+    F->amap_ptr = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "entry map", err);
+    F->amap_src = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
+    F->amap_dst = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
     F->work = canopy_alloc(F->work_scalars, F->scalar_bytes, "update buffer", err);
-    if (!F->L || !F->amap || !F->work || (kind == CANOPY_FACT_LU && !F->U) ||
+    if (!F->L || !F->amap_ptr || !F->amap_src || !F->amap_dst || !F->work || (kind == CANOPY_FACT_LU && !F->U) ||
         (kind != CANOPY_FACT_LLT && !F->ipiv) || (kind == CANOPY_FACT_LDLT && !F->dsub))
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    canopy_status st = build_fan(F, err);
+    if (st != CANOPY_SUCCESS) return st;
+    F->amap_nnz_in = nnz;
     return build_amap(F, A, err);
+}
+
+typedef struct thread_alloc {
+    numeric *F;
+    canopy_err errs[];
+} thread_alloc;
+
+/* Each worker allocates its own workspace: the pages land on its node. */
+static void thread_alloc_fn(void *arg, int t)
+{
+    thread_alloc *ta = arg;
+    ta->F->thread_work[t] = canopy_alloc(ta->F->work_scalars, ta->F->scalar_bytes, "worker update buffer", &ta->errs[t]);
+}
+
+static canopy_status run_alloc(numeric_run *r, int nthreads, int ntasks, canopy_err *err)
+{
+    r->nthreads = nthreads;
+    r->ntasks = ntasks;
+    r->busy = canopy_calloc((size_t)nthreads, sizeof(double), "run statistics", err);
+    r->steals = canopy_calloc((size_t)nthreads, sizeof(int64_t), "run statistics", err);
+    r->tasks = canopy_calloc((size_t)nthreads, sizeof(int64_t), "run statistics", err);
+    r->events = canopy_calloc((size_t)ntasks + 1, sizeof(sched_event), "task events", err);
+    return r->busy && r->steals && r->tasks && r->events ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+}
+
+/* Per-worker workspaces, ticket counters and run records for the pool of F->exec (once per pool size). */
+static canopy_status prepare_threads(numeric *F, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    int nt = sched_pool_threads(x->pool);
+    if (x->plan == NULL || x->solve == NULL || x->plan->nthreads != nt || x->plan->ncblk != F->S->ncblk)
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "threaded factorization without a matching plan");
+    if (F->nthreads == nt && F->run.ntasks == x->plan->factor.ntasks && F->solve_run.ntasks == x->solve->ntasks)
+        return CANOPY_SUCCESS;
+    threads_free(F);
+    F->thread_work = canopy_calloc((size_t)nt, sizeof(void *), "worker buffers", err);
+    F->thread_perturbed = canopy_calloc((size_t)nt, sizeof(int64_t), "worker counters", err);
+    F->serving = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(atomic_int), "ticket locks", err);
+    F->tickets = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(atomic_int), "ticket locks", err);
+    thread_alloc *ta = canopy_calloc(1, sizeof(thread_alloc) + (size_t)nt * sizeof(canopy_err), "worker setup", err);
+    if (!F->thread_work || !F->thread_perturbed || !F->serving || !F->tickets || !ta) {
+        canopy_free(ta);
+        threads_free(F);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    F->nthreads = nt;
+    ta->F = F;
+    sched_pool_run_all(x->pool, thread_alloc_fn, ta);
+    canopy_status st = CANOPY_SUCCESS;
+    for (int t = 0; t < nt && st == CANOPY_SUCCESS; t++)
+        if (ta->errs[t].status != CANOPY_SUCCESS) st = canopy_err_set(err, ta->errs[t].status, "%s", ta->errs[t].msg);
+    canopy_free(ta);
+    if (st == CANOPY_SUCCESS) st = run_alloc(&F->run, nt, x->plan->factor.ntasks, err);
+    if (st == CANOPY_SUCCESS) st = run_alloc(&F->solve_run, nt, x->solve->ntasks, err);
+    if (st != CANOPY_SUCCESS) threads_free(F);
+    return st;
 }
 
 canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc *A,
@@ -166,7 +309,7 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "matrix has no numerical values");
 
     /* refactorization reuses everything when the analysis, kind and pattern size are the same */
-    if (F->L != NULL && (F->S != S || F->kind != kind || F->arith != A->arith || F->amap_nnz != matrix_nnz(A)))
+    if (F->L != NULL && (F->S != S || F->kind != kind || F->arith != A->arith || F->amap_nnz_in != matrix_nnz(A)))
         numeric_free(F);
     if (F->L == NULL) {
         canopy_status st = numeric_allocate(F, S, A, kind, err);
@@ -174,6 +317,10 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
             numeric_free(F);
             return st;
         }
+    }
+    if (F->exec.pool != NULL) {
+        canopy_status st = prepare_threads(F, err);
+        if (st != CANOPY_SUCCESS) return st;
     }
     F->threshold = threshold;
     F->flops = kind == CANOPY_FACT_LU ? S->flops_lu : S->flops_llt;
@@ -183,7 +330,7 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
     return st;
 }
 
-canopy_status numeric_solve(const numeric *F, cint nrhs, void *b, cint ldb, canopy_err *err)
+canopy_status numeric_solve(numeric *F, cint nrhs, void *b, cint ldb, canopy_err *err)
 {
     if (F == NULL || F->L == NULL)
         return canopy_err_set(err, CANOPY_ERR_PHASE, "solve called before a factorization");
@@ -196,6 +343,8 @@ canopy_status numeric_solve(const numeric *F, cint nrhs, void *b, cint ldb, cano
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "solve: n = %" CINT_FMT " or nrhs = %" CINT_FMT
                               " exceeds the int range of BLAS", F->S->n, nrhs);
 #endif
+    if (F->exec.pool != NULL && F->nthreads != sched_pool_threads(F->exec.pool))
+        return canopy_err_set(err, CANOPY_ERR_PHASE, "solve: the worker pool changed since the factorization");
     int old = blas_threads_single();
     canopy_status st = F->arith == CANOPY_COMPLEX ? numeric_solve_z(F, nrhs, b, ldb, err)
                                                   : numeric_solve_d(F, nrhs, b, ldb, err);

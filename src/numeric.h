@@ -22,6 +22,47 @@
 
 #include "common.h"
 #include "symbolic.h"
+#include "sched/engine.h"
+#include "sched/plan.h"
+#include "numa/topology.h"
+
+/*
+ * How the factorization and the solves run, set by the phase driver. Without a pool everything
+ * runs on the calling thread, cblk after cblk (the reference the threaded runs are tested against).
+ *
+ * Threaded factorization: the tasks of plan->factor (sched/plan.h). Contributions of one cblk to a
+ * cblk factored by another task (the only writes two threads can make to one block) go through a
+ * ticket lock per target cblk: a contribution holds ticket number t and waits until the target's
+ * "serving" counter equals t, applies its update, and increments the counter. Under
+ * scheduler=static the tickets are the plan's contribution numbers (plan->blok_contrib), so the
+ * updates of every block are summed in one fixed order and the factors are bitwise the same run
+ * after run; under scheduler=dynamic tickets are drawn on arrival (a FIFO lock). Updates inside
+ * one subtree task need no ticket: one thread owns the whole subtree.
+ *
+ * Memory: the factor arrays are untouched pages (numa/placement.h); with numa=local each worker
+ * zeroes and assembles exactly the cblks it owns (plan->cblk_owner), so the first touch puts them
+ * on its node; numa=global does it all from the calling thread; numa=interleave interleaves the
+ * pages over the nodes first.
+ */
+typedef struct numeric_exec {
+    sched_pool *pool;             /**< NULL: sequential on the calling thread */
+    const sched_plan *plan;       /**< built for this structure, kind and pool size */
+    const sched_dag *solve;       /**< sched_plan_solve_dag of the same plan */
+    canopy_scheduler scheduler;
+    canopy_numa numa;
+    const numa_topo *topo;        /**< for numa=interleave and the placement report (may be NULL) */
+} numeric_exec;
+
+/** What the last threaded factorization or solve measured (arrays of nthreads / ntasks). */
+typedef struct numeric_run {
+    int nthreads;
+    int ntasks;
+    double wall;
+    double *busy;
+    int64_t *steals;
+    int64_t *tasks;
+    sched_event *events;
+} numeric_run;
 
 typedef struct numeric {
     const symbolic *S;              /**< borrowed, must outlive the factors */
@@ -30,11 +71,26 @@ typedef struct numeric {
     size_t scalar_bytes;
     void *L;                        /**< S->cblk_coef[ncblk] scalars */
     void *U;                        /**< LU only, same size */
-    int64_t *amap;                  /**< position of every entry of A in L (>= 0) or U (encoded < 0); built once */
-    int64_t amap_nnz;
-    void *work;                     /**< update buffer (S->max_update_buf scalars), then for LDL^T the
-                                         W = L*D panel buffer (max stride*width scalars) */
-    size_t work_scalars;
+    size_t coef_bytes;              /**< bytes of L (and of U): numa_alloc_pages blocks */
+    int64_t *amap_ptr;              /**< [ncblk+1] entries of A landing in cblk k: amap_ptr[k] .. amap_ptr[k+1]-1 */
+    int64_t *amap_src;              /**< position of the entry in A's values */
+    int64_t *amap_dst;              /**< its position in L (>= 0) or U (encoded -pos-2); built once */
+    int64_t amap_nnz;               /**< entries kept (the upper triangle of symmetric kinds is not) */
+    int64_t amap_nnz_in;            /**< entries of the matrix the map was built for */
+    cint *blok_cblk;                /**< [nblok] cblk owning each blok */
+    cint *fan_ptr;                  /**< [ncblk+1] off-diagonal bloks facing cblk j (sources in order): */
+    cint *fan_blok;                 /**<   fan_blok[fan_ptr[j] .. fan_ptr[j+1]-1], for the fan-in forward solve */
+    numeric_exec exec;
+    int nthreads;                   /**< per-thread workspaces allocated for this many workers */
+    void **thread_work;             /**< [nthreads] each worker's update buffer + LDL^T scratch (work_scalars) */
+    int64_t *thread_perturbed;      /**< [nthreads] */
+    atomic_int *serving;            /**< [ncblk] ticket lock: next contribution number admitted */
+    atomic_int *tickets;            /**< [ncblk] next ticket drawn (scheduler=dynamic) */
+    numeric_run run;                /**< last threaded factorization */
+    numeric_run solve_run;          /**< last threaded solve */
+    void *work;                     /**< sequential runs: the calling thread's workspace (work_scalars) */
+    size_t work_scalars;            /**< update buffer (S->max_update_buf scalars), then for LDL^T the
+                                         dense kernel's scratch / the L*D rows of an update (max stride*width) */
     cint *ipiv;                     /**< LU and LDL^T, [n]: ipiv[fcol+j] = local row (0..w-1) of cblk k's
                                          diagonal block swapped with local row j (rows and columns for
                                          LDL^T), applied in order j = 0..; LDL^T marks the first column
@@ -60,7 +116,13 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
  * Solve A X = B with the factors, in place, for nrhs columns of leading dimension ldb, in the
  * ORIGINAL numbering (the permutation is applied inside). Allocates only its workspace.
  */
-canopy_status numeric_solve(const numeric *F, cint nrhs, void *b, cint ldb, canopy_err *err);
+canopy_status numeric_solve(numeric *F, cint nrhs, void *b, cint ldb, canopy_err *err);
+
+/**
+ * Run the next factorizations and solves with @p x (copied; its pointers are borrowed and must
+ * outlive the factors' use). NULL: back to sequential.
+ */
+void numeric_set_exec(numeric *F, const numeric_exec *x);
 
 /** Bytes held by the factors and buffers. */
 size_t numeric_bytes(const numeric *F);
@@ -69,9 +131,9 @@ void numeric_free(numeric *F);
 
 /* per-arithmetic entry points generated from kernels_template.c */
 canopy_status numeric_factorize_d(numeric *F, const canopy_csc *A, canopy_err *err);
-canopy_status numeric_solve_d(const numeric *F, cint nrhs, double *b, cint ldb, canopy_err *err);
+canopy_status numeric_solve_d(numeric *F, cint nrhs, double *b, cint ldb, canopy_err *err);
 canopy_status numeric_factorize_z(numeric *F, const canopy_csc *A, canopy_err *err);
-canopy_status numeric_solve_z(const numeric *F, cint nrhs, double _Complex *b, cint ldb, canopy_err *err);
+canopy_status numeric_solve_z(numeric *F, cint nrhs, double _Complex *b, cint ldb, canopy_err *err);
 
 /*
  * Dense diagonal-block kernels (exposed for the unit tests). Both return the number of pivots

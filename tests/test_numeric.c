@@ -70,7 +70,7 @@ static void random_perm(cint n, uint64_t seed, cint *perm)
 
 /* Solve with the factors for nrhs columns (ldb = n + 3); compare with dgesv (when tol > 0) and
  * check the normwise backward error. */
-static void check_solution(const canopy_csc *A, const numeric *F, cint nrhs, uint64_t seed, double tol)
+static void check_solution(const canopy_csc *A, numeric *F, cint nrhs, uint64_t seed, double tol)
 {
     cint n = A->n, ldb = n + 3;
     uint64_t st = seed + 7;
@@ -512,14 +512,14 @@ START_TEST(refactorization)
         ck_assert_int_eq(numeric_factorize(&F, &S, &A, fk[t], 1e-8, &err), CANOPY_SUCCESS);
         check_solution(&A, &F, 1, 1, 1e-10);
         void *L = F.L;
-        int64_t *amap = F.amap;
+        int64_t *amap = F.amap_dst;
         /* new values, same pattern: off-diagonal scaled, diagonal shifted */
         double *v = A.values;
         for (cint j = 0; j < A.n; j++)
             for (cint p = A.colptr[j]; p < A.colptr[j + 1]; p++) v[p] = A.rowind[p] == j ? v[p] + 3 : -0.5 * v[p];
         ck_assert_int_eq(numeric_factorize(&F, &S, &A, fk[t], 1e-8, &err), CANOPY_SUCCESS);
         ck_assert_ptr_eq(F.L, L);
-        ck_assert_ptr_eq(F.amap, amap);
+        ck_assert_ptr_eq(F.amap_dst, amap);
         check_solution(&A, &F, 3, 2, 1e-10);
         numeric_free(&F);
         symbolic_free(&S);
