@@ -46,7 +46,7 @@ static void usage(FILE *f)
             "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
             "  --factorization auto|llt|ldlt|lu  --ordering scotch|natural  --scaling auto|none|equilibrate|matching\n"
             "  --pivot-threshold X  --amalgamation 0|1  --amalgamation-fill X  --split N\n"
-            "  --trace FILE  --verbose 0..3\n"
+            "  --trace FILE  --cost-cache PATH|none|fixed  --verbose 0..3\n"
             "  --help, --version\n");
 }
 
@@ -334,7 +334,29 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    (long long)S.ncblk, c->nrhs, S.ranks, S.threads_per_rank, canopy_factorization_name(S.factorization),
                    (int)st);
             json_string(st < 0 ? canopy_last_error(s) : canopy_strerror(st));
-            printf("}\n");
+            printf(", \"scheduler\": \"%s\", \"numa\": \"%s\", \"numa_nodes\": %d, \"bound\": %d, ",
+                   S.scheduler == CANOPY_SCHED_DYNAMIC ? "dynamic" : "static",
+                   S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
+                   S.numa_nodes, S.bound);
+            json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
+            json_num("busy_fraction", S.busy_fraction, 0);
+            printf("\"steals\": %lld, \"steals_remote\": %lld, \"factor_bytes_unlocated\": %lld, \"threads\": [",
+                   (long long)S.steals, (long long)S.steals_remote, (long long)S.factor_bytes_unlocated);
+            for (int t = 0; t < S.threads_per_rank; t++) {
+                canopy_thread_stats ts;
+                if (canopy_get_thread_stats(s, t, &ts) != CANOPY_SUCCESS) break;
+                printf("%s{\"core\": %d, \"node\": %d, \"busy\": %.6g, \"tasks\": %lld, \"steals\": %lld, "
+                       "\"factor_bytes\": %lld}", t ? ", " : "", ts.core, ts.node, ts.busy, (long long)ts.tasks,
+                       (long long)ts.steals, (long long)ts.factor_bytes);
+            }
+            printf("], \"numa_placement\": [");
+            for (int nd = 0; nd < S.numa_nodes; nd++) {
+                canopy_node_stats ns;
+                if (canopy_get_node_stats(s, nd, &ns) != CANOPY_SUCCESS) break;
+                printf("%s{\"node\": %d, \"factor_bytes_planned\": %lld, \"factor_bytes_found\": %lld}", nd ? ", " : "",
+                       nd, (long long)ns.factor_bytes_planned, (long long)ns.factor_bytes_found);
+            }
+            printf("]}\n");
         } else if (S.n > 0) {
             printf("%s\n", name);
             printf("  n = %lld, nnz(A) = %lld, factorization %s, %d rank(s) x %d thread(s)\n", (long long)S.n,
@@ -350,6 +372,10 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                        S.time_analyze, S.time_order, S.time_symbolic, S.time_factorize, S.time_solve, S.time_refine);
                 printf("  factorization speed %.2f GFlop/s, perturbed pivots %lld\n", S.gflops_factorize,
                        (long long)S.perturbed_pivots);
+                printf("  threads: %d, scheduler %s, numa %s; predicted %.3f s, busy %.0f%%, steals %lld (%lld across nodes)\n",
+                       S.threads_per_rank, S.scheduler == CANOPY_SCHED_DYNAMIC ? "dynamic" : "static",
+                       S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
+                       S.time_factorize_predicted, 100 * S.busy_fraction, (long long)S.steals, (long long)S.steals_remote);
                 printf("  backward error %.3e after %d refinement step(s), forward error %.3e\n", S.backward_error,
                        S.refinement_steps, ferr);
                 printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,

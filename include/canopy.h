@@ -142,6 +142,9 @@ typedef struct canopy_options {
     double refine_tolerance;      /**< target normwise backward error (default 1e-14) */
     int verbose;                  /**< 0..3, messages on stderr of rank 0 */
     char trace_file[CANOPY_PATH_MAX]; /**< empty = no trace */
+    char cost_cache[CANOPY_PATH_MAX]; /**< kernel cost model: "" = calibrate once and cache in
+                                           $XDG_CACHE_HOME (or ~/.cache)/canopy/, a path = that cache
+                                           file, "none" = calibrate without caching, "fixed" = built-in */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -169,7 +172,32 @@ typedef struct canopy_stats {
     int ranks;
     int threads_per_rank;
     canopy_factorization factorization; /**< what was actually used */
+    canopy_scheduler scheduler;   /**< scheduler of the last factorization */
+    canopy_numa numa;             /**< memory placement of the last factorization */
+    int numa_nodes;               /**< NUMA nodes holding the rank's usable cores */
+    int bound;                    /**< 1 if the workers are bound to cores (0: bind=none or dry run) */
+    double time_factorize_predicted; /**< the static schedule's simulated makespan (cost model), seconds */
+    double busy_fraction;         /**< time inside tasks / (threads x factorization wall time) */
+    int64_t steals;               /**< tasks run by another thread than their owner (dynamic scheduler) */
+    int64_t steals_remote;        /**< of which crossed NUMA nodes */
+    int64_t factor_bytes_unlocated; /**< factor bytes whose NUMA node the kernel did not report */
 } canopy_stats;
+
+/** Per worker thread of this rank (rank 0 in this release), last factorization. */
+typedef struct canopy_thread_stats {
+    int core;                     /**< OS index of the core it is bound to (-1: not bound) */
+    int node;                     /**< NUMA node (logical index among the rank's nodes) */
+    double busy;                  /**< seconds inside tasks */
+    int64_t tasks;
+    int64_t steals;               /**< tasks it took from another thread's queue */
+    int64_t factor_bytes;         /**< factor bytes it owns (allocates, first touches and fills) */
+} canopy_thread_stats;
+
+/** Per NUMA node of this rank: where the factor was meant to go and where the kernel says it is. */
+typedef struct canopy_node_stats {
+    int64_t factor_bytes_planned;
+    int64_t factor_bytes_found;   /**< from move_pages; see canopy_stats.factor_bytes_unlocated */
+} canopy_node_stats;
 
 typedef struct canopy_solver canopy_solver;
 
@@ -179,7 +207,7 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *opts);
 /**
  * Set one option by name ("threads", "bind", "numa", "scheduler", "comm-threads", "tree",
  * "factorization", "ordering", "scaling", "pivot-threshold", "amalgamation", "refine",
- * "refine-tolerance", "verbose", "trace", "split"); '_' and '-' are interchangeable.
+ * "refine-tolerance", "verbose", "trace", "split", "cost-cache"); '_' and '-' are interchangeable.
  * @return CANOPY_ERR_ARGUMENT with a message in @p msg (if not NULL) for an unknown name or bad value.
  */
 CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *opts, const char *name,
@@ -229,6 +257,13 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *solver, canopy_int nrhs
 
 /** Copy the statistics out. */
 CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *solver, canopy_stats *stats);
+
+/** Figures of worker @p thread (0 .. threads_per_rank - 1) after a factorization. */
+CANOPY_EXPORT canopy_status canopy_get_thread_stats(const canopy_solver *solver, int thread,
+                                                    canopy_thread_stats *stats);
+
+/** Placement of the factor on NUMA node @p node (0 .. numa_nodes - 1) after a factorization. */
+CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *solver, int node, canopy_node_stats *stats);
 
 /** The detailed message of the last failing call on @p solver ("" if none). */
 CANOPY_EXPORT const char *canopy_last_error(const canopy_solver *solver);

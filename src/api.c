@@ -105,6 +105,7 @@ static bool phase_ok(canopy_solver *s, solver_phase need, const char *call, cons
 static void free_analysis(canopy_solver *s)
 {
     numeric_free(&s->F);
+    if (s->have_rt) runtime_drop_plan(&s->rt);
     symbolic_free(&s->S);
     scaling_free(&s->sc);
     matrix_free(&s->As);
@@ -160,15 +161,25 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
     if (s->nranks > 1) MPI_Bcast(&s->opts, (int)sizeof s->opts, MPI_BYTE, 0, s->comm);
     s->stats.ranks = s->nranks;
     s->stats.threads_per_rank = 1;
-    if (s->err.status == CANOPY_SUCCESS && s->rank == 0 && s->opts.threads > 1) {
-        int machine = 1, allowed = 1;
-        canopy_err terr = {0};
-        if (numa_count_cores(&machine, &allowed, &terr) == CANOPY_SUCCESS)
-            say(s, 1, "%d threads asked (%d usable cores of %d): this release runs one worker per rank",
-                s->opts.threads, allowed, machine);
+    /* ranks sharing this node, for the oversubscription warning (collective on every rank) */
+    int ranks_on_node = 1;
+    MPI_Comm node;
+    if (MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &ranks_on_node);
+        MPI_Comm_free(&node);
+    }
+    /* this release computes on rank 0: only it starts workers */
+    if (s->err.status == CANOPY_SUCCESS && s->rank == 0) {
+        if (runtime_init(&s->rt, &s->opts, ranks_on_node, &s->err) == CANOPY_SUCCESS) {
+            s->stats.threads_per_rank = s->rt.nthreads;
+            s->stats.numa_nodes = s->rt.nnodes;
+            if (s->rt.warning[0]) fprintf(stderr, "canopy: warning: %s\n", s->rt.warning);
+        }
+        s->have_rt = 1;
     }
     canopy_status st = finish(s);
     if (st < 0) {
+        if (s->have_rt) runtime_free(&s->rt);
         MPI_Comm_free(&s->comm);
         canopy_free(s);
         *out = NULL;
@@ -181,6 +192,7 @@ CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **ps)
     if (ps == NULL || *ps == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_solver *s = *ps;
     free_matrix(s);
+    if (s->have_rt) runtime_free(&s->rt);
     MPI_Comm_free(&s->comm);
     canopy_free(s);
     *ps = NULL;
@@ -209,7 +221,8 @@ CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc
     free_matrix(s);
     s->phase = PHASE_CREATED;
     /* figures of a previous matrix must not survive it */
-    canopy_stats fresh = {.ranks = s->stats.ranks, .threads_per_rank = s->stats.threads_per_rank};
+    canopy_stats fresh = {.ranks = s->stats.ranks, .threads_per_rank = s->stats.threads_per_rank,
+                          .numa_nodes = s->stats.numa_nodes};
     s->stats = fresh;
     if (s->rank == 0) {
         if (A == NULL) {
@@ -333,11 +346,16 @@ static canopy_status analyze_rank0(canopy_solver *s)
     canopy_free(perm);
     canopy_free(iperm);
     if (s->err.status != CANOPY_SUCCESS) return s->err.status;
+    /* the static plan: proportional mapping, simulation, task graph (and the worker pool) */
+    if (runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
+        return s->err.status;
+    double t4 = canopy_wtime();
 
     canopy_stats *st = &s->stats;
     st->time_order = t2 - t1;
     st->time_symbolic = t3 - t2;
-    st->time_analyze = t3 - t0;
+    st->time_analyze = t4 - t0;
+    st->time_factorize_predicted = s->rt.plan.factor.predicted_time;
     st->ncblk = s->S.ncblk;
     st->nblok = s->S.nblok;
     st->factorization = s->fact;
@@ -398,6 +416,11 @@ static canopy_status factorize_rank0(canopy_solver *s)
         return canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
     /* never a zero threshold, even for a matrix of denormals */
     double threshold = fmax(s->opts.pivot_threshold * s->anorm, DBL_MIN);
+    numeric_exec x;
+    if (runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
+        return s->err.status;
+    runtime_exec(&s->rt, &s->opts, &x);
+    numeric_set_exec(&s->F, &x);
     canopy_status st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
         /* documented fallback: a matrix declared SPD that is not gets LDL^T with static pivoting
@@ -407,6 +430,10 @@ static canopy_status factorize_rank0(canopy_solver *s)
         canopy_err_clear(&s->err);
         numeric_free(&s->F);
         s->fact = herm ? CANOPY_FACT_LU : CANOPY_FACT_LDLT;
+        if (runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
+            return s->err.status;
+        runtime_exec(&s->rt, &s->opts, &x);
+        numeric_set_exec(&s->F, &x);
         st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     }
     if (st < 0) return st;
@@ -419,6 +446,7 @@ static canopy_status factorize_rank0(canopy_solver *s)
     sts->flops = s->F.flops;
     sts->gflops_factorize = sts->time_factorize > 0 ? s->F.flops / sts->time_factorize * 1e-9 : 0;
     sts->factor_bytes = numeric_bytes(&s->F);
+    runtime_report_factorize(&s->rt, &s->opts, &s->F, sts);
     say(s, 1, "factorize (%s): %.3fs, %.2f GFlop/s, %" PRId64 " perturbed pivots", canopy_factorization_name(s->fact),
         sts->time_factorize, sts->gflops_factorize, sts->perturbed_pivots);
     return st;
@@ -479,6 +507,7 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void
         rhs_ok(s, "canopy_solve", nrhs, b, ldb, "b") && nrhs > 0) {
         double t0 = canopy_wtime();
         refine_apply_inverse(s, nrhs, b, ldb);
+        runtime_report_solve(&s->rt, &s->opts, &s->F);
         check_solution(s, "canopy_solve", nrhs, b, ldb);
         s->stats.time_solve = canopy_wtime() - t0;
     }
@@ -511,4 +540,16 @@ CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *s, canopy_stat
     if (s == NULL || stats == NULL) return CANOPY_ERR_ARGUMENT;
     *stats = s->stats;
     return CANOPY_SUCCESS;
+}
+
+CANOPY_EXPORT canopy_status canopy_get_thread_stats(const canopy_solver *s, int thread, canopy_thread_stats *ts)
+{
+    if (s == NULL || ts == NULL || !s->have_rt) return CANOPY_ERR_ARGUMENT;
+    return runtime_thread_stats(&s->rt, &s->F, thread, ts);
+}
+
+CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *s, int node, canopy_node_stats *ns)
+{
+    if (s == NULL || ns == NULL || !s->have_rt) return CANOPY_ERR_ARGUMENT;
+    return runtime_node_stats(&s->rt, node, ns);
 }

@@ -15,7 +15,7 @@
 const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
-    "refine-tolerance", "verbose", "trace", NULL};
+    "refine-tolerance", "verbose", "trace", "cost-cache", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -174,6 +174,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "verbose")) {
         if (!parse_int(value, 0, 3, &iv)) BAD("0, 1, 2 or 3");
         o->verbose = iv;
+    } else if (!strcmp(key, "cost-cache")) {
+        if (strlen(value) >= sizeof o->cost_cache) BAD("a path shorter than 1024 characters, 'fixed' or 'none'");
+        snprintf(o->cost_cache, sizeof o->cost_cache, "%s", value);
     } else if (!strcmp(key, "trace")) {
         if (strlen(value) >= sizeof o->trace_file) BAD("a path shorter than 1024 characters");
         snprintf(o->trace_file, sizeof o->trace_file, "%s", value);

@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include "common.h"
 #include "numeric.h"
+#include "runtime.h"
 #include "scaling.h"
 #include "symbolic.h"
 
@@ -31,6 +32,8 @@ struct canopy_solver {
     scaling sc;
     symbolic S;
     numeric F;
+    runtime rt;                 /* threads, placement and plan of this rank */
+    int have_rt;
     canopy_factorization fact;  /* the factorization in use (never AUTO after analysis) */
     double anorm;               /* ||As||_inf, the pivot threshold's scale */
     canopy_stats stats;

@@ -1,0 +1,65 @@
+/*
+ * The node runtime of one solver: topology, worker placement and pool, the cost model, the static
+ * plan and the solve graph, and the figures a threaded run reports (per thread, per NUMA node,
+ * traces). The phase driver (api.c) owns one; the numerical code only sees numeric_exec.
+ */
+#ifndef CANOPY_RUNTIME_H
+#define CANOPY_RUNTIME_H
+
+#include "common.h"
+#include "numeric.h"
+#include "symbolic.h"
+#include "sched/cost.h"
+#include "sched/engine.h"
+#include "sched/plan.h"
+#include "numa/topology.h"
+
+typedef struct runtime {
+    int nthreads;
+    numa_topo *topo;
+    numa_workers workers;
+    sched_pool *pool;               /**< started at the first plan */
+    sched_cost_model cost;
+    int have_cost;
+    sched_plan plan;
+    sched_dag solve;
+    int have_plan;
+    canopy_factorization plan_kind;
+    int plan_complex;
+    /* placement of the last factorization */
+    int nnodes;
+    int64_t *node_planned;          /**< [nnodes] */
+    int64_t *node_found;            /**< [nnodes] */
+    int64_t unlocated;
+    int64_t *thread_bytes;          /**< [nthreads] */
+    char warning[512];              /**< what the user should know about the placement ("" if nothing) */
+} runtime;
+
+/**
+ * Topology and worker placement for @p o (threads, bind); no thread is started yet.
+ * @p ranks_on_node: ranks of the communicator sharing this node (for the oversubscription warning).
+ */
+canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_node, canopy_err *err);
+
+/** Cost model (once), plan and solve graph for @p S factorized with @p kind; starts the pool. */
+canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                           int complex_arith, canopy_err *err);
+
+/** The execution settings for the numerical code (the plan must be current). */
+void runtime_exec(const runtime *rt, const canopy_options *o, numeric_exec *x);
+
+/** Fill the threading and placement figures of @p st after a factorization; write the trace. */
+void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeric *F, canopy_stats *st);
+
+/** Append the solve's trace (if a trace file is set). */
+void runtime_report_solve(runtime *rt, const canopy_options *o, const numeric *F);
+
+/** Per-thread and per-node figures (after runtime_report_factorize). */
+canopy_status runtime_thread_stats(const runtime *rt, const numeric *F, int t, canopy_thread_stats *ts);
+canopy_status runtime_node_stats(const runtime *rt, int node, canopy_node_stats *ns);
+
+/** Drop the plan (a new analysis follows). */
+void runtime_drop_plan(runtime *rt);
+void runtime_free(runtime *rt);
+
+#endif
