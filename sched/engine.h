@@ -30,14 +30,18 @@ typedef void (*sched_thread_init)(void *arg, int thread);
 /**
  * Start @p nthreads workers (>= 1). @p init may be NULL. @p distance, if not NULL, is an
  * nthreads x nthreads matrix (copied): smaller = closer in the topology, used to order victims.
+ * Returns once every worker has run @p init; between jobs the workers sleep (no spinning).
  */
 canopy_status sched_pool_create(int nthreads, sched_thread_init init, void *arg, const int *distance,
                                 sched_pool **out, canopy_err *err);
-/** Stop and join the workers. NULL is allowed. */
+/** Stop and join the workers. NULL is allowed. Not from inside a task of the pool. */
 void sched_pool_destroy(sched_pool *pool);
 int sched_pool_threads(const sched_pool *pool);
 
-/** Run fn(arg, t) once on every worker t and wait for all (first-touch allocation, per-thread setup). */
+/**
+ * Run fn(arg, t) once on every worker t and wait for all (first-touch allocation, per-thread setup).
+ * Called from one of the pool's own workers it would wait for itself: it then does nothing.
+ */
 void sched_pool_run_all(sched_pool *pool, void (*fn)(void *arg, int thread), void *arg);
 
 /**
@@ -60,13 +64,19 @@ typedef struct sched_run_stats {
     double *busy;                /**< [nthreads] seconds spent inside tasks (caller allocates, may be NULL) */
     int64_t *steals;             /**< [nthreads] tasks taken from another thread's queue (may be NULL) */
     int64_t *tasks_run;          /**< [nthreads] (may be NULL) */
-    sched_event *events;         /**< [ntasks] if not NULL: one record per task, filled by the run */
+    sched_event *events;         /**< [ntasks] if not NULL: one record per task, filled by the run;
+                                      events[i] describes task i (thread = -1: it did not run) */
 } sched_run_stats;
 
 /**
  * Execute @p dag on the pool with @p scheduler (CANOPY_SCHED_STATIC or CANOPY_SCHED_DYNAMIC).
  * dag->nthreads must equal the pool's. Allocates its queues per call (outside the hot path).
- * @param task_result receives the first nonzero value returned by a task (0 if none).
+ * Checks first, in O(tasks + edges), what would make a run hang or misbehave (npred against the
+ * edges, cycles, static lists that deadlock, Snodes off their threads' paths) and returns
+ * CANOPY_ERR_ARGUMENT for them; also when called from a task of the same pool. A task failure is
+ * not an error of the call: it returns CANOPY_SUCCESS with the value in *task_result.
+ * @param stats may be NULL; its arrays are zeroed first.
+ * @param task_result receives the first nonzero value returned by a task (0 if none); may be NULL.
  */
 canopy_status sched_execute(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler,
                             sched_task_fn fn, void *ctx, sched_run_stats *stats, int *task_result,
@@ -80,5 +90,14 @@ int sched_wait_equal(sched_worker *w, const atomic_int *counter, int value);
 
 /** Wake workers waiting in sched_wait_equal after a counter they may wait on changed. */
 void sched_wake(sched_worker *w);
+
+/**
+ * Inspection aid (tests, traces): the sub-queues worker @p thread visits, in order, when it looks
+ * for work in a dynamic run of @p dag on @p pool. Entry k is the part of candidate victim[k] in
+ * the queue of Snode snode[k] (victim[k] == thread: its own part). Writes min(cap, *count)
+ * entries; *count receives the full length. CANOPY_ERR_ARGUMENT for an invalid Snode tree.
+ */
+canopy_status sched_visit_order(const sched_pool *pool, const sched_dag *dag, int thread, int cap, int *snode,
+                                int *victim, int *count, canopy_err *err);
 
 #endif
