@@ -10,9 +10,11 @@
 
 /**
  * Anonymous pages, not touched (mmap): the first writer places each page. Counted in Canopy's
- * memory accounting. Returns NULL with CANOPY_ERR_NOMEM / TOO_LARGE in @p err on failure.
+ * memory accounting (whole pages; 0 bytes maps one page) and subject to canopy_alloc_fail_after.
+ * Returns NULL with CANOPY_ERR_NOMEM / TOO_LARGE in @p err on failure.
  */
 void *numa_alloc_pages(size_t bytes, const char *what, canopy_err *err);
+/** Unmap what numa_alloc_pages returned; @p bytes as given to it. NULL is ignored. */
 void numa_free_pages(void *p, size_t bytes);
 
 /** Interleave the pages of [p, p + bytes) over the usable NUMA nodes (before first touch). No-op
@@ -20,9 +22,11 @@ void numa_free_pages(void *p, size_t bytes);
 canopy_status numa_interleave(const numa_topo *t, void *p, size_t bytes, canopy_err *err);
 
 /**
- * Where the pages of [p, p + bytes) are: bytes_per_node[numa_topo_nodes(t)] receives the bytes
- * found on each usable node; *unknown the bytes whose node could not be found (not yet touched,
- * dry run, or the kernel does not say). Samples at most @p max_pages pages (0 = all), scaled.
+ * Where the pages of [p, p + bytes) are (move_pages(2) queries): bytes_per_node[numa_topo_nodes(t)]
+ * receives the bytes found on each usable node; *unknown the bytes whose node could not be found
+ * (not yet touched, dry run, the kernel does not say, or a node without usable cores). Samples at
+ * most @p max_pages pages (0 = all) spread evenly over the range, scaled so that the buckets add
+ * up to @p bytes exactly.
  */
 canopy_status numa_locate(const numa_topo *t, const void *p, size_t bytes, size_t max_pages,
                           int64_t *bytes_per_node, int64_t *unknown, canopy_err *err);

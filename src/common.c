@@ -109,6 +109,17 @@ void *canopy_realloc(void *p, size_t n, size_t sz, const char *what, canopy_err 
     return q + HEADER;
 }
 
+bool canopy_mem_add(int64_t delta)
+{
+    if (delta > 0) {
+        if (injected_failure()) return false;
+        account((size_t)delta, 0);
+    } else if (delta < 0) {
+        atomic_fetch_sub(&mem_current, (size_t)(-(delta + 1)) + 1); /* -(INT64_MIN) would overflow */
+    }
+    return true;
+}
+
 void canopy_free(void *p)
 {
     if (p == NULL) return;

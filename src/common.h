@@ -59,6 +59,13 @@ size_t canopy_mem_current(void);
 size_t canopy_mem_peak(void);
 void canopy_mem_reset_peak(void);
 void canopy_free(void *p);
+/**
+ * Account @p delta bytes obtained (> 0) or given back (< 0) outside canopy_alloc, e.g. pages
+ * mapped by numa_alloc_pages, in the same current/peak counters. A positive @p delta takes part
+ * in fault injection (canopy_alloc_fail_after): false means "fail this allocation", and nothing
+ * is accounted; otherwise true.
+ */
+bool canopy_mem_add(int64_t delta);
 
 /** Wall-clock seconds (monotonic). */
 double canopy_wtime(void);
