@@ -45,7 +45,7 @@ static void usage(FILE *f)
             "  --threads N  --bind none|core|LIST  --numa local|global|interleave\n"
             "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
             "  --factorization auto|llt|ldlt|lu  --ordering scotch|natural  --scaling auto|none|equilibrate|matching\n"
-            "  --pivot-threshold X  --amalgamation 0|1  --amalgamation-fill X  --split N\n"
+            "  --pivot-threshold X  --amalgamation 0|1  --amalgamation-fill X  --split auto|0|N\n"
             "  --trace FILE  --cost-cache PATH|none|fixed  --verbose 0..3\n"
             "  --help, --version\n");
 }

@@ -118,6 +118,9 @@ typedef enum canopy_scaling {
 
 #define CANOPY_PATH_MAX 1024
 
+/** Column-block width of split_size = -1 with several threads (see bench/README.md for the tuning). */
+#define CANOPY_AUTO_SPLIT 256
+
 /**
  * Runtime options. canopy_options_default() fills the defaults; canopy_options_from_env()
  * overlays the CANOPY_* environment variables; canopy_options_set() sets one option by the name
@@ -137,7 +140,8 @@ typedef struct canopy_options {
     double pivot_threshold;       /**< |pivot| below threshold * ||A||_inf (scaled matrix) is perturbed; default sqrt(eps) */
     int amalgamation;             /**< 0 = fundamental supernodes only, 1 = relaxed (default) */
     double amalgamation_fill;     /**< extra zeros allowed in a merged supernode, as a fraction (default 0.12) */
-    int split_size;               /**< widest column block before splitting (0 = no splitting) */
+    int split_size;               /**< widest column block before splitting: -1 = auto (default: no split with
+                                       one thread, CANOPY_AUTO_SPLIT columns with more), 0 = no splitting */
     int refine_max_iter;          /**< refinement steps at most: classical steps + GMRES iterations (default 100) */
     double refine_tolerance;      /**< target normwise backward error (default 1e-14) */
     int verbose;                  /**< 0..3, messages on stderr of rank 0 */

@@ -338,7 +338,8 @@ static canopy_status analyze_rank0(canopy_solver *s)
     if (s->err.status == CANOPY_SUCCESS) {
         symbolic_opts so = {.amalgamation = s->opts.amalgamation,
                             .amalgamation_fill = s->opts.amalgamation_fill,
-                            .split_size = s->opts.split_size};
+                            .split_size = s->opts.split_size >= 0 ? s->opts.split_size
+                                          : s->rt.nthreads > 1 ? CANOPY_AUTO_SPLIT : 0};
         symbolic_analyze(&G, perm, &so, &s->S, &s->err);
     }
     double t3 = canopy_wtime();

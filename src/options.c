@@ -33,7 +33,7 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *o)
     o->pivot_threshold = 1.4901161193847656e-08; /* sqrt(eps), relative to ||A||_inf of the scaled matrix */
     o->amalgamation = 1;
     o->amalgamation_fill = 0.12;
-    o->split_size = 0;
+    o->split_size = -1; /* auto: see CANOPY_AUTO_SPLIT */
     o->refine_max_iter = 100;
     o->refine_tolerance = 1e-14;
     o->verbose = 0;
@@ -163,7 +163,8 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
         if (!parse_double(value, 0.0, 10.0, &dv)) BAD("a fraction between 0 and 10");
         o->amalgamation_fill = dv;
     } else if (!strcmp(key, "split")) {
-        if (!parse_int(value, 0, 1 << 20, &iv)) BAD("0 (no splitting) or a column count");
+        if (!strcmp(value, "auto")) iv = -1;
+        else if (!parse_int(value, 0, 1 << 20, &iv)) BAD("auto, 0 (no splitting) or a column count");
         o->split_size = iv;
     } else if (!strcmp(key, "refine")) {
         if (!parse_int(value, 0, 1000, &iv)) BAD("a step count between 0 and 1000");
@@ -230,8 +231,9 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: amalgamation = %d (expected 0 or 1)", o->amalgamation);
     if (!(o->amalgamation_fill >= 0 && o->amalgamation_fill <= 10))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: amalgamation_fill = %g is not in [0, 10]", o->amalgamation_fill);
-    if (o->split_size < 0)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: split_size = %d is negative", o->split_size);
+    if (o->split_size < -1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: split_size = %d (-1 = auto, 0 = none, or a width)",
+                              o->split_size);
     if (o->refine_max_iter < 0 || !(o->refine_tolerance >= 0 && o->refine_tolerance <= 1))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: refinement steps must be >= 0 and tolerance in [0, 1]");
     if (o->verbose < 0 || o->verbose > 3)
