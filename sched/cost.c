@@ -1,2 +1,547 @@
-/* placeholder: filled by the threads issue work */
-typedef int canopy_placeholder_cost_;
+/*
+ * Cost model of the dense kernels (see cost.h): the per-call formulas the planner evaluates for
+ * every task, the calibration that measures this machine, and the text cache that spares the
+ * calibration on later runs. Owns no task logic: sched/plan.c decides which calls a task makes.
+ */
+#include "cost.h"
+#include "numeric.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cblas.h>
+#include <lapacke.h>
+
+#if defined(HAVE_OPENBLAS_GET_NUM_THREADS) && defined(HAVE_OPENBLAS_SET_NUM_THREADS)
+#define COST_BLAS_THREADS 1
+/* declared here as well: not every cblas.h that provides them declares them */
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+#endif
+
+static const char *const cost_names[COST_NKERNELS] = {"gemm", "trsm", "potrf", "getrf", "sytrf", "scatter"};
+
+void cost_model_fixed(sched_cost_model *m)
+{
+    if (m == NULL) return;
+    /* One core of a recent x86 server with a tuned BLAS: DGEMM near 50 GFlop/s for large inner
+     * sizes, the triangular and factorization kernels slower and reaching their peak later. */
+    static const double peak[COST_NKERNELS] = {50e9, 40e9, 30e9, 25e9, 20e9, 1e9};
+    static const double dh[COST_NKERNELS] = {24, 32, 64, 64, 64, 0};
+    memset(m, 0, sizeof *m);
+    for (int k = 0; k < COST_NKERNELS; k++) {
+        m->peak[k] = peak[k];
+        m->d_half[k] = dh[k];
+    }
+    m->latency = 5e-7;
+    m->calibrated = 0;
+    snprintf(m->source, sizeof m->source, "fixed");
+}
+
+/* ---- the formulas (called per task: no branches beyond the size checks) ------------------ */
+
+/* flops / rate with rate = peak * d / (d + d_half) */
+static inline double cost_flop_time(const sched_cost_model *m, int k, double flops, double d)
+{
+    return flops * (d + m->d_half[k]) / (m->peak[k] * d);
+}
+
+static inline double cost_min3(double a, double b, double c)
+{
+    double x = a < b ? a : b;
+    return x < c ? x : c;
+}
+
+/* GEMM blocks on its smallest dimension: a thin product (few columns or a small inner size)
+ * streams its operands from memory whichever dimension is thin. */
+double cost_gemm(const sched_cost_model *m, double rows, double cols, double inner)
+{
+    if (!(rows > 0 && cols > 0 && inner > 0)) return 0;
+    return m->latency + cost_flop_time(m, COST_GEMM, 2 * rows * cols * inner, cost_min3(rows, cols, inner));
+}
+
+double cost_trsm(const sched_cost_model *m, double rows, double tri)
+{
+    if (!(rows > 0 && tri > 0)) return 0;
+    return m->latency + cost_flop_time(m, COST_TRSM, rows * tri * tri, rows < tri ? rows : tri);
+}
+
+double cost_potrf(const sched_cost_model *m, double n)
+{
+    if (!(n > 0)) return 0;
+    return m->latency + cost_flop_time(m, COST_POTRF, n * n * n / 3, n);
+}
+
+double cost_getrf(const sched_cost_model *m, double n)
+{
+    if (!(n > 0)) return 0;
+    return m->latency + cost_flop_time(m, COST_GETRF, 2 * n * n * n / 3, n);
+}
+
+double cost_sytrf(const sched_cost_model *m, double n)
+{
+    if (!(n > 0)) return 0;
+    return m->latency + cost_flop_time(m, COST_SYTRF, n * n * n / 3, n);
+}
+
+/* A scatter is our own loop, not a library call: no call latency, a flat entry rate. */
+double cost_scatter(const sched_cost_model *m, double entries)
+{
+    if (!(entries > 0)) return 0;
+    return entries / m->peak[COST_SCATTER];
+}
+
+/* ---- calibration ---------------------------------------------------------------------------- */
+
+static int cost_blas_single(void)
+{
+#ifdef COST_BLAS_THREADS
+    int old = openblas_get_num_threads();
+    if (old != 1) openblas_set_num_threads(1);
+    return old;
+#else
+    return 1;
+#endif
+}
+
+static void cost_blas_restore(int old)
+{
+#ifdef COST_BLAS_THREADS
+    if (old != 1) openblas_set_num_threads(old);
+#else
+    (void)old;
+#endif
+}
+
+/* Sizes measured for every kernel, then one larger size per kernel: the wide separators at the
+ * top of the tree sit there, and an asymptote fitted only on small sizes extrapolates badly.
+ * The buffers are sized for the largest. */
+#define COST_NSIZES 6
+static const int cost_sizes[COST_NSIZES] = {8, 16, 32, 64, 128, 256};
+static const int cost_last[COST_NKERNELS] = {384, 384, 512, 512, 512, 0};
+#define COST_GEMM_DMAX 384 /* GEMM and TRSM */
+#define COST_DMAX 512      /* square operands */
+
+typedef struct cost_bench {
+    double *A, *B, *C;  /* GEMM/TRSM operands */
+    double *T;          /* d x d triangle of the TRSM */
+    double *F0, *F;     /* d x d factorization input, pristine and working copy */
+    double *W;          /* LDL^T: dsub, then the kernel's work */
+    cint *ipiv;
+} cost_bench;
+
+/* The square operands for size d (leading dimension d). The TRSM triangle is unit-diagonal with
+ * tiny entries below so that repeated solves leave C's magnitude alone (no drift into subnormal
+ * numbers, which run far slower); the factorization input is diagonally dominant SPD (no pivoting
+ * work, no perturbation). */
+static void cost_prepare(cost_bench *b, int d)
+{
+    for (int j = 0; j < d; j++)
+        for (int i = 0; i < d; i++) {
+            double off = 1.0 / (double)(1 + i + j);
+            b->T[i + (size_t)j * d] = i == j ? 1.0 : 1e-4 * off;
+            b->F0[i + (size_t)j * d] = i == j ? 2.0 * d : off;
+        }
+}
+
+/* Rows of the calibration GEMM/TRSM: a panel taller than wide, as the updates of a supernode. */
+static int cost_rows(int d) { return 2 * d + 64; }
+
+/* One call of kernel k at size d (restores the factorization input first). */
+static void cost_run(cost_bench *b, int k, int d)
+{
+    int m = cost_rows(d);
+    switch (k) {
+    case COST_GEMM:
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, m, d, d, -1.0, b->A, m, b->B, COST_GEMM_DMAX, 1.0,
+                    b->C, m);
+        break;
+    case COST_TRSM:
+        cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, m, d, 1.0, b->T, d, b->C, m);
+        break;
+    case COST_POTRF:
+        memcpy(b->F, b->F0, (size_t)d * d * sizeof(double));
+        (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', d, b->F, d);
+        break;
+    case COST_GETRF: /* the LU kernel the panels run (src/kernels_template.c) */
+        memcpy(b->F, b->F0, (size_t)d * d * sizeof(double));
+        (void)numeric_dense_lu_d(d, b->F, d, b->ipiv, 1e-300);
+        break;
+    case COST_SYTRF:
+        memcpy(b->F, b->F0, (size_t)d * d * sizeof(double));
+        (void)numeric_dense_ldlt_d(d, b->F, d, b->ipiv, b->W, 1e-300, b->W + d);
+        break;
+    case COST_SCATTER: { /* the inner loop of the update scatter: runs of 32 rows, target stride m */
+        for (int c = 0; c < d; c++) {
+            double *t = b->C + (size_t)c * m + 7;
+            const double *s = b->A + (size_t)c * 32;
+            for (int i = 0; i < 32; i++) t[i] -= s[i];
+        }
+        break;
+    }
+    default: /* latency probe: the smallest library call */
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, 1, 1, 1, -1.0, b->A, 1, b->B, 1, 1.0, b->C, 1);
+        break;
+    }
+}
+
+/* The copy that restores a factorization's input, timed alone so it can be subtracted. */
+static void cost_run_copy(cost_bench *b, int d) { memcpy(b->F, b->F0, (size_t)d * d * sizeof(double)); }
+
+/* Seconds per call: batches of at least ~1 ms, best of three (the minimum filters out
+ * interruptions; the batch hides the timer's resolution for the tiny calls). */
+static double cost_time(cost_bench *b, int k, int d, int copy_only)
+{
+    double t0 = canopy_wtime();
+    if (copy_only) cost_run_copy(b, d);
+    else cost_run(b, k, d);
+    double one = canopy_wtime() - t0;
+    long reps = one > 0 ? (long)(1e-3 / one) + 1 : 1000;
+    if (reps > 100000) reps = 100000;
+    double best = INFINITY;
+    for (int r = 0; r < 3; r++) {
+        t0 = canopy_wtime();
+        for (long i = 0; i < reps; i++) {
+            if (copy_only) cost_run_copy(b, d);
+            else cost_run(b, k, d);
+        }
+        double t = (canopy_wtime() - t0) / (double)reps;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+static double cost_flops(int k, int d)
+{
+    double m = cost_rows(d), n = d;
+    switch (k) {
+    case COST_GEMM: return 2 * m * n * n;
+    case COST_TRSM: return m * n * n;
+    case COST_POTRF: return n * n * n / 3;
+    case COST_GETRF: return 2 * n * n * n / 3;
+    case COST_SYTRF: return n * n * n / 3;
+    default: return 32.0 * n; /* scatter: entries */
+    }
+}
+
+/* d of the model for the calibration shape (matches the formulas above). */
+static double cost_dim(int k, int d) { return k == COST_SCATTER ? 1 : d; }
+
+/*
+ * Fit y = a + b x (y = seconds per flop, x = 1/d) minimizing the RELATIVE residuals: the small
+ * sizes have per-flop times ten times the large ones and would otherwise decide the fit alone.
+ * @p max_peak (> 0) caps the asymptote. Returns 0 with peak = 1/a and d_half = b/a, or -1 if no
+ * sane positive fit exists.
+ */
+static int cost_fit(int n, const double *x, const double *y, double max_peak, double *peak, double *d_half)
+{
+    /* rows (1/y, x/y), target 1: normal equations of a 2 x 2 least-squares problem */
+    double s11 = 0, s12 = 0, s22 = 0, r1 = 0, r2 = 0;
+    for (int i = 0; i < n; i++) {
+        double u = 1 / y[i], v = x[i] / y[i];
+        s11 += u * u;
+        s12 += u * v;
+        s22 += v * v;
+        r1 += u;
+        r2 += v;
+    }
+    double det = s11 * s22 - s12 * s12, a, b;
+    if (det > 1e-12 * s11 * s22) {
+        a = (r1 * s22 - r2 * s12) / det;
+        b = (s11 * r2 - s12 * r1) / det;
+    } else {
+        a = -1;
+        b = -1;
+    }
+    if (!(b >= 0) || !(a > 0)) {
+        /* a rate that does not rise with d (b < 0): flat model; a rate still rising at the
+         * largest size (a <= 0): pin the asymptote at twice the best measured rate */
+        if (!(b >= 0)) {
+            a = r1 / s11;
+            b = 0;
+        } else {
+            double ymin = y[0];
+            for (int i = 1; i < n; i++) ymin = y[i] < ymin ? y[i] : ymin;
+            a = ymin / 2;
+            b = (r2 - a * s12) / s22;
+            if (!(b >= 0)) b = 0;
+        }
+    }
+    if (max_peak > 0 && a < 1 / max_peak) {
+        /* still rising at the largest size measured: the extrapolated asymptote would be
+         * arbitrary, so cap it (blocked TRSM and factorizations spend their time in GEMM) */
+        a = 1 / max_peak;
+        b = (r2 - a * s12) / s22;
+        if (!(b >= 0)) b = 0;
+    }
+    if (!(a > 0) || !isfinite(1 / a) || !isfinite(b / a)) return -1;
+    *peak = 1 / a;
+    *d_half = b / a;
+    return 0;
+}
+
+canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
+{
+    if (m == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_calibrate: NULL model");
+    cost_bench b = {0};
+    size_t big = (size_t)cost_rows(COST_GEMM_DMAX) * COST_GEMM_DMAX;
+    b.A = canopy_alloc(big, sizeof(double), "calibration operand", err);
+    b.B = canopy_alloc((size_t)COST_GEMM_DMAX * COST_GEMM_DMAX, sizeof(double), "calibration operand", err);
+    b.C = canopy_alloc(big, sizeof(double), "calibration operand", err);
+    b.T = canopy_alloc((size_t)COST_DMAX * COST_DMAX, sizeof(double), "calibration operand", err);
+    b.F0 = canopy_alloc((size_t)COST_DMAX * COST_DMAX, sizeof(double), "calibration operand", err);
+    b.F = canopy_alloc((size_t)COST_DMAX * COST_DMAX, sizeof(double), "calibration operand", err);
+    b.W = canopy_alloc((size_t)COST_DMAX * 66 + COST_DMAX, sizeof(double), "calibration operand", err);
+    b.ipiv = canopy_alloc(COST_DMAX, sizeof(cint), "calibration pivots", err);
+    canopy_status st = CANOPY_SUCCESS;
+    if (!b.A || !b.B || !b.C || !b.T || !b.F0 || !b.F || !b.W || !b.ipiv) {
+        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        goto done;
+    }
+    /* small well-conditioned values: repeated updates neither overflow nor go subnormal */
+    for (size_t i = 0; i < big; i++) b.A[i] = b.C[i] = 1e-3 * (double)(i % 13 + 1);
+    for (size_t i = 0; i < (size_t)COST_GEMM_DMAX * COST_GEMM_DMAX; i++) b.B[i] = 1e-3 * (double)(i % 7 + 1);
+
+    int old = cost_blas_single();
+    sched_cost_model r;
+    memset(&r, 0, sizeof r);
+    cost_run(&b, -1, 1); /* warm up the library (lazy initialization, page faults) */
+    r.latency = cost_time(&b, -1, 1, 0);
+    for (int k = 0; k < COST_NKERNELS && st == CANOPY_SUCCESS; k++) {
+        double x[COST_NSIZES + 1], y[COST_NSIZES + 1];
+        int n = 0;
+        for (int s = 0; s <= COST_NSIZES; s++) {
+            int d = s < COST_NSIZES ? cost_sizes[s] : cost_last[k];
+            if (d == 0) break;
+            if (k == COST_SCATTER && s != 3) continue;    /* one shape: a flat entry rate */
+            cost_prepare(&b, d);
+            double t = cost_time(&b, k, d, 0);
+            /* restoring the factorization's input is not part of the kernel */
+            if (k == COST_POTRF || k == COST_GETRF || k == COST_SYTRF) t -= cost_time(&b, k, d, 1);
+            if (k != COST_SCATTER) t -= r.latency;
+            double f = cost_flops(k, d);
+            if (!(t > 0)) t = 1e-3 * f / 50e9; /* under the timer's noise: take a fast rate */
+            x[n] = 1 / cost_dim(k, d);
+            y[n] = t / f;
+            n++;
+        }
+        if (k == COST_SCATTER) {
+            r.peak[k] = 1 / y[0];
+            r.d_half[k] = 0;
+        } else if (cost_fit(n, x, y, k == COST_GEMM ? 0 : r.peak[COST_GEMM], &r.peak[k], &r.d_half[k]) != 0) {
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "cost model: no positive fit for %s", cost_names[k]);
+        }
+    }
+    cost_blas_restore(old);
+    if (st == CANOPY_SUCCESS) {
+        for (int k = 0; k < COST_NKERNELS; k++)
+            if (!isfinite(r.peak[k]) || !(r.peak[k] > 0) || !isfinite(r.d_half[k]) || r.d_half[k] < 0)
+                st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "cost model: calibration of %s not finite",
+                                    cost_names[k]);
+        if (!isfinite(r.latency) || r.latency < 0) r.latency = 0;
+    }
+    if (st == CANOPY_SUCCESS) {
+        r.calibrated = 1;
+        snprintf(r.source, sizeof r.source, "calibrated");
+        *m = r;
+    }
+done:
+    canopy_free(b.A);
+    canopy_free(b.B);
+    canopy_free(b.C);
+    canopy_free(b.T);
+    canopy_free(b.F0);
+    canopy_free(b.F);
+    canopy_free(b.W);
+    canopy_free(b.ipiv);
+    return st;
+}
+
+/* ---- cache file ----------------------------------------------------------------------------- */
+
+#define COST_FORMAT 1
+
+canopy_status cost_model_write(const sched_cost_model *m, const char *path, canopy_err *err)
+{
+    if (m == NULL || path == NULL || *path == '\0')
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_write: NULL model or empty path");
+    /* write a private temporary and rename it over the cache: a reader (another rank of this
+     * node) sees the old file or the new one, never half of one */
+    char tmp[CANOPY_PATH_MAX + 32];
+    int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (len < 0 || (size_t)len >= sizeof tmp)
+        return canopy_err_set(err, CANOPY_ERR_IO, "cost model cache path too long: %s", path);
+    /* create the directory (and its parents) on the way */
+    char dir[CANOPY_PATH_MAX + 32];
+    memcpy(dir, tmp, (size_t)len + 1);
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            canopy_status s = canopy_err_set(err, CANOPY_ERR_IO, "cannot create directory %s: %s", dir,
+                                             strerror(errno));
+            return s;
+        }
+        *p = '/';
+    }
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) return canopy_err_set(err, CANOPY_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    fprintf(f, "# Canopy kernel cost model: seconds = latency + flops / (peak * d / (d + d_half))\n");
+    fprintf(f, "format %d\n", COST_FORMAT);
+    fprintf(f, "calibrated %d\n", m->calibrated ? 1 : 0);
+    fprintf(f, "latency %.17g\n", m->latency);
+    for (int k = 0; k < COST_NKERNELS; k++) {
+        fprintf(f, "peak_%s %.17g\n", cost_names[k], m->peak[k]);
+        fprintf(f, "d_half_%s %.17g\n", cost_names[k], m->d_half[k]);
+    }
+    int bad = fflush(f) != 0 || ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        canopy_status s = canopy_err_set(err, CANOPY_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        remove(tmp);
+        return s;
+    }
+    return CANOPY_SUCCESS;
+}
+
+/* Key of a line: returns the slot it fills (0 = format, 1 = calibrated, 2 = latency, then
+ * peak/d_half pairs), or -1 when unknown. */
+static int cost_key(const char *key)
+{
+    if (!strcmp(key, "format")) return 0;
+    if (!strcmp(key, "calibrated")) return 1;
+    if (!strcmp(key, "latency")) return 2;
+    for (int k = 0; k < COST_NKERNELS; k++) {
+        if (!strncmp(key, "peak_", 5) && !strcmp(key + 5, cost_names[k])) return 3 + 2 * k;
+        if (!strncmp(key, "d_half_", 7) && !strcmp(key + 7, cost_names[k])) return 4 + 2 * k;
+    }
+    return -1;
+}
+
+canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err *err)
+{
+    if (m == NULL || path == NULL || *path == '\0')
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_read: NULL model or empty path");
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return canopy_err_set(err, CANOPY_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    enum { NSLOTS = 3 + 2 * COST_NKERNELS };
+    double val[NSLOTS];
+    int seen[NSLOTS] = {0};
+    char line[256];
+    int lineno = 0;
+    canopy_status st = CANOPY_SUCCESS;
+    while (st == CANOPY_SUCCESS && fgets(line, sizeof line, f)) {
+        lineno++;
+        if (strchr(line, '\n') == NULL && !feof(f)) {
+            st = canopy_err_set(err, CANOPY_ERR_FORMAT, "%s:%d: line too long", path, lineno);
+            break;
+        }
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0') continue;
+        char key[64];
+        int klen = 0;
+        while (*p && *p != ' ' && *p != '\t' && klen < (int)sizeof key - 1) key[klen++] = *p++;
+        key[klen] = '\0';
+        int slot = cost_key(key);
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        int ok = slot >= 0 && end != p && isfinite(v);
+        while (ok && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+        if (!ok || *end != '\0') {
+            st = canopy_err_set(err, CANOPY_ERR_FORMAT, "%s:%d: not a \"key value\" line of the cost model",
+                                path, lineno);
+            break;
+        }
+        val[slot] = v;
+        seen[slot] = 1;
+    }
+    if (st == CANOPY_SUCCESS && ferror(f)) st = canopy_err_set(err, CANOPY_ERR_IO, "error reading %s", path);
+    fclose(f);
+    if (st != CANOPY_SUCCESS) return st;
+    for (int s = 0; s < NSLOTS; s++)
+        if (!seen[s]) return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model is incomplete", path);
+    if (val[0] != COST_FORMAT)
+        return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model format %g, expected %d", path, val[0],
+                              COST_FORMAT);
+    sched_cost_model r;
+    memset(&r, 0, sizeof r);
+    r.calibrated = val[1] != 0;
+    r.latency = val[2];
+    int sane = r.latency >= 0;
+    for (int k = 0; k < COST_NKERNELS; k++) {
+        r.peak[k] = val[3 + 2 * k];
+        r.d_half[k] = val[4 + 2 * k];
+        sane &= r.peak[k] > 0 && r.d_half[k] >= 0 && isfinite(1 / r.peak[k]);
+    }
+    if (!sane) return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model values out of range", path);
+    size_t plen = strlen(path);
+    if (plen >= sizeof r.source) plen = sizeof r.source - 1;
+    memcpy(r.source, path, plen);
+    r.source[plen] = '\0';
+    *m = r;
+    return CANOPY_SUCCESS;
+}
+
+int cost_model_default_path(char *buf, size_t len)
+{
+    if (buf == NULL || len == 0) return -1;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char base[CANOPY_PATH_MAX];
+    int n;
+    /* XDG: a relative XDG_CACHE_HOME is invalid and must be ignored */
+    if (xdg && xdg[0] == '/') n = snprintf(base, sizeof base, "%s", xdg);
+    else if (home && *home) n = snprintf(base, sizeof base, "%s/.cache", home);
+    else return -1;
+    if (n < 0 || (size_t)n >= sizeof base) return -1;
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    /* the host name becomes part of a file name: keep it to portable characters */
+    for (char *p = host; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              *p == '.' || *p == '_'))
+            *p = '_';
+    if (host[0] == '\0' || host[0] == '.') snprintf(host, sizeof host, "unknown");
+    n = snprintf(buf, len, "%s/canopy/cost-model-%s.txt", base, host);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+canopy_status cost_model_load(sched_cost_model *m, const char *where, canopy_err *err)
+{
+    if (m == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_load: NULL model");
+    if (where == NULL) where = "";
+    if (!strcmp(where, "fixed")) {
+        cost_model_fixed(m);
+        return CANOPY_SUCCESS;
+    }
+    char path[CANOPY_PATH_MAX];
+    int use_file = 0;
+    if (!strcmp(where, "none")) {
+        use_file = 0;
+    } else if (*where == '\0') {
+        use_file = cost_model_default_path(path, sizeof path) == 0;
+    } else {
+        size_t l = strlen(where);
+        if (l >= sizeof path)
+            return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost model path longer than %d bytes", CANOPY_PATH_MAX - 1);
+        memcpy(path, where, l + 1);
+        use_file = 1;
+    }
+    /* a missing, unreadable or garbled cache is not an error: it is remade */
+    canopy_err local = {0};
+    if (use_file && cost_model_read(m, path, &local) == CANOPY_SUCCESS) return CANOPY_SUCCESS;
+    canopy_err_clear(&local);
+    if (cost_model_calibrate(m, &local) != CANOPY_SUCCESS) {
+        cost_model_fixed(m);
+        return CANOPY_SUCCESS;
+    }
+    canopy_err_clear(&local);
+    if (use_file) (void)cost_model_write(m, path, &local); /* unwritable: keep it in memory */
+    return CANOPY_SUCCESS;
+}

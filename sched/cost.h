@@ -7,6 +7,9 @@
  * Model: t(call) = latency + flops / rate(kind, d), rate = peak * d / (d + d_half) with d the
  * smallest dimension that limits blocking (k for GEMM, the triangle for TRSM/factorizations),
  * one (peak, d_half) pair per kernel kind, fitted by least squares on the timings.
+ * Precisely, d = min(rows, cols, inner) for GEMM (the update GEMMs have rows >= cols, so this is
+ * the inner size unless the facing block is thinner) and min(rows, tri) for TRSM. COST_SCATTER is
+ * a flat rate (d_half = 0, no call latency: it is our own loop, not a library call).
  */
 #ifndef CANOPY_SCHED_COST_H
 #define CANOPY_SCHED_COST_H
@@ -40,6 +43,13 @@ canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err);
 /** Read / write a cache file (text, one "key value" per line, values with %.17g). */
 canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err *err);
 canopy_status cost_model_write(const sched_cost_model *m, const char *path, canopy_err *err);
+
+/**
+ * The default cache path ($XDG_CACHE_HOME if absolute, else $HOME/.cache, then
+ * canopy/cost-model-<host>.txt, the host name reduced to [A-Za-z0-9._-]).
+ * @return 0, or -1 when neither variable is set or @p len is too small.
+ */
+int cost_model_default_path(char *buf, size_t len);
 
 /*
  * Predicted seconds of one call, real double arithmetic; complex arithmetic costs 4x the flops

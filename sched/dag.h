@@ -9,6 +9,7 @@
 #ifndef CANOPY_SCHED_DAG_H
 #define CANOPY_SCHED_DAG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /** Task kinds (for traces and for the task functions of src/). */

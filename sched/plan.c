@@ -1,2 +1,943 @@
-/* placeholder: filled by the threads issue work */
-typedef int canopy_placeholder_plan_;
+/*
+ * The static plan of one rank (see plan.h): task costs from the kernel cost model, proportional
+ * mapping of the cblk tree onto the threads and its Snodes (papers/numa-scheduler-pastix.txt,
+ * sections 5.1-5.2), data owners, subtree tasks, the factorization graph, its simulation
+ * (sched/simulate.c) and the order of the contributions into each cblk; the solve graph over the
+ * same units. Runs nothing: sched/engine.c executes the graphs, src/ supplies the task bodies.
+ *
+ * Everything here is O((cblks + bloks) log) and deterministic: no hash order, no time, ties
+ * always broken by the smaller index.
+ */
+#include "plan.h"
+#include "simulate.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Column chunk of the symmetric update's diagonal square: K_SQUARE_CHUNK of kernels_template.c. */
+#define PLAN_SQUARE_CHUNK 192
+
+static canopy_status plan_nomem(canopy_err *err)
+{
+    return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+}
+
+/* ---- input ---------------------------------------------------------------------------------- */
+
+/* The properties the planner relies on, checked once so that nothing below can index out of
+ * bounds on a damaged structure: the parent is the cblk facing the first off-diagonal blok (so
+ * it comes later: a postorder), facing cblks later than the source and nondecreasing along its
+ * bloks, bloks tiling the panel rows in increasing row order. */
+static canopy_status plan_check_structure(const symbolic *S, canopy_err *err)
+{
+    cint n = S->ncblk;
+    if (n < 0 || S->nblok < n)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "plan: bad sizes (%" CINT_FMT " cblks, %" CINT_FMT " bloks)",
+                              n, S->nblok);
+    if ((int64_t)n + (int64_t)S->nblok >= INT_MAX / 2)
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "plan: %" CINT_FMT " cblks and %" CINT_FMT
+                              " bloks exceed the task index range", n, S->nblok);
+    if (n == 0) return CANOPY_SUCCESS;
+    if (!S->cblk_fcol || !S->cblk_fblok || !S->cblk_stride || !S->cblk_parent || !S->blok_frow || !S->blok_lrow ||
+        !S->blok_fcblk || !S->blok_coefrow)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "plan: block structure has missing arrays");
+    if (S->cblk_fblok[0] != 0 || S->cblk_fblok[n] != S->nblok)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "plan: cblk_fblok does not cover the bloks");
+    for (cint k = 0; k < n; k++) {
+        cint b0 = S->cblk_fblok[k], b1 = S->cblk_fblok[k + 1], w = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
+        cint par = S->cblk_parent[k];
+        if (b1 <= b0 || b1 > S->nblok || w <= 0 || S->blok_fcblk[b0] != k || S->blok_coefrow[b0] != 0 ||
+            par != (b1 - b0 > 1 ? S->blok_fcblk[b0 + 1] : -1))
+            return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "plan: malformed cblk %" CINT_FMT, k);
+        cint row = w, prev = k, last = S->cblk_fcol[k + 1] - 1;
+        for (cint b = b0 + 1; b < b1; b++) {
+            cint j = S->blok_fcblk[b];
+            if (j <= k || j >= n || j < prev || S->blok_frow[b] > S->blok_lrow[b] || S->blok_frow[b] <= last ||
+                S->blok_frow[b] < S->cblk_fcol[j] || S->blok_lrow[b] >= S->cblk_fcol[j + 1] ||
+                S->blok_coefrow[b] != row)
+                return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "plan: malformed blok %" CINT_FMT " of cblk %" CINT_FMT,
+                                      b, k);
+            row += S->blok_lrow[b] - S->blok_frow[b] + 1;
+            prev = j;
+            last = S->blok_lrow[b];
+        }
+        if (row != S->cblk_stride[k])
+            return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "plan: bloks of cblk %" CINT_FMT " do not fill its stride", k);
+    }
+    return CANOPY_SUCCESS;
+}
+
+/* ---- costs ---------------------------------------------------------------------------------- */
+
+typedef struct plan_build {
+    const symbolic *S;
+    const sched_cost_model *cm;
+    canopy_factorization kind;
+    double scale;     /* 4 for complex arithmetic */
+    int T;
+    cint n;           /* ncblk; node n is the virtual root over the roots */
+    double *ucost;    /* [nblok] at a group's first blok: its update task's cost */
+    double *pcost;    /* [n] panel cost */
+    cint *child_ptr;  /* [n + 2] children of node k: child[child_ptr[k] .. child_ptr[k+1]-1], ascending */
+    cint *child;      /* [n] */
+    double *sub;      /* [n + 1] cost of the subtree */
+    cint *first;      /* [n] first (smallest) cblk of the subtree */
+    cint *size;       /* [n] cblks in the subtree */
+    cint *sroot;      /* [n] root of the SUBTREE task holding the cblk, -1 if none */
+    int *t0, *t1;     /* [n + 1] candidate threads (the virtual root: [0, T)) */
+    struct plan_pair *pairs; /* [n + 1] mapping scratch */
+    double *tload;    /* [T] mapping scratch */
+    int *theap;       /* [T] mapping scratch */
+} plan_build;
+
+/* Panel row of global row @p row inside cblk j, or -1 (binary search over j's bloks). */
+static cint plan_trow(const symbolic *S, cint j, cint row)
+{
+    cint fc = S->cblk_fcol[j];
+    if (row < fc) return -1;
+    if (row < S->cblk_fcol[j + 1]) return row - fc;
+    cint lo = S->cblk_fblok[j] + 1, hi = S->cblk_fblok[j + 1] - 1;
+    while (lo <= hi) {
+        cint mid = lo + (hi - lo) / 2;
+        if (S->blok_lrow[mid] < row) lo = mid + 1;
+        else if (S->blok_frow[mid] > row) hi = mid - 1;
+        else return S->blok_coefrow[mid] + (row - S->blok_frow[mid]);
+    }
+    return -1;
+}
+
+/* Do k's panel rows from blok sb to the end land on consecutive rows of j's panel? They are a
+ * subset of j's rows (closure), so it suffices that the first and last are as far apart as their
+ * count: two binary searches instead of the kernel's walk over all of j's bloks. */
+static int plan_contiguous(const symbolic *S, cint k, cint sb, cint j)
+{
+    cint bend = S->cblk_fblok[k + 1];
+    cint count = S->cblk_stride[k] - S->blok_coefrow[sb];
+    cint r0 = plan_trow(S, j, S->blok_frow[sb]), r1 = plan_trow(S, j, S->blok_lrow[bend - 1]);
+    return r0 >= 0 && r1 >= 0 && r1 - r0 + 1 == count;
+}
+
+/* What kpanel of src/kernels_template.c calls for cblk k. */
+static double plan_panel_cost(const plan_build *B, cint k)
+{
+    const symbolic *S = B->S;
+    const sched_cost_model *cm = B->cm;
+    double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (double)S->cblk_stride[k] - w;
+    double t;
+    switch (B->kind) {
+    case CANOPY_FACT_LLT: t = cost_potrf(cm, w) + cost_trsm(cm, m, w); break;
+    case CANOPY_FACT_LDLT: /* plus one pass that keeps L*D and scales by D^-1 */
+        t = cost_sytrf(cm, w) + cost_trsm(cm, m, w) + cost_scatter(cm, m * w);
+        break;
+    default: t = cost_getrf(cm, w) + 2 * cost_trsm(cm, m, w); break; /* L and U^T */
+    }
+    return t * B->scale;
+}
+
+/* What kupdate calls for k's bloks fb0..fb1-1 facing one cblk: GEMM(rows from fb0 to the end x
+ * facing height x width of k), the symmetric kinds in column chunks of the lower part, LU once
+ * for L and once for U^T; a scatter when the rows are not contiguous in the target. */
+static double plan_update_cost(const plan_build *B, cint k, cint fb0, cint fb1)
+{
+    const symbolic *S = B->S;
+    const sched_cost_model *cm = B->cm;
+    cint bend = S->cblk_fblok[k + 1], st = S->cblk_stride[k], j = S->blok_fcblk[fb0];
+    cint rows = st - S->blok_coefrow[fb0], hb = (fb1 < bend ? S->blok_coefrow[fb1] : st) - S->blok_coefrow[fb0];
+    double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), dr = (double)rows, dh = (double)hb;
+    int single = fb1 - fb0 == 1;
+    double t = 0;
+    if (B->kind != CANOPY_FACT_LU) {
+        for (cint c0 = 0; c0 < hb; c0 += PLAN_SQUARE_CHUNK) {
+            cint nc = hb - c0 < PLAN_SQUARE_CHUNK ? hb - c0 : PLAN_SQUARE_CHUNK;
+            t += cost_gemm(cm, (double)(rows - c0), (double)nc, w);
+        }
+        if (!(single && plan_contiguous(S, k, fb0, j))) t += cost_scatter(cm, dr * dh - dh * (dh - 1) / 2);
+    } else {
+        t += cost_gemm(cm, dr, dh, w);
+        if (!(single && plan_contiguous(S, k, fb0, j))) t += cost_scatter(cm, dr * dh);
+        if (fb1 < bend) {
+            t += cost_gemm(cm, dr - dh, dh, w);
+            if (!(single && plan_contiguous(S, k, fb1, j))) t += cost_scatter(cm, (dr - dh) * dh);
+        }
+    }
+    return t * B->scale;
+}
+
+/* End of the facing group starting at blok b of cblk k. */
+static inline cint plan_group_end(const symbolic *S, cint k, cint b)
+{
+    cint e = b + 1, bend = S->cblk_fblok[k + 1];
+    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+    return e;
+}
+
+/* Panel and update costs, cblk costs, the tree and the subtree sums. */
+static void plan_costs_and_tree(plan_build *B, sched_plan *P)
+{
+    const symbolic *S = B->S;
+    cint n = B->n;
+    for (cint k = 0; k < n; k++) {
+        B->pcost[k] = plan_panel_cost(B, k);
+        double c = B->pcost[k];
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
+            cint e = plan_group_end(S, k, b);
+            B->ucost[b] = plan_update_cost(B, k, b, e);
+            c += B->ucost[b];
+            b = e;
+        }
+        P->cblk_cost[k] = c;
+    }
+    /* children lists by counting sort on the parent (node n: the roots), ascending */
+    for (cint k = 0; k <= n + 1; k++) B->child_ptr[k] = 0;
+    for (cint k = 0; k < n; k++) {
+        cint p = S->cblk_parent[k] < 0 ? n : S->cblk_parent[k];
+        B->child_ptr[p + 1]++;
+    }
+    for (cint k = 0; k <= n; k++) B->child_ptr[k + 1] += B->child_ptr[k];
+    for (cint k = 0; k < n; k++) {
+        cint p = S->cblk_parent[k] < 0 ? n : S->cblk_parent[k];
+        B->child[B->child_ptr[p]++] = k;
+    }
+    for (cint k = n; k > 0; k--) B->child_ptr[k] = B->child_ptr[k - 1];
+    B->child_ptr[0] = 0;
+    /* children come before their parent: one ascending sweep accumulates the subtrees */
+    B->sub[n] = 0;
+    for (cint k = 0; k < n; k++) {
+        B->sub[k] = P->cblk_cost[k];
+        B->first[k] = k;
+        B->size[k] = 1;
+    }
+    for (cint k = 0; k < n; k++) {
+        cint p = S->cblk_parent[k];
+        if (p < 0) {
+            B->sub[n] += B->sub[k];
+            continue;
+        }
+        B->sub[p] += B->sub[k];
+        B->size[p] += B->size[k];
+        if (B->first[k] < B->first[p]) B->first[p] = B->first[k];
+    }
+}
+
+/* ---- proportional mapping -------------------------------------------------------------------- */
+
+typedef struct plan_pair {
+    double key;
+    cint idx;
+} plan_pair;
+
+/* key descending, index ascending: a total order, so qsort's result is deterministic */
+static int plan_pair_desc(const void *a, const void *b)
+{
+    const plan_pair *x = a, *y = b;
+    if (x->key != y->key) return x->key > y->key ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Min-heap of the threads of a range by (load, thread). */
+static inline int plan_lighter(const double *load, int a, int b)
+{
+    return load[a] < load[b] || (load[a] == load[b] && a < b);
+}
+
+static void plan_heap_down(int *h, int n, int i, const double *load)
+{
+    int x = h[i];
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && plan_lighter(load, h[c + 1], h[c])) c++;
+        if (!plan_lighter(load, h[c], x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+/*
+ * Give node's candidate threads [a, b) to its children, in proportion to their subtree costs
+ * (papers/numa-scheduler-pastix.txt section 5.1). A child worth at least one thread gets its own
+ * consecutive threads (neighbouring subtrees on neighbouring threads, hence on neighbouring cores
+ * once bound breadth-first); the counts are rounded by largest remainder. Children worth less
+ * are packed whole onto single threads, largest first onto the least loaded thread (LPT), the
+ * threads of a big child starting with that child's per-thread load: sharing a thread between
+ * several small subtrees balances better than giving each a thread of its own.
+ */
+static void plan_split(plan_build *B, cint node)
+{
+    int a = B->t0[node], b = B->t1[node], p = b - a;
+    cint c0 = B->child_ptr[node], c1 = B->child_ptr[node + 1], nc = c1 - c0;
+    const cint *ch = B->child + c0;
+    if (nc == 0) return;
+    if (p == 1) {
+        for (cint q = 0; q < nc; q++) {
+            B->t0[ch[q]] = a;
+            B->t1[ch[q]] = b;
+        }
+        return;
+    }
+    double tot = 0;
+    for (cint q = 0; q < nc; q++) tot += B->sub[ch[q]];
+#define PLAN_SHARE(c) (tot > 0 ? (double)p * B->sub[c] / tot : (double)p / (double)nc)
+    int nbig = 0;
+    double sbig = 0;
+    for (cint q = 0; q < nc; q++) {
+        double s = PLAN_SHARE(ch[q]);
+        if (s >= 1) {
+            nbig++;
+            sbig += s;
+        }
+    }
+    int used_threads = 0;
+    if (nbig > 0) {
+        /* threads for the big children: their total share rounded, at least one each */
+        int pb = (int)floor(sbig + 0.5);
+        pb = pb < nbig ? nbig : pb > p ? p : pb;
+        int extra = pb - nbig, np = 0, used = 0;
+        double ebig = sbig - nbig;
+        for (cint q = 0; q < nc; q++) {
+            cint c = ch[q];
+            double s = PLAN_SHARE(c);
+            if (s < 1) continue;
+            double x = ebig > 0 ? (s - 1) * (double)extra / ebig : 0;
+            int f = (int)floor(x);
+            if (f > extra - used) f = extra - used; /* rounding can never give more, but be sure */
+            B->t1[c] = 1 + f; /* count for now */
+            used += f;
+            B->pairs[np++] = (plan_pair){x - floor(x), c};
+        }
+        qsort(B->pairs, (size_t)np, sizeof *B->pairs, plan_pair_desc);
+        for (int q = 0; q < np && used < extra; q++, used++) B->t1[B->pairs[q].idx]++;
+        int pos = a;
+        for (cint q = 0; q < nc; q++) {
+            cint c = ch[q];
+            if (PLAN_SHARE(c) < 1) continue;
+            int cnt = B->t1[c];
+            B->t0[c] = pos;
+            B->t1[c] = pos + cnt;
+            pos += cnt;
+        }
+        used_threads = pos - a;
+    }
+    if (nbig == nc) return;
+    for (int t = 0; t < p; t++) B->tload[t] = 0;
+    for (cint q = 0; q < nc && used_threads > 0; q++) {
+        cint c = ch[q];
+        if (PLAN_SHARE(c) < 1) continue;
+        double per = B->sub[c] / (double)(B->t1[c] - B->t0[c]);
+        for (int t = B->t0[c]; t < B->t1[c]; t++) B->tload[t - a] = per;
+    }
+    int np = 0;
+    for (cint q = 0; q < nc; q++)
+        if (PLAN_SHARE(ch[q]) < 1) B->pairs[np++] = (plan_pair){B->sub[ch[q]], ch[q]};
+#undef PLAN_SHARE
+    qsort(B->pairs, (size_t)np, sizeof *B->pairs, plan_pair_desc);
+    for (int t = 0; t < p; t++) B->theap[t] = t;
+    for (int i = p / 2 - 1; i >= 0; i--) plan_heap_down(B->theap, p, i, B->tload);
+    for (int q = 0; q < np; q++) {
+        cint c = B->pairs[q].idx;
+        int t = B->theap[0];
+        B->t0[c] = a + t;
+        B->t1[c] = a + t + 1;
+        B->tload[t] += B->sub[c];
+        plan_heap_down(B->theap, p, 0, B->tload);
+    }
+}
+
+/* ---- Snodes ----------------------------------------------------------------------------------- */
+
+/* Distinct ranges by (t0 ascending, t1 descending): a preorder of the containment tree, root
+ * [0, T) first. */
+static int plan_range_cmp(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return x[1] > y[1] ? -1 : x[1] < y[1];
+}
+
+/*
+ * The Snodes are the distinct candidate ranges plus a leaf per thread. A laminar family on T
+ * threads has at most T - 1 ranges of two threads or more, so the multi-thread ranges are found
+ * through a small open-addressing table keyed by the range; single-thread ranges are the leaves.
+ */
+static canopy_status plan_snodes(plan_build *B, sched_plan *P, canopy_err *err)
+{
+    int T = B->T;
+    cint n = B->n;
+    sched_dag *D = &P->factor;
+    size_t cap = 16;
+    while (cap < 4 * (size_t)T + 8) cap *= 2;
+    int64_t *hkey = canopy_alloc(cap, sizeof(int64_t), "Snode table", err);
+    int *hval = canopy_alloc(cap, sizeof(int), "Snode table", err);
+    int *rng = canopy_alloc(2 * (size_t)T + 2, 2 * sizeof(int), "Snode ranges", err);
+    int *leaf = canopy_alloc((size_t)T, sizeof(int), "Snode leaves", err);
+    int *stack = canopy_alloc(2 * (size_t)T + 2, sizeof(int), "Snode stack", err);
+    canopy_status st = CANOPY_SUCCESS;
+    if (!hkey || !hval || !rng || !leaf || !stack) {
+        st = plan_nomem(err);
+        goto out;
+    }
+    for (size_t i = 0; i < cap; i++) hkey[i] = -1;
+    int nr = 0;
+    /* pass 0 collects the ranges, pass 1 finds each cblk's Snode */
+    for (int pass = 0; pass < 2; pass++) {
+        for (cint k = -1; k < n; k++) {
+            int a = k < 0 ? 0 : B->t0[k], b = k < 0 ? T : B->t1[k];
+            if (b - a == 1 && k >= 0) {
+                if (pass == 1) P->cblk_snode[k] = leaf[a];
+                continue;
+            }
+            if (b - a == 1) continue; /* T == 1: the root is the leaf */
+            int64_t key = (int64_t)a * ((int64_t)T + 1) + b;
+            size_t h = (size_t)((uint64_t)key * 0x9E3779B97F4A7C15ull >> 7) & (cap - 1);
+            while (hkey[h] != -1 && hkey[h] != key) h = (h + 1) & (cap - 1);
+            if (pass == 1) {
+                if (k >= 0) P->cblk_snode[k] = hval[h];
+                continue;
+            }
+            if (hkey[h] == key) continue;
+            if (nr >= T) {
+                st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "plan: candidate ranges are not laminar");
+                goto out;
+            }
+            hkey[h] = key;
+            hval[h] = nr;
+            rng[2 * nr] = a;
+            rng[2 * nr + 1] = b;
+            nr++;
+        }
+        if (pass == 1) break;
+        for (int t = 0; t < T; t++) {
+            rng[2 * nr] = t;
+            rng[2 * nr + 1] = t + 1;
+            nr++;
+        }
+        qsort(rng, (size_t)nr, 2 * sizeof(int), plan_range_cmp);
+        D->nsnodes = nr;
+        D->snode_t0 = canopy_alloc((size_t)nr, sizeof(int), "Snodes", err);
+        D->snode_t1 = canopy_alloc((size_t)nr, sizeof(int), "Snodes", err);
+        D->snode_parent = canopy_alloc((size_t)nr, sizeof(int), "Snodes", err);
+        D->snode_depth = canopy_alloc((size_t)nr, sizeof(int), "Snodes", err);
+        if (!D->snode_t0 || !D->snode_t1 || !D->snode_parent || !D->snode_depth) {
+            st = plan_nomem(err);
+            goto out;
+        }
+        /* containment tree along the preorder: the parent is the innermost open range */
+        int sp = 0;
+        for (int s = 0; s < nr; s++) {
+            int a = rng[2 * s], b = rng[2 * s + 1];
+            while (sp > 0 && D->snode_t1[stack[sp - 1]] < b) sp--;
+            D->snode_t0[s] = a;
+            D->snode_t1[s] = b;
+            D->snode_parent[s] = sp > 0 ? stack[sp - 1] : -1;
+            D->snode_depth[s] = sp > 0 ? D->snode_depth[stack[sp - 1]] + 1 : 0;
+            stack[sp++] = s;
+            if (b - a == 1) {
+                leaf[a] = s;
+                continue;
+            }
+            int64_t key = (int64_t)a * ((int64_t)T + 1) + b;
+            size_t h = (size_t)((uint64_t)key * 0x9E3779B97F4A7C15ull >> 7) & (cap - 1);
+            while (hkey[h] != key) h = (h + 1) & (cap - 1);
+            hval[h] = s;
+        }
+    }
+out:
+    canopy_free(hkey);
+    canopy_free(hval);
+    canopy_free(rng);
+    canopy_free(leaf);
+    canopy_free(stack);
+    return st;
+}
+
+/* ---- tasks -------------------------------------------------------------------------------------- */
+
+/* Per-task data the simulation needs besides the graph. */
+typedef struct plan_tasks {
+    int *cand_t0, *cand_t1; /* [ntasks] candidate threads */
+    int *pref;              /* [ntasks] preferred thread on ties: the data owner */
+    cint *serial;           /* [ntasks] UPDATE: target cblk (updates into it are serialized), else -1 */
+} plan_tasks;
+
+/*
+ * SUBTREE tasks: maximal subtrees on one thread whose cost is at most @p limit and whose cblks are
+ * consecutive (a task runs first..root in order). Parents come after children, so a descending
+ * sweep meets every subtree's root first. T == 1: every root's whole tree (limit = infinity).
+ */
+static void plan_subtrees(plan_build *B, double limit)
+{
+    const symbolic *S = B->S;
+    for (cint k = B->n - 1; k >= 0; k--) {
+        cint par = S->cblk_parent[k];
+        if (par >= 0 && B->sroot[par] >= 0) B->sroot[k] = B->sroot[par];
+        else if (B->t1[k] - B->t0[k] == 1 && B->sub[k] <= limit && k - B->first[k] + 1 == B->size[k])
+            B->sroot[k] = k;
+        else B->sroot[k] = -1;
+    }
+}
+
+/* Task ids in ascending cblk order (PANEL k, then its UPDATEs; a SUBTREE at its root): every
+ * edge goes from a smaller id to a larger one. Fills the per-task arrays and cblk_task. */
+static canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canopy_err *err)
+{
+    const symbolic *S = B->S;
+    sched_dag *D = &P->factor;
+    cint n = B->n;
+    int nt = 0;
+    for (cint k = 0; k < n; k++) {
+        if (B->sroot[k] == k) nt++;
+        if (B->sroot[k] >= 0) continue;
+        nt++;
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) nt++;
+    }
+    D->ntasks = nt;
+    size_t m = (size_t)nt + 1;
+    D->kind = canopy_alloc(m, sizeof(int), "tasks", err);
+    D->cblk = canopy_alloc(m, sizeof(int), "tasks", err);
+    D->first = canopy_alloc(m, sizeof(int), "tasks", err);
+    D->cost = canopy_alloc(m, sizeof(double), "tasks", err);
+    D->owner = canopy_alloc(m, sizeof(int), "tasks", err);
+    D->snode = canopy_alloc(m, sizeof(int), "tasks", err);
+    D->level = canopy_alloc(m, sizeof(int), "tasks", err);
+    D->npred = canopy_calloc(m, sizeof(int), "tasks", err);
+    D->succ_ptr = canopy_calloc(m, sizeof(int), "tasks", err);
+    P->task_seq = canopy_alloc(m, sizeof(int), "tasks", err);
+    P->task_start = canopy_alloc(m, sizeof(double), "tasks", err);
+    P->task_end = canopy_alloc(m, sizeof(double), "tasks", err);
+    X->cand_t0 = canopy_alloc(m, sizeof(int), "tasks", err);
+    X->cand_t1 = canopy_alloc(m, sizeof(int), "tasks", err);
+    X->pref = canopy_alloc(m, sizeof(int), "tasks", err);
+    X->serial = canopy_alloc(m, sizeof(cint), "tasks", err);
+    if (!D->kind || !D->cblk || !D->first || !D->cost || !D->owner || !D->snode || !D->level || !D->npred ||
+        !D->succ_ptr || !P->task_seq || !P->task_start || !P->task_end || !X->cand_t0 || !X->cand_t1 || !X->pref ||
+        !X->serial)
+        return plan_nomem(err);
+    int id = 0;
+    double total = 0;
+#define PLAN_TASK(K, C, F, COST, SRC)                                                    \
+    do {                                                                                 \
+        D->kind[id] = (K);                                                               \
+        D->cblk[id] = (int)(C);                                                          \
+        D->first[id] = (int)(F);                                                         \
+        D->cost[id] = (COST);                                                            \
+        D->snode[id] = P->cblk_snode[SRC];                                               \
+        D->level[id] = D->snode_depth[D->snode[id]];                                     \
+        X->cand_t0[id] = B->t0[SRC];                                                     \
+        X->cand_t1[id] = B->t1[SRC];                                                     \
+        X->pref[id] = P->cblk_owner[SRC];                                                \
+        X->serial[id] = -1;                                                              \
+        total += D->cost[id];                                                            \
+    } while (0)
+    for (cint k = 0; k < n; k++) {
+        if (B->sroot[k] == k) {
+            double c = 0;
+            for (cint q = B->first[k]; q <= k; q++) {
+                c += P->cblk_cost[q];
+                P->cblk_task[q] = id;
+            }
+            PLAN_TASK(SCHED_TASK_SUBTREE, k, B->first[k], c, k);
+            id++;
+        }
+        if (B->sroot[k] >= 0) continue;
+        P->cblk_task[k] = id;
+        PLAN_TASK(SCHED_TASK_PANEL, k, k, B->pcost[k], k);
+        id++;
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+            PLAN_TASK(SCHED_TASK_UPDATE, k, b, B->ucost[b], k);
+            X->serial[id] = S->blok_fcblk[b];
+            id++;
+        }
+    }
+#undef PLAN_TASK
+    P->total_cost = total;
+    return CANOPY_SUCCESS;
+}
+
+/*
+ * Edges: PANEL k -> its UPDATEs; UPDATE (k -> j) -> the task of j; SUBTREE -> the task of each
+ * distinct cblk outside it that it updates. Two sweeps over the bloks (count, then fill); @p stamp
+ * ([n], scratch) deduplicates a subtree's targets.
+ */
+static canopy_status plan_edges(plan_build *B, sched_plan *P, cint *stamp, canopy_err *err)
+{
+    const symbolic *S = B->S;
+    sched_dag *D = &P->factor;
+    int nt = D->ntasks;
+    for (cint k = 0; k < B->n; k++) stamp[k] = -1;
+    for (int pass = 0; pass < 2; pass++) {
+        int *fill = pass == 0 ? D->succ_ptr + 1 : NULL;
+        for (int i = 0; i < nt; i++) {
+            int e = 0, base = pass == 1 ? D->succ_ptr[i] : 0;
+            cint k = D->cblk[i];
+            if (D->kind[i] == SCHED_TASK_UPDATE) {
+                if (pass == 1) D->succ[base] = P->cblk_task[S->blok_fcblk[D->first[i]]];
+                e = 1;
+            } else if (D->kind[i] == SCHED_TASK_PANEL) {
+                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+                    if (pass == 1) D->succ[base + e] = i + 1 + e;
+                    e++;
+                }
+            } else {
+                /* stamps differ between passes: 2 * root + pass */
+                for (cint q = D->first[i]; q <= k; q++)
+                    for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend; b++) {
+                        cint j = S->blok_fcblk[b];
+                        if (j <= k || stamp[j] == 2 * k + pass) continue;
+                        stamp[j] = 2 * k + pass;
+                        if (pass == 1) D->succ[base + e] = P->cblk_task[j];
+                        e++;
+                    }
+            }
+            if (pass == 0) fill[i] = e;
+        }
+        if (pass == 0) {
+            int64_t tot = 0;
+            for (int i = 0; i < nt; i++) {
+                tot += D->succ_ptr[i + 1];
+                if (tot > INT_MAX) return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "plan: too many edges");
+                D->succ_ptr[i + 1] = (int)tot;
+            }
+            D->succ = canopy_alloc((size_t)tot + 1, sizeof(int), "task edges", err);
+            if (D->succ == NULL) return plan_nomem(err);
+        }
+    }
+    for (int e = 0; e < D->succ_ptr[nt]; e++) D->npred[D->succ[e]]++;
+    return CANOPY_SUCCESS;
+}
+
+/*
+ * Contribution numbers: walk the tasks in simulated order; an UPDATE is one contribution into its
+ * target, a SUBTREE one per (source cblk, facing group) leaving it, in cblk order (the order the
+ * task applies them). Each thread's list follows this same order, so under the static scheduler a
+ * contribution never waits for one that comes later in any list.
+ */
+static canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
+{
+    const symbolic *S = B->S;
+    sched_dag *D = &P->factor;
+    int nt = D->ntasks;
+    int *order = canopy_alloc((size_t)nt + 1, sizeof(int), "contribution order", err);
+    if (order == NULL) return plan_nomem(err);
+    for (int i = 0; i < nt; i++) order[P->task_seq[i]] = i;
+    for (cint b = 0; b < S->nblok; b++) P->blok_contrib[b] = -1;
+    for (cint k = 0; k < B->n; k++) P->cblk_ncontrib[k] = 0;
+    for (int q = 0; q < nt; q++) {
+        int i = order[q];
+        if (D->kind[i] == SCHED_TASK_UPDATE) {
+            cint b = D->first[i];
+            P->blok_contrib[b] = P->cblk_ncontrib[S->blok_fcblk[b]]++;
+        } else if (D->kind[i] == SCHED_TASK_SUBTREE) {
+            cint root = D->cblk[i];
+            for (cint k = D->first[i]; k <= root; k++)
+                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+                    cint j = S->blok_fcblk[b];
+                    if (j > root) P->blok_contrib[b] = P->cblk_ncontrib[j]++;
+                }
+        }
+    }
+    canopy_free(order);
+    return CANOPY_SUCCESS;
+}
+
+/* ---- driver ------------------------------------------------------------------------------------- */
+
+canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
+                               sched_plan *P, canopy_err *err)
+{
+    if (P == NULL || S == NULL || o == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: NULL argument");
+    memset(P, 0, sizeof *P);
+    if (o->nthreads < 1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d threads", o->nthreads);
+    if (o->kind != CANOPY_FACT_LLT && o->kind != CANOPY_FACT_LDLT && o->kind != CANOPY_FACT_LU)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: factorization kind %d is not LLT, LDLT or LU",
+                              (int)o->kind);
+    canopy_status st = plan_check_structure(S, err);
+    if (st != CANOPY_SUCCESS) return st;
+    sched_cost_model fixed;
+    if (cm == NULL) {
+        cost_model_fixed(&fixed);
+        cm = &fixed;
+    }
+    cint n = S->ncblk;
+    int T = o->nthreads;
+    plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .T = T, .n = n};
+    plan_tasks X = {0};
+    cint *stamp = NULL;
+    size_t n1 = (size_t)n + 1;
+    P->nthreads = T;
+    P->ncblk = n;
+    P->factor.nthreads = T;
+    P->cblk_t0 = canopy_alloc(n1, sizeof(int), "plan", err);
+    P->cblk_t1 = canopy_alloc(n1, sizeof(int), "plan", err);
+    P->cblk_snode = canopy_alloc(n1, sizeof(int), "plan", err);
+    P->cblk_owner = canopy_alloc(n1, sizeof(int), "plan", err);
+    P->cblk_task = canopy_alloc(n1, sizeof(int), "plan", err);
+    P->blok_contrib = canopy_alloc((size_t)S->nblok + 1, sizeof(int), "plan", err);
+    P->cblk_ncontrib = canopy_alloc(n1, sizeof(int), "plan", err);
+    P->cblk_cost = canopy_alloc(n1, sizeof(double), "plan", err);
+    B.ucost = canopy_alloc((size_t)S->nblok + 1, sizeof(double), "plan scratch", err);
+    B.pcost = canopy_alloc(n1, sizeof(double), "plan scratch", err);
+    B.child_ptr = canopy_alloc(n1 + 1, sizeof(cint), "plan scratch", err);
+    B.child = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
+    B.sub = canopy_alloc(n1, sizeof(double), "plan scratch", err);
+    B.first = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
+    B.size = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
+    B.sroot = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
+    B.t0 = canopy_alloc(n1, sizeof(int), "plan scratch", err);
+    B.t1 = canopy_alloc(n1, sizeof(int), "plan scratch", err);
+    B.pairs = canopy_alloc(n1, sizeof(plan_pair), "plan scratch", err);
+    B.tload = canopy_alloc((size_t)T, sizeof(double), "plan scratch", err);
+    B.theap = canopy_alloc((size_t)T, sizeof(int), "plan scratch", err);
+    stamp = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
+    int *scount = NULL;
+    if (!P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
+        !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
+        !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !stamp) {
+        st = plan_nomem(err);
+        goto out;
+    }
+
+    plan_costs_and_tree(&B, P);
+    B.t0[n] = 0;
+    B.t1[n] = T;
+    plan_split(&B, n);
+    for (cint k = n - 1; k >= 0; k--) plan_split(&B, k);
+    for (cint k = 0; k < n; k++) {
+        P->cblk_t0[k] = B.t0[k];
+        P->cblk_t1[k] = B.t1[k];
+    }
+    if ((st = plan_snodes(&B, P, err)) != CANOPY_SUCCESS) goto out;
+
+    /* data owners: the only candidate, or round-robin over the candidates in cblk order (shared
+     * upper-tree cblks spread their memory over the threads that will work on them) */
+    scount = canopy_calloc((size_t)P->factor.nsnodes, sizeof(int), "plan scratch", err);
+    if (scount == NULL) {
+        st = plan_nomem(err);
+        goto out;
+    }
+    for (cint k = 0; k < n; k++) {
+        int p = B.t1[k] - B.t0[k];
+        P->cblk_owner[k] = p == 1 ? B.t0[k] : B.t0[k] + scount[P->cblk_snode[k]]++ % p;
+    }
+
+    double total = 0;
+    for (cint k = 0; k < n; k++) total += P->cblk_cost[k];
+    double gran = o->granularity > 0 ? o->granularity : 8.0;
+    plan_subtrees(&B, T == 1 ? INFINITY : total / ((double)T * gran));
+    if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
+    if ((st = plan_edges(&B, P, stamp, err)) != CANOPY_SUCCESS) goto out;
+    if ((st = sched_bottom_level(&P->factor, err)) != CANOPY_SUCCESS) goto out;
+    if ((st = sched_simulate(&P->factor, X.pref, X.serial, n, P->task_seq, P->task_start,
+                             P->task_end, err)) != CANOPY_SUCCESS)
+        goto out;
+    st = plan_contributions(&B, P, err);
+out:
+    canopy_free(B.ucost);
+    canopy_free(B.pcost);
+    canopy_free(B.child_ptr);
+    canopy_free(B.child);
+    canopy_free(B.sub);
+    canopy_free(B.first);
+    canopy_free(B.size);
+    canopy_free(B.sroot);
+    canopy_free(B.t0);
+    canopy_free(B.t1);
+    canopy_free(B.pairs);
+    canopy_free(B.tload);
+    canopy_free(B.theap);
+    canopy_free(X.cand_t0);
+    canopy_free(X.cand_t1);
+    canopy_free(X.pref);
+    canopy_free(X.serial);
+    canopy_free(stamp);
+    canopy_free(scount);
+    if (st != CANOPY_SUCCESS) sched_plan_free(P);
+    return st;
+}
+
+void sched_plan_free(sched_plan *P)
+{
+    if (P == NULL) return;
+    canopy_free(P->cblk_t0);
+    canopy_free(P->cblk_t1);
+    canopy_free(P->cblk_snode);
+    canopy_free(P->cblk_owner);
+    canopy_free(P->cblk_task);
+    canopy_free(P->blok_contrib);
+    canopy_free(P->cblk_ncontrib);
+    canopy_free(P->cblk_cost);
+    canopy_free(P->task_seq);
+    canopy_free(P->task_start);
+    canopy_free(P->task_end);
+    sched_dag_free(&P->factor);
+    memset(P, 0, sizeof *P);
+}
+
+/* ---- solve graph ---------------------------------------------------------------------------- */
+
+/* Relative cost of one substitution over a unit: its panel entries, twice (read and update),
+ * at a nominal memory-bound rate. Only the priorities use it. */
+static double plan_solve_cost(const symbolic *S, cint f, cint r)
+{
+    double e = 0;
+    for (cint k = f; k <= r; k++) {
+        double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (double)S->cblk_stride[k] - w;
+        e += w * (w + 1) / 2 + m * w;
+    }
+    return 2 * e * 1e-9;
+}
+
+canopy_status sched_plan_solve_dag(const symbolic *S, const sched_plan *P, sched_dag *D, canopy_err *err)
+{
+    if (S == NULL || P == NULL || D == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_solve_dag: NULL argument");
+    memset(D, 0, sizeof *D);
+    cint n = S->ncblk;
+    if (P->ncblk != n || P->nthreads < 1 || (n > 0 && (!P->cblk_task || !P->cblk_owner || !P->cblk_snode)) ||
+        P->factor.nsnodes < 1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_solve_dag: plan does not match the structure");
+    const sched_dag *F = &P->factor;
+    int T = P->nthreads, ns = F->nsnodes;
+    size_t n1 = (size_t)n + 1;
+    canopy_status st = CANOPY_SUCCESS;
+    int *uof = canopy_alloc(n1, sizeof(int), "solve graph scratch", err);
+    cint *ufirst = canopy_alloc(n1, sizeof(cint), "solve graph scratch", err);
+    cint *uroot = canopy_alloc(n1, sizeof(cint), "solve graph scratch", err);
+    int *stamp = canopy_alloc(n1, sizeof(int), "solve graph scratch", err);
+    int *outdeg = canopy_calloc(n1 + 1, sizeof(int), "solve graph scratch", err);
+    int *indeg = canopy_calloc(n1 + 1, sizeof(int), "solve graph scratch", err);
+    int *fill = canopy_alloc(n1 + (size_t)T, sizeof(int), "solve graph scratch", err);
+    int *pdst = NULL;
+    if (!uof || !ufirst || !uroot || !stamp || !outdeg || !indeg || !fill) {
+        st = plan_nomem(err);
+        goto out;
+    }
+    /* units: a SUBTREE task's range, or one cblk */
+    int u = 0;
+    for (cint k = 0; k < n; k++) {
+        int t = P->cblk_task[k];
+        int in_sub = t >= 0 && t < F->ntasks && F->kind[t] == SCHED_TASK_SUBTREE;
+        if (in_sub && k != F->first[t]) {
+            uof[k] = uof[k - 1];
+            continue;
+        }
+        ufirst[u] = k;
+        uroot[u] = in_sub ? F->cblk[t] : k;
+        uof[k] = u++;
+    }
+    /* distinct (source unit -> facing unit) pairs: count, then fill */
+    for (int x = 0; x < u; x++) stamp[x] = -1;
+    int64_t np = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t q = 0;
+        for (int x = 0; x < u; x++) {
+            for (cint k = ufirst[x]; k <= uroot[x]; k++)
+                for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+                    int y = uof[S->blok_fcblk[b]];
+                    if (y == x || stamp[y] == 2 * x + pass) continue;
+                    stamp[y] = 2 * x + pass;
+                    if (pass == 0) {
+                        outdeg[x]++;
+                        indeg[y]++;
+                    } else {
+                        pdst[q] = y;
+                    }
+                    q++;
+                }
+        }
+        if (pass == 0) {
+            np = q;
+            if (np + 2 * (int64_t)u >= INT_MAX) {
+                st = canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "solve graph: too many edges");
+                goto out;
+            }
+            pdst = canopy_alloc((size_t)np + 1, sizeof(int), "solve graph scratch", err);
+            if (pdst == NULL) {
+                st = plan_nomem(err);
+                goto out;
+            }
+        }
+    }
+    int nt = 2 * u;
+    D->nthreads = T;
+    D->ntasks = nt;
+    size_t m = (size_t)nt + 1;
+    D->npred = canopy_calloc(m, sizeof(int), "solve graph", err);
+    D->succ_ptr = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->succ = canopy_alloc((size_t)(2 * np + u) + 1, sizeof(int), "solve graph", err);
+    D->owner = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->snode = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->list_ptr = canopy_calloc((size_t)T + 1, sizeof(int), "solve graph", err);
+    D->list = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->kind = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->cblk = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->first = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->level = canopy_alloc(m, sizeof(int), "solve graph", err);
+    D->cost = canopy_alloc(m, sizeof(double), "solve graph", err);
+    D->nsnodes = ns;
+    D->snode_t0 = canopy_alloc((size_t)ns, sizeof(int), "solve graph", err);
+    D->snode_t1 = canopy_alloc((size_t)ns, sizeof(int), "solve graph", err);
+    D->snode_parent = canopy_alloc((size_t)ns, sizeof(int), "solve graph", err);
+    D->snode_depth = canopy_alloc((size_t)ns, sizeof(int), "solve graph", err);
+    if (!D->npred || !D->succ_ptr || !D->succ || !D->owner || !D->snode || !D->list_ptr || !D->list || !D->kind ||
+        !D->cblk || !D->first || !D->level || !D->cost || !D->snode_t0 || !D->snode_t1 || !D->snode_parent ||
+        !D->snode_depth) {
+        st = plan_nomem(err);
+        goto out;
+    }
+    memcpy(D->snode_t0, F->snode_t0, (size_t)ns * sizeof(int));
+    memcpy(D->snode_t1, F->snode_t1, (size_t)ns * sizeof(int));
+    memcpy(D->snode_parent, F->snode_parent, (size_t)ns * sizeof(int));
+    memcpy(D->snode_depth, F->snode_depth, (size_t)ns * sizeof(int));
+    for (int x = 0; x < u; x++)
+        for (int h = 0; h < 2; h++) {
+            int i = x + h * u;
+            cint r = uroot[x];
+            D->kind[i] = h ? SCHED_TASK_BACKWARD : SCHED_TASK_FORWARD;
+            D->cblk[i] = (int)r;
+            D->first[i] = (int)ufirst[x];
+            D->owner[i] = P->cblk_owner[r];
+            D->snode[i] = P->cblk_snode[r];
+            D->level[i] = D->snode_depth[D->snode[i]];
+            D->cost[i] = plan_solve_cost(S, ufirst[x], r);
+        }
+    /* FORWARD(x): its facing units, then BACKWARD(x); BACKWARD(y): the units facing y */
+    D->succ_ptr[0] = 0;
+    for (int x = 0; x < u; x++) D->succ_ptr[x + 1] = D->succ_ptr[x] + outdeg[x] + 1;
+    for (int y = 0; y < u; y++) D->succ_ptr[u + y + 1] = D->succ_ptr[u + y] + indeg[y];
+    for (int y = 0; y < u; y++) fill[y] = D->succ_ptr[u + y];
+    int64_t q = 0;
+    for (int x = 0; x < u; x++) {
+        int p = D->succ_ptr[x];
+        for (int e = 0; e < outdeg[x]; e++, q++) {
+            int y = pdst[q];
+            D->succ[p++] = y;
+            D->succ[fill[y]++] = u + x;
+        }
+        D->succ[p] = u + x;
+    }
+    for (int e = 0; e < D->succ_ptr[nt]; e++) D->npred[D->succ[e]]++;
+    if ((st = sched_bottom_level(D, err)) != CANOPY_SUCCESS) goto out;
+    /* static lists: forward in cblk order, then backward in reverse (one global order) */
+    for (int i = 0; i < nt; i++) D->list_ptr[D->owner[i] + 1]++;
+    for (int t = 0; t < T; t++) D->list_ptr[t + 1] += D->list_ptr[t];
+    for (int t = 0; t < T; t++) fill[t] = D->list_ptr[t];
+    for (int x = 0; x < u; x++) D->list[fill[D->owner[x]]++] = x;
+    for (int x = u - 1; x >= 0; x--) D->list[fill[D->owner[u + x]]++] = u + x;
+    D->predicted_time = 0;
+out:
+    canopy_free(uof);
+    canopy_free(ufirst);
+    canopy_free(uroot);
+    canopy_free(stamp);
+    canopy_free(outdeg);
+    canopy_free(indeg);
+    canopy_free(fill);
+    canopy_free(pdst);
+    if (st != CANOPY_SUCCESS) sched_dag_free(D);
+    return st;
+}

@@ -51,9 +51,37 @@ typedef struct sched_plan {
     double *cblk_cost;        /**< [ncblk] predicted seconds of the panel and of its updates */
     double total_cost;        /**< sum of all predicted task costs (one-thread time) */
     sched_dag factor;         /**< the graph; factor.predicted_time = simulated makespan */
+    /* the simulation (sched/simulate.c), per factor task */
+    int *task_seq;            /**< [factor.ntasks] assignment order 0..ntasks-1: a topological order;
+                                   every static list is sorted by it, contributions are numbered by it */
+    double *task_start;       /**< [factor.ntasks] simulated start, seconds */
+    double *task_end;         /**< [factor.ntasks] simulated end (start + cost) */
 } sched_plan;
 
-/** Build the plan. Deterministic: same inputs (and cost model) give the same plan. */
+/**
+ * Build the plan. Deterministic: same inputs (and cost model) give the same plan.
+ * @param cm cost model; NULL = cost_model_fixed.
+ * @return CANOPY_ERR_ARGUMENT for a bad option or a malformed structure (the parent must be the
+ *         cblk facing the first off-diagonal blok, facing cblks after their source, bloks tiling
+ *         the panel in row order), CANOPY_ERR_TOO_LARGE when the tasks
+ *         overflow int, CANOPY_ERR_NOMEM. On failure @p P is left empty (sched_plan_free is safe).
+ *
+ * Mapping details: a node with p > 1 candidate threads gives each child its share p * cost(child
+ * subtree) / cost(all children's subtrees); children with a share >= 1 get disjoint consecutive
+ * ranges (their total share rounded, at least one thread each, split by largest remainder, in
+ * child order), the others are packed whole onto single threads of the node's range, largest
+ * first onto the least loaded thread. Candidates of a task: PANEL = range of its cblk, UPDATE =
+ * range of its SOURCE cblk, SUBTREE = its one thread.
+ *
+ * Simulation details (sched/simulate.h): event-driven list scheduling with bottom-level
+ * priorities (task cost + the longest path after it); whenever threads are idle, the ready task of
+ * highest priority whose candidates include an idle thread starts on its data owner if idle, else
+ * on the lowest idle candidate. Tasks are assigned in start-time order, so task_seq (the
+ * assignment order) is also time order and a contribution rarely waits for a lower-numbered one.
+ * UPDATE tasks into one target cblk never overlap in the simulation (the ordered protocol applies
+ * them one at a time); a SUBTREE's external contributions are not serialized in the model.
+ * predicted_time is therefore the makespan of the static schedule under the cost model.
+ */
 canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
                                sched_plan *P, canopy_err *err);
 

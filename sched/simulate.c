@@ -1,0 +1,322 @@
+/*
+ * Simulated factorization (see simulate.h): the greedy list scheduling of the static scheduler
+ * described for PaStiX in papers/numa-scheduler-pastix.txt section 5.1 (tasks by critical-path
+ * priority, each given to the candidate thread able to start it soonest). Knows nothing of cblks:
+ * sched/plan.c hands it the graph, the candidate ranges and the serialization keys.
+ */
+#include "simulate.h"
+
+#include <math.h>
+#include <string.h>
+
+canopy_status sched_bottom_level(sched_dag *d, canopy_err *err)
+{
+    int n = d->ntasks;
+    if (d->prio == NULL) {
+        d->prio = canopy_alloc((size_t)n + 1, sizeof(double), "task priorities", err);
+        if (d->prio == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    int *cnt = canopy_alloc((size_t)n + 1, sizeof(int), "priority scratch", err);
+    int *order = canopy_alloc((size_t)n + 1, sizeof(int), "priority scratch", err);
+    canopy_status st = CANOPY_SUCCESS;
+    if (!cnt || !order) {
+        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        goto out;
+    }
+    /* a topological order (Kahn), then the longest paths backwards along it */
+    memcpy(cnt, d->npred, (size_t)n * sizeof(int));
+    int qt = 0;
+    for (int i = 0; i < n; i++)
+        if (cnt[i] == 0) order[qt++] = i;
+    for (int qh = 0; qh < qt; qh++) {
+        int i = order[qh];
+        for (int e = d->succ_ptr[i]; e < d->succ_ptr[i + 1]; e++)
+            if (--cnt[d->succ[e]] == 0) order[qt++] = d->succ[e];
+    }
+    if (qt != n) {
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "task graph has a cycle (%d of %d tasks ordered)", qt, n);
+        goto out;
+    }
+    for (int q = n - 1; q >= 0; q--) {
+        int i = order[q];
+        double m = 0;
+        for (int e = d->succ_ptr[i]; e < d->succ_ptr[i + 1]; e++) m = d->prio[d->succ[e]] > m ? d->prio[d->succ[e]] : m;
+        d->prio[i] = d->cost[i] + m;
+    }
+out:
+    canopy_free(cnt);
+    canopy_free(order);
+    return st;
+}
+
+/*
+ * Heaps over task ids stored in pooled arrays (each task sits in at most one heap at a time).
+ * mode 0: larger key first (priorities); mode 1: smaller key first (end times). Ties: lower id,
+ * which keeps the whole simulation deterministic.
+ */
+static inline int sim_first(const double *key, int mode, int a, int b)
+{
+    if (key[a] != key[b]) return mode ? key[a] < key[b] : key[a] > key[b];
+    return a < b;
+}
+
+static void sim_push(int *h, int *n, int x, const double *key, int mode)
+{
+    int i = (*n)++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!sim_first(key, mode, x, h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static int sim_pop(int *h, int *n, const double *key, int mode)
+{
+    int top = h[0], x = h[--(*n)], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && sim_first(key, mode, h[c + 1], h[c])) c++;
+        if (!sim_first(key, mode, h[c], x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0) h[i] = x;
+    return top;
+}
+
+typedef struct sim_state {
+    const sched_dag *d;
+    const cint *serial;
+    int *hoff, *hn, *hpool;   /* ready heap of each Snode */
+    int *poff, *pn, *ppool;   /* parked updates of each serial key (target busy) */
+    unsigned char *busy;      /* [nserial] a contribution into the key is running */
+    int *nidle;               /* [nsnodes] idle threads in the Snode's range */
+    /* the eligible Snodes (a ready task and an idle thread), best top task first */
+    int *sh, *spos, nsh;
+} sim_state;
+
+/* Snode a's best ready task comes before Snode b's */
+static inline int sim_sfirst(const sim_state *S, int a, int b)
+{
+    return sim_first(S->d->prio, 0, S->hpool[S->hoff[a]], S->hpool[S->hoff[b]]);
+}
+
+static void sim_sset(sim_state *S, int i, int s)
+{
+    S->sh[i] = s;
+    S->spos[s] = i;
+}
+
+static void sim_sup(sim_state *S, int i)
+{
+    int s = S->sh[i];
+    while (i > 0 && sim_sfirst(S, s, S->sh[(i - 1) / 2])) {
+        sim_sset(S, i, S->sh[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    sim_sset(S, i, s);
+}
+
+static void sim_sdown(sim_state *S, int i)
+{
+    int s = S->sh[i];
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= S->nsh) break;
+        if (c + 1 < S->nsh && sim_sfirst(S, S->sh[c + 1], S->sh[c])) c++;
+        if (!sim_sfirst(S, S->sh[c], s)) break;
+        sim_sset(S, i, S->sh[c]);
+        i = c;
+    }
+    sim_sset(S, i, s);
+}
+
+/* Snode s's ready heap or idle count changed: update its place among the eligible Snodes.
+ * O(log nsnodes), so picking the next task never scans all Snodes. */
+static void sim_touch(sim_state *S, int s)
+{
+    int eligible = S->hn[s] > 0 && S->nidle[s] > 0, i = S->spos[s];
+    if (i < 0) {
+        if (!eligible) return;
+        S->sh[S->nsh] = s;
+        S->spos[s] = S->nsh++;
+        sim_sup(S, S->nsh - 1);
+    } else if (!eligible) {
+        S->spos[s] = -1;
+        int last = S->sh[--S->nsh];
+        if (i == S->nsh) return;
+        sim_sset(S, i, last);
+        sim_sup(S, i);
+        sim_sdown(S, S->spos[last]);
+    } else {
+        sim_sup(S, i);
+        sim_sdown(S, S->spos[s]);
+    }
+}
+
+/* A task whose predecessors are done: ready in its Snode, or parked behind the running
+ * contribution into its target. */
+static void sim_release(sim_state *S, int i)
+{
+    cint key = S->serial ? S->serial[i] : -1;
+    if (key >= 0 && S->busy[key]) {
+        sim_push(S->ppool + S->poff[key], &S->pn[key], i, S->d->prio, 0);
+        return;
+    }
+    int s = S->d->snode[i];
+    sim_push(S->hpool + S->hoff[s], &S->hn[s], i, S->d->prio, 0);
+    sim_touch(S, s);
+}
+
+/* Thread t becomes idle (+1) or busy (-1): every Snode containing it, i.e. its leaf's path;
+ * eligibility changes only where the count leaves or reaches zero. */
+static void sim_idle(sim_state *S, int leaf, int delta)
+{
+    for (int s = leaf; s >= 0; s = S->d->snode_parent[s]) {
+        S->nidle[s] += delta;
+        if (S->nidle[s] == (delta > 0 ? 1 : 0)) sim_touch(S, s);
+    }
+}
+
+canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, int *seq,
+                             double *start, double *end, canopy_err *err)
+{
+    int n = d->ntasks, T = d->nthreads, ns = d->nsnodes;
+    canopy_status st = CANOPY_SUCCESS;
+    size_t n1 = (size_t)n + 1, k1 = (size_t)(nserial > 0 ? nserial : 0) + 1;
+    sim_state S = {.d = d, .serial = serial};
+    int *cnt = canopy_alloc(n1, sizeof(int), "simulation", err);
+    int *order = canopy_alloc(n1, sizeof(int), "simulation", err);
+    int *ev = canopy_alloc(n1, sizeof(int), "simulation", err);
+    double *tend = end ? end : canopy_alloc(n1, sizeof(double), "simulation", err);
+    S.hoff = canopy_calloc((size_t)ns + 1, sizeof(int), "simulation", err);
+    S.hn = canopy_calloc((size_t)ns, sizeof(int), "simulation", err);
+    S.hpool = canopy_alloc(n1, sizeof(int), "simulation", err);
+    S.poff = canopy_calloc(k1, sizeof(int), "simulation", err);
+    S.pn = canopy_calloc(k1, sizeof(int), "simulation", err);
+    S.ppool = canopy_alloc(n1, sizeof(int), "simulation", err);
+    S.busy = canopy_calloc(k1, 1, "simulation", err);
+    unsigned char *idle = canopy_alloc((size_t)T, 1, "simulation", err);
+    S.nidle = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
+    S.sh = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
+    S.spos = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
+    int *leaf = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
+    int *fill = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
+    if (d->list_ptr == NULL) d->list_ptr = canopy_alloc((size_t)T + 1, sizeof(int), "static lists", err);
+    if (d->list == NULL) d->list = canopy_alloc(n1, sizeof(int), "static lists", err);
+    if (!cnt || !order || !ev || !tend || !S.hoff || !S.hn || !S.hpool || !S.poff || !S.pn || !S.ppool || !S.busy ||
+        !idle || !S.nidle || !S.sh || !S.spos || !leaf || !fill || !d->list_ptr || !d->list) {
+        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        S.hoff[d->snode[i] + 1]++;
+        if (serial && serial[i] >= 0) S.poff[serial[i] + 1]++;
+    }
+    for (int s = 0; s < ns; s++) S.hoff[s + 1] += S.hoff[s];
+    for (cint k = 0; k < nserial; k++) S.poff[k + 1] += S.poff[k];
+    for (int t = 0; t < T; t++) {
+        idle[t] = 1;
+        leaf[t] = -1;
+    }
+    for (int s = 0; s < ns; s++) {
+        S.nidle[s] = d->snode_t1[s] - d->snode_t0[s];
+        S.spos[s] = -1;
+        if (S.nidle[s] == 1) leaf[d->snode_t0[s]] = s;
+    }
+    for (int t = 0; t < T; t++)
+        if (leaf[t] < 0) {
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "simulation: thread %d has no leaf Snode", t);
+            goto out;
+        }
+    memcpy(cnt, d->npred, (size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++)
+        if (cnt[i] == 0) sim_release(&S, i);
+
+    /*
+     * Event-driven list scheduling: at each instant, while some thread is idle, the ready task
+     * of highest priority among the Snodes holding an idle thread starts on its data owner if
+     * that one is idle, else on the lowest idle candidate; then time jumps to the next task end.
+     * Tasks therefore start in the order they are assigned: the static lists and the numbering
+     * of contributions (both by assignment order) follow time, so an update rarely waits for a
+     * lower-numbered one. Updates into one target are serialized: one that finds its target
+     * busy is parked until the running contribution ends.
+     */
+    int nev = 0, nseq = 0;
+    double now = 0, makespan = 0;
+    for (;;) {
+        for (;;) {
+            if (S.nsh == 0) break;
+            int bs = S.sh[0];
+            int bi = sim_pop(S.hpool + S.hoff[bs], &S.hn[bs], d->prio, 0);
+            sim_touch(&S, bs);
+            cint key = serial ? serial[bi] : -1;
+            if (key >= 0 && S.busy[key]) { /* its target got busy since it became ready */
+                sim_push(S.ppool + S.poff[key], &S.pn[key], bi, d->prio, 0);
+                continue;
+            }
+            int a = d->snode_t0[bs], b = d->snode_t1[bs], who = -1;
+            if (pref && pref[bi] >= a && pref[bi] < b && idle[pref[bi]]) who = pref[bi];
+            for (int t = a; t < b && who < 0; t++)
+                if (idle[t]) who = t;
+            d->owner[bi] = who;
+            idle[who] = 0;
+            sim_idle(&S, leaf[who], -1);
+            if (key >= 0) S.busy[key] = 1;
+            if (start) start[bi] = now;
+            tend[bi] = now + d->cost[bi];
+            if (tend[bi] > makespan) makespan = tend[bi];
+            if (seq) seq[bi] = nseq;
+            order[nseq++] = bi;
+            sim_push(ev, &nev, bi, tend, 1);
+        }
+        if (nev == 0) break;
+        now = tend[ev[0]];
+        while (nev > 0 && tend[ev[0]] == now) {
+            int i = sim_pop(ev, &nev, tend, 1);
+            idle[d->owner[i]] = 1;
+            sim_idle(&S, leaf[d->owner[i]], +1);
+            cint key = serial ? serial[i] : -1;
+            if (key >= 0) {
+                S.busy[key] = 0;
+                /* one parked update at a time: releasing all would park all but one again */
+                if (S.pn[key] > 0) sim_release(&S, sim_pop(S.ppool + S.poff[key], &S.pn[key], d->prio, 0));
+            }
+            for (int q = d->succ_ptr[i]; q < d->succ_ptr[i + 1]; q++)
+                if (--cnt[d->succ[q]] == 0) sim_release(&S, d->succ[q]);
+        }
+    }
+    if (nseq != n) {
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "simulation stalled: %d of %d tasks scheduled", nseq, n);
+        goto out;
+    }
+    d->predicted_time = makespan;
+    /* each thread's list in assignment order: all lists follow the one global order */
+    for (int t = 0; t <= T; t++) d->list_ptr[t] = 0;
+    for (int i = 0; i < n; i++) d->list_ptr[d->owner[i] + 1]++;
+    for (int t = 0; t < T; t++) d->list_ptr[t + 1] += d->list_ptr[t];
+    for (int t = 0; t < T; t++) fill[t] = d->list_ptr[t];
+    for (int q = 0; q < n; q++) d->list[fill[d->owner[order[q]]]++] = order[q];
+out:
+    canopy_free(cnt);
+    canopy_free(order);
+    canopy_free(ev);
+    if (tend != end) canopy_free(tend);
+    canopy_free(S.hoff);
+    canopy_free(S.hn);
+    canopy_free(S.hpool);
+    canopy_free(S.poff);
+    canopy_free(S.pn);
+    canopy_free(S.ppool);
+    canopy_free(S.busy);
+    canopy_free(idle);
+    canopy_free(S.nidle);
+    canopy_free(S.sh);
+    canopy_free(S.spos);
+    canopy_free(leaf);
+    canopy_free(fill);
+    return st;
+}

@@ -1,0 +1,34 @@
+/*
+ * Simulation of a task graph on threads with predicted task costs (list scheduling), and the
+ * critical-path priorities it uses. Internal to sched/: sched/plan.c builds the graph and the
+ * candidate sets, this file decides who runs what and in which order.
+ */
+#ifndef CANOPY_SCHED_SIMULATE_H
+#define CANOPY_SCHED_SIMULATE_H
+
+#include "common.h"
+#include "dag.h"
+
+/**
+ * Bottom-level priorities: prio[i] = cost[i] + max over successors of their prio (the length of
+ * the longest path from the start of i to the end of the graph). Needs ntasks, the edges and
+ * cost; fills d->prio (allocated here if NULL). Fails on a cycle.
+ */
+canopy_status sched_bottom_level(sched_dag *d, canopy_err *err);
+
+/**
+ * Event-driven list scheduling (see simulate.c): whenever threads are idle, the ready task of
+ * highest priority (d->prio; ties: lower id) among the Snodes that hold an idle thread starts on
+ * @p pref[i] (its data owner) if that thread is idle, else on the lowest idle thread of its Snode
+ * (d->snode: the candidate set). Tasks with serial[i] >= 0 (key < nserial) never overlap another
+ * task of the same key (updates into one target cblk are applied one at a time); @p serial may
+ * be NULL. Needs the edges, cost, prio, snode and the Snode tree with a leaf per thread.
+ * Fills d->owner, d->predicted_time (makespan) and d->list_ptr / d->list (allocated here if
+ * NULL): each thread's tasks in assignment order, which is one topological order of the whole
+ * graph and nondecreasing in start time. Fills seq (assignment order), start and end (seconds)
+ * when not NULL.
+ */
+canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, int *seq,
+                             double *start, double *end, canopy_err *err);
+
+#endif
