@@ -1,6 +1,6 @@
 /*
  * Gantt charts of a trace phase for canopy-trace: a scene of rectangles computed once, then written
- * as SVG or rasterized into a PNG by a minimal encoder (IHDR/IDAT/IEND, zlib's compress2 and crc32;
+ * as SVG or rasterized into a PNG (numa/probe.c's encoder: IHDR/IDAT/IEND, zlib's compress2 and crc32;
  * no libpng). The chart follows Figure 6 of papers/numa-scheduler-pastix.txt: one row per thread,
  * one colour per tree level, idle time black.
  *
@@ -18,12 +18,12 @@
  */
 #include "common.h"
 #include "trace_render.h"
+#include "numa/probe.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <zlib.h>
 
 /* Colours by level (mod 12), chosen to stay apart from black (idle), white and red (steals). */
 #define SCHED_TRACE_NPAL 12
@@ -468,77 +468,10 @@ static void sched_trace_raster_row(sched_trace_img *im, const sched_trace_scene 
     }
 }
 
-static void sched_trace_be32(unsigned char *b, uint32_t v)
-{
-    b[0] = (unsigned char)(v >> 24);
-    b[1] = (unsigned char)(v >> 16);
-    b[2] = (unsigned char)(v >> 8);
-    b[3] = (unsigned char)v;
-}
-
-/* length, type, data, CRC-32 of type and data (PNG spec, section 5.3) */
-static void sched_trace_chunk(FILE *fp, const char *type, const unsigned char *data, size_t len)
-{
-    unsigned char b[4];
-    sched_trace_be32(b, (uint32_t)len);
-    fwrite(b, 1, 4, fp);
-    fwrite(type, 1, 4, fp);
-    if (len > 0) fwrite(data, 1, len, fp);
-    uLong crc = crc32(0L, (const Bytef *)type, 4);
-    if (len > 0) crc = crc32(crc, data, (uInt)len);
-    sched_trace_be32(b, (uint32_t)crc);
-    fwrite(b, 1, 4, fp);
-}
-
+/* One PNG encoder for the project: numa/probe.c's (8-bit RGB rows, zlib). */
 static canopy_status sched_trace_png_write(const sched_trace_img *im, const char *path, canopy_err *err)
 {
-    size_t stride = (size_t)im->w * 3 + 1, rawlen = stride * (size_t)im->h;
-    unsigned char *raw = canopy_alloc(rawlen, 1, "PNG scanlines", err);
-    uLongf zlen = compressBound((uLong)rawlen);
-    unsigned char *z = canopy_alloc(zlen, 1, "PNG data", err);
-    canopy_status st = CANOPY_SUCCESS;
-    if (raw == NULL || z == NULL) {
-        st = err ? err->status : CANOPY_ERR_NOMEM;
-        goto done;
-    }
-    for (int y = 0; y < im->h; y++) {
-        raw[(size_t)y * stride] = 0; /* filter type None: the chart is flat colours, zlib does well */
-        memcpy(raw + (size_t)y * stride + 1, im->px + (size_t)y * (size_t)im->w * 3, stride - 1);
-    }
-    int zrc = compress2(z, &zlen, raw, (uLong)rawlen, 6);
-    if (zrc != Z_OK) {
-        st = canopy_err_set(err, zrc == Z_MEM_ERROR ? CANOPY_ERR_NOMEM : CANOPY_ERR_INTERNAL,
-                            "%s: zlib compress2 failed (%d)", path, zrc);
-        goto done;
-    }
-    if (zlen > 0x7fffffffUL) {
-        st = canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "%s: image too large for one PNG chunk", path);
-        goto done;
-    }
-    errno = 0;
-    FILE *fp = fopen(path, "wb");
-    if (fp == NULL) {
-        st = canopy_err_set(err, CANOPY_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
-        goto done;
-    }
-    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    fwrite(sig, 1, sizeof sig, fp);
-    unsigned char ihdr[13];
-    sched_trace_be32(ihdr, (uint32_t)im->w);
-    sched_trace_be32(ihdr + 4, (uint32_t)im->h);
-    ihdr[8] = 8;   /* bits per sample */
-    ihdr[9] = 2;   /* colour type: RGB */
-    ihdr[10] = 0;  /* deflate */
-    ihdr[11] = 0;  /* adaptive filtering (each row says None) */
-    ihdr[12] = 0;  /* no interlace */
-    sched_trace_chunk(fp, "IHDR", ihdr, sizeof ihdr);
-    sched_trace_chunk(fp, "IDAT", z, zlen);
-    sched_trace_chunk(fp, "IEND", NULL, 0);
-    st = sched_trace_close(fp, path, err);
-done:
-    canopy_free(raw);
-    canopy_free(z);
-    return st;
+    return numa_png_write(path, im->w, im->h, im->px, err);
 }
 
 canopy_status sched_trace_render_png(const sched_trace_phase *p, int width, const char *path, canopy_err *err)

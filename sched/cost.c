@@ -16,13 +16,6 @@
 #include <cblas.h>
 #include <lapacke.h>
 
-#if defined(HAVE_OPENBLAS_GET_NUM_THREADS) && defined(HAVE_OPENBLAS_SET_NUM_THREADS)
-#define COST_BLAS_THREADS 1
-/* declared here as well: not every cblas.h that provides them declares them */
-void openblas_set_num_threads(int num_threads);
-int openblas_get_num_threads(void);
-#endif
-
 static const char *const cost_names[COST_NKERNELS] = {"gemm", "trsm", "potrf", "getrf", "sytrf", "scatter"};
 
 void cost_model_fixed(sched_cost_model *m)
@@ -97,25 +90,6 @@ double cost_scatter(const sched_cost_model *m, double entries)
 
 /* ---- calibration ---------------------------------------------------------------------------- */
 
-static int cost_blas_single(void)
-{
-#ifdef COST_BLAS_THREADS
-    int old = openblas_get_num_threads();
-    if (old != 1) openblas_set_num_threads(1);
-    return old;
-#else
-    return 1;
-#endif
-}
-
-static void cost_blas_restore(int old)
-{
-#ifdef COST_BLAS_THREADS
-    if (old != 1) openblas_set_num_threads(old);
-#else
-    (void)old;
-#endif
-}
 
 /* Sizes measured for every kernel, then one larger size per kernel: the wide separators at the
  * top of the tree sit there, and an asymptote fitted only on small sizes extrapolates badly.
@@ -306,7 +280,7 @@ canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
     for (size_t i = 0; i < big; i++) b.A[i] = b.C[i] = 1e-3 * (double)(i % 13 + 1);
     for (size_t i = 0; i < (size_t)COST_GEMM_DMAX * COST_GEMM_DMAX; i++) b.B[i] = 1e-3 * (double)(i % 7 + 1);
 
-    int old = cost_blas_single();
+    int old = numeric_blas_single();
     sched_cost_model r;
     memset(&r, 0, sizeof r);
     cost_run(&b, -1, 1); /* warm up the library (lazy initialization, page faults) */
@@ -336,7 +310,7 @@ canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
             st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "cost model: no positive fit for %s", cost_names[k]);
         }
     }
-    cost_blas_restore(old);
+    numeric_blas_restore(old);
     if (st == CANOPY_SUCCESS) {
         for (int k = 0; k < COST_NKERNELS; k++)
             if (!isfinite(r.peak[k]) || !(r.peak[k] > 0) || !isfinite(r.d_half[k]) || r.d_half[k] < 0)

@@ -20,7 +20,7 @@ int openblas_get_num_threads(void);
 
 /* BLAS runs on one thread inside Canopy: our own parallelism is over tasks, and a threaded
  * BLAS nested in worker threads oversubscribes the cores. */
-static int blas_threads_single(void)
+int numeric_blas_single(void)
 {
 #ifdef NUMERIC_BLAS_THREADS
     int old = openblas_get_num_threads();
@@ -31,7 +31,7 @@ static int blas_threads_single(void)
 #endif
 }
 
-static void blas_threads_restore(int old)
+void numeric_blas_restore(int old)
 {
 #ifdef NUMERIC_BLAS_THREADS
     if (old != 1) openblas_set_num_threads(old);
@@ -324,9 +324,9 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
     }
     F->threshold = threshold;
     F->flops = kind == CANOPY_FACT_LU ? S->flops_lu : S->flops_llt;
-    int old = blas_threads_single();
+    int old = numeric_blas_single();
     canopy_status st = A->arith == CANOPY_COMPLEX ? numeric_factorize_z(F, A, err) : numeric_factorize_d(F, A, err);
-    blas_threads_restore(old);
+    numeric_blas_restore(old);
     return st;
 }
 
@@ -345,9 +345,9 @@ canopy_status numeric_solve(numeric *F, cint nrhs, void *b, cint ldb, canopy_err
 #endif
     if (F->exec.pool != NULL && F->nthreads != sched_pool_threads(F->exec.pool))
         return canopy_err_set(err, CANOPY_ERR_PHASE, "solve: the worker pool changed since the factorization");
-    int old = blas_threads_single();
+    int old = numeric_blas_single();
     canopy_status st = F->arith == CANOPY_COMPLEX ? numeric_solve_z(F, nrhs, b, ldb, err)
                                                   : numeric_solve_d(F, nrhs, b, ldb, err);
-    blas_threads_restore(old);
+    numeric_blas_restore(old);
     return st;
 }

@@ -124,6 +124,13 @@ canopy_status numeric_solve(numeric *F, cint nrhs, void *b, cint ldb, canopy_err
  */
 void numeric_set_exec(numeric *F, const numeric_exec *x);
 
+/**
+ * BLAS on one thread inside Canopy (our parallelism is over tasks): returns the previous OpenBLAS
+ * thread count for numeric_blas_restore. No-op without OpenBLAS's thread control.
+ */
+int numeric_blas_single(void);
+void numeric_blas_restore(int old);
+
 /** Bytes held by the factors and buffers. */
 size_t numeric_bytes(const numeric *F);
 
