@@ -340,6 +340,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    S.numa_nodes, S.bound);
             json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
             json_num("busy_fraction", S.busy_fraction, 0);
+            json_num("time_lock_wait", S.time_lock_wait, 0);
             printf("\"steals\": %lld, \"steals_remote\": %lld, \"factor_bytes_unlocated\": %lld, \"threads\": [",
                    (long long)S.steals, (long long)S.steals_remote, (long long)S.factor_bytes_unlocated);
             for (int t = 0; t < S.threads_per_rank; t++) {
@@ -372,10 +373,11 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                        S.time_analyze, S.time_order, S.time_symbolic, S.time_factorize, S.time_solve, S.time_refine);
                 printf("  factorization speed %.2f GFlop/s, perturbed pivots %lld\n", S.gflops_factorize,
                        (long long)S.perturbed_pivots);
-                printf("  threads: %d, scheduler %s, numa %s; predicted %.3f s, busy %.0f%%, steals %lld (%lld across nodes)\n",
+                printf("  threads: %d, scheduler %s, numa %s; predicted %.3f s, busy %.0f%%, lock wait %.3f s, steals %lld (%lld across nodes)\n",
                        S.threads_per_rank, S.scheduler == CANOPY_SCHED_DYNAMIC ? "dynamic" : "static",
                        S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
-                       S.time_factorize_predicted, 100 * S.busy_fraction, (long long)S.steals, (long long)S.steals_remote);
+                       S.time_factorize_predicted, 100 * S.busy_fraction, S.time_lock_wait, (long long)S.steals,
+                       (long long)S.steals_remote);
                 printf("  backward error %.3e after %d refinement step(s), forward error %.3e\n", S.backward_error,
                        S.refinement_steps, ferr);
                 printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,

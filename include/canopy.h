@@ -185,6 +185,8 @@ typedef struct canopy_stats {
     int64_t steals;               /**< tasks run by another thread than their owner (dynamic scheduler) */
     int64_t steals_remote;        /**< of which crossed NUMA nodes */
     int64_t factor_bytes_unlocated; /**< factor bytes whose NUMA node the kernel did not report */
+    double time_lock_wait;        /**< seconds (summed over threads) spent waiting for another thread's
+                                       update of the same block (the per-block ticket lock) */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

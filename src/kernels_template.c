@@ -426,14 +426,20 @@ static void kscatter_sub(const symbolic *S, const SCALAR *C, cint ldc, cint sb0,
     }
 }
 
+/* What kcontribute / kupdate do: everything (private target), or the two halves of an update of
+ * a shared target: the product into the worker's buffer (no lock), then the subtraction from the
+ * target (under its ticket lock, see numeric.h), so the lock is held for a memory pass only. */
+enum { KC_ALL = 0, KC_COMPUTE = 1, KC_APPLY = 2 };
+
 /*
  * One contribution: T[rows of sb0..sb1-1, columns of fb0..fb1-1] -= A_rows * B_facing^T where
- * A_rows starts at panel row coefrow[sb0] (lda) and B_facing has hb rows (ldb). Straight into
- * the target with beta = 1 when rows and columns are both contiguous there, else through buf.
+ * A_rows starts at panel row coefrow[sb0] (lda) and B_facing has hb rows (ldb). With KC_ALL,
+ * straight into the target with beta = 1 when rows and columns are both contiguous there, else
+ * through buf; KC_COMPUTE only fills buf, KC_APPLY only subtracts buf from the target.
  */
 static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb1, cint j, int w,
                         const SCALAR *Arows, cint lda, const SCALAR *Bf, cint ldb, CBLAS_TRANSPOSE tb,
-                        SCALAR *T, cint ldt, SCALAR *buf, int lower_only)
+                        SCALAR *T, cint ldt, SCALAR *buf, int lower_only, int phase)
 {
     cint rows = 0;
     for (cint sb = sb0; sb < sb1; sb++) rows += S->blok_lrow[sb] - S->blok_frow[sb] + 1;
@@ -446,7 +452,7 @@ static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb
     cint trow = -1;
     (void)kcontiguous_target;
 #else
-    cint trow = fb1 - fb0 == 1 ? kcontiguous_target(S, sb0, sb1, j) : -1;
+    cint trow = fb1 - fb0 == 1 && phase == KC_ALL ? kcontiguous_target(S, sb0, sb1, j) : -1;
 #endif
     /* Symmetric kinds only need the lower part of the hb x hb square of facing rows (their rows
      * come first: sb0 == fb0): computing it in column chunks skips all but CHUNK^2/2 of its upper
@@ -461,12 +467,13 @@ static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb
                    (int)lda, Bf + c0, (int)ldb, K_BS(K_ONE), T0 + c0 + (size_t)c0 * ldt, (int)ldt);
         }
     } else {
-        for (cint c0 = 0; c0 < hb; c0 += chunk) {
-            cint nc = hb - c0 < chunk ? hb - c0 : chunk;
-            K_GEMM(CblasColMajor, CblasNoTrans, tb, (int)(rows - c0), (int)nc, w, K_BS(K_ONE), Arows + c0,
-                   (int)lda, Bf + c0, (int)ldb, K_BS(K_ZERO), buf + c0 + (size_t)c0 * rows, (int)rows);
-        }
-        kscatter_sub(S, buf, rows, sb0, sb1, fb0, fb1, j, T, ldt, lower_only);
+        if (phase != KC_APPLY)
+            for (cint c0 = 0; c0 < hb; c0 += chunk) {
+                cint nc = hb - c0 < chunk ? hb - c0 : chunk;
+                K_GEMM(CblasColMajor, CblasNoTrans, tb, (int)(rows - c0), (int)nc, w, K_BS(K_ONE), Arows + c0,
+                       (int)lda, Bf + c0, (int)ldb, K_BS(K_ZERO), buf + c0 + (size_t)c0 * rows, (int)rows);
+            }
+        if (phase != KC_COMPUTE) kscatter_sub(S, buf, rows, sb0, sb1, fb0, fb1, j, T, ldt, lower_only);
     }
 }
 
@@ -502,11 +509,12 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
 }
 
 /*
- * Update task: cblk k's bloks fb0..fb1-1 all face cblk j; apply their contribution to j.
- * @p W is scratch for the L*D rows (LDL^T only, stride * width scalars), @p buf the update
- * buffer (S->max_update_buf scalars).
+ * Update task: cblk k's bloks fb0..fb1-1 all face cblk j; apply their contribution to j (phase:
+ * KC_ALL, or KC_COMPUTE then KC_APPLY with the same buffer). @p W is scratch for the L*D rows
+ * (LDL^T only, stride * width scalars), @p buf the update buffer (S->max_update_buf scalars, twice
+ * that for LU: the U side's product follows the L side's).
  */
-static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR *buf)
+static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR *buf, int phase)
 {
     const symbolic *S = c->S;
     cint j = S->blok_fcblk[fb0], bend = S->cblk_fblok[k + 1];
@@ -517,23 +525,27 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR
     cint stj = S->cblk_stride[j];
     switch (c->kind) {
     case CANOPY_FACT_LLT:
-        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, P + r0, st, K_TRANS_H, Lj, stj, buf, 1);
+        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, P + r0, st, K_TRANS_H, Lj, stj, buf, 1, phase);
         break;
     case CANOPY_FACT_LDLT: {
         cint hb = S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) - r0;
-        kld_rows(c, k, r0, hb, W);
-        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, W, hb, CblasTrans, Lj, stj, buf, 1);
+        if (phase != KC_APPLY) kld_rows(c, k, r0, hb, W);
+        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, W, hb, CblasTrans, Lj, stj, buf, 1, phase);
         break;
     }
     default: {
         const SCALAR *UT = c->U + S->cblk_coef[k];
         /* L side: every row from the facing bloks on, against U^T of the facing rows */
-        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, UT + r0, st, CblasTrans, Lj, stj, buf, 0);
-        /* U side: U^T rows strictly after the facing bloks, against L of the facing rows */
+        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, UT + r0, st, CblasTrans, Lj, stj, buf, 0, phase);
+        /* U side: U^T rows strictly after the facing bloks, against L of the facing rows; its
+         * product goes after the L side's (rows of the L side x facing height) */
         if (fb1 < bend) {
             SCALAR *Uj = c->U + S->cblk_coef[j];
+            cint hb = 0;
+            for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
+            SCALAR *ubuf = phase == KC_ALL ? buf : buf + (size_t)(st - r0) * (size_t)hb;
             kcontribute(S, fb1, bend, fb0, fb1, j, (int)w, UT + S->blok_coefrow[fb1], st, P + r0, st,
-                        CblasTrans, Uj, stj, buf, 0);
+                        CblasTrans, Uj, stj, ubuf, 0, phase);
         }
         break;
     }
@@ -586,8 +598,15 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     cint j = pc->c.S->blok_fcblk[fb0];
     numeric *F = pc->F;
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
-    if (sched_wait_equal(wk, &F->serving[j], ticket) != 0) return 1;
-    kupdate(&pc->c, k, fb0, fb1, W, buf);
+    kupdate(&pc->c, k, fb0, fb1, W, buf, KC_COMPUTE);
+    if (atomic_load_explicit(&F->serving[j], memory_order_acquire) != ticket) {
+        /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
+        double t0 = canopy_wtime();
+        int aborted = sched_wait_equal(wk, &F->serving[j], ticket);
+        F->run.lock_wait[sched_worker_id(wk)] += canopy_wtime() - t0;
+        if (aborted) return 1;
+    }
+    kupdate(&pc->c, k, fb0, fb1, W, buf, KC_APPLY);
     atomic_store_explicit(&F->serving[j], ticket + 1, memory_order_release);
     sched_wake(wk);
     return 0;
@@ -631,7 +650,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 cint e = b + 1;
                 while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
                 int contrib = pc->plan->blok_contrib[b];
-                if (contrib < 0) kupdate(&pc->c, q, b, e, W, buf); /* target inside this subtree */
+                if (contrib < 0) kupdate(&pc->c, q, b, e, W, buf, KC_ALL); /* target inside this subtree */
                 else if (kupdate_guarded(pc, wk, q, b, e, contrib, W, buf) != 0) return 1;
                 b = e;
             }
@@ -676,7 +695,10 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);
         atomic_store_explicit(&F->tickets[k], 0, memory_order_relaxed);
     }
-    for (int t = 0; t < F->nthreads; t++) F->thread_perturbed[t] = 0;
+    for (int t = 0; t < F->nthreads; t++) {
+        F->thread_perturbed[t] = 0;
+        F->run.lock_wait[t] = 0;
+    }
     kpar pc = {.c = *c, .F = F, .plan = x->plan, .dag = &x->plan->factor, .Ax = Ax,
                .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC};
     atomic_init(&pc.failed_cblk, -1);
@@ -716,7 +738,7 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
             cint e = b + 1;
             while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
-            kupdate(&c, k, b, e, W, buf);
+            kupdate(&c, k, b, e, W, buf, KC_ALL);
             b = e;
         }
     }

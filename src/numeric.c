@@ -45,6 +45,7 @@ static void run_free(numeric_run *r)
     canopy_free(r->busy);
     canopy_free(r->steals);
     canopy_free(r->tasks);
+    canopy_free(r->lock_wait);
     canopy_free(r->events);
     memset(r, 0, sizeof *r);
 }
@@ -212,7 +213,8 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
         wbuf = s > wbuf ? s : wbuf;
     }
     size_t ncoef = (size_t)S->cblk_coef[S->ncblk];
-    F->work_scalars = S->max_update_buf + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
+    /* LU's threaded updates keep the L and U sides' products side by side (see kupdate) */
+    F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
     if (!canopy_mul_ok(ncoef ? ncoef : 1, F->scalar_bytes, &F->coef_bytes))
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %zu entries is too large", ncoef);
@@ -256,8 +258,9 @@ static canopy_status run_alloc(numeric_run *r, int nthreads, int ntasks, canopy_
     r->busy = canopy_calloc((size_t)nthreads, sizeof(double), "run statistics", err);
     r->steals = canopy_calloc((size_t)nthreads, sizeof(int64_t), "run statistics", err);
     r->tasks = canopy_calloc((size_t)nthreads, sizeof(int64_t), "run statistics", err);
+    r->lock_wait = canopy_calloc((size_t)nthreads, sizeof(double), "run statistics", err);
     r->events = canopy_calloc((size_t)ntasks + 1, sizeof(sched_event), "task events", err);
-    return r->busy && r->steals && r->tasks && r->events ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    return r->busy && r->steals && r->tasks && r->lock_wait && r->events ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
 }
 
 /* Per-worker workspaces, ticket counters and run records for the pool of F->exec (once per pool size). */

@@ -61,6 +61,7 @@ typedef struct numeric_run {
     double *busy;
     int64_t *steals;
     int64_t *tasks;
+    double *lock_wait;   /**< seconds each worker waited for a target block's ticket lock */
     sched_event *events;
 } numeric_run;
 
