@@ -3,8 +3,10 @@
  * peer drivers. The matrix comes from Canopy's public API so that every solver sees the same
  * numbers.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include "bench_common.h"
+
+#include <dlfcn.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -196,6 +198,16 @@ double bench_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The peers' only threads are the BLAS's (Debian's MUMPS is built without OpenMP; CHOLMOD's
+ * supernodal factorization is BLAS-parallel): report OpenBLAS's thread count when it is there. */
+static int blas_threads(void)
+{
+    int (*get)(void);
+    *(void **)&get = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+    int t = get != NULL ? get() : 1;
+    return t >= 1 ? t : 1;
+}
+
 void bench_report_init(bench_report *r, const char *solver, const bench_args *args)
 {
     memset(r, 0, sizeof(*r));
@@ -213,7 +225,7 @@ void bench_report_init(bench_report *r, const char *solver, const bench_args *ar
     r->flops = r->time_analyze = r->time_factorize = r->time_solve = NAN;
     r->backward_error = r->forward_error = r->peak_memory_bytes = NAN;
     r->ranks = 1;
-    r->threads_per_rank = 1;
+    r->threads_per_rank = blas_threads();
 }
 
 /* JSON has no NaN: unknown numbers are null. */
