@@ -140,8 +140,9 @@ typedef struct canopy_options {
     double pivot_threshold;       /**< |pivot| below threshold * ||A||_inf (scaled matrix) is perturbed; default sqrt(eps) */
     int amalgamation;             /**< 0 = fundamental supernodes only, 1 = relaxed (default) */
     double amalgamation_fill;     /**< extra zeros allowed in a merged supernode, as a fraction (default 0.12) */
-    int split_size;               /**< widest column block before splitting: -1 = auto (default: no split with
-                                       one thread, CANOPY_AUTO_SPLIT columns with more), 0 = no splitting */
+    int split_size;               /**< widest column block before splitting: -1 = auto (default: with several
+                                       threads, CANOPY_AUTO_SPLIT columns for the blocks whose subtree holds at
+                                       least 1/(2 threads) of the flops; none with one thread), 0 = never */
     int refine_max_iter;          /**< refinement steps at most: classical steps + GMRES iterations (default 100) */
     double refine_tolerance;      /**< target normwise backward error (default 1e-14) */
     int verbose;                  /**< 0..3, messages on stderr of rank 0 */

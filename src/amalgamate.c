@@ -194,13 +194,14 @@ out:
     return st;
 }
 
-/* Cut blocks wider than split into near-equal consecutive pieces; returns the new count. */
-static cint split_partition(cint npart, const cint *fcol, cint split, cint *out)
+/* Cut blocks wider than split into near-equal consecutive pieces (only those with keep[k] != 0 when
+ * keep is given); returns the new count. */
+static cint split_partition(cint npart, const cint *fcol, cint split, const unsigned char *keep, cint *out)
 {
     cint q = 0;
     for (cint k = 0; k < npart; k++) {
         cint w = fcol[k + 1] - fcol[k];
-        cint pieces = split > 0 && w > split ? (w + split - 1) / split : 1;
+        cint pieces = split > 0 && w > split && (keep == NULL || keep[k]) ? (w + split - 1) / split : 1;
         for (cint t = 0; t < pieces; t++) out[q++] = fcol[k] + (cint)((int64_t)w * t / pieces);
     }
     out[q] = npart > 0 ? fcol[npart] : 0;
@@ -286,7 +287,37 @@ canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symb
         for (cint k = 0; k < n; k++) order[k] = k;
         memcpy(gfcol, sfcol, ((size_t)ns + 1) * sizeof(cint));
     }
-    cint np = split_partition(ng, gfcol, opts->split_size, pfcol);
+    /* Splitting buys concurrency where several threads share a block, and costs BLAS efficiency
+     * everywhere: with split_share > 0 only the groups whose subtree holds at least that share of
+     * the factorization's flops (the top of the tree, mapped to several threads) are cut. */
+    unsigned char *cut = NULL;
+    if (opts->split_size > 0 && opts->split_share > 0) {
+        double *acc = canopy_calloc(nn, sizeof(double), "analysis", err);
+        cint *iorder = canopy_alloc(nn, sizeof(cint), "analysis", err);
+        cut = canopy_calloc((size_t)ng + 1, 1, "analysis", err);
+        if (!acc || !iorder || !cut) {
+            canopy_free(acc);
+            canopy_free(iorder);
+            canopy_free(cut);
+            st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+            goto out;
+        }
+        for (cint k = 0; k < n; k++) iorder[order[k]] = k;
+        double total = 0;
+        /* final numbering is a postorder: children before parents */
+        for (cint k = 0; k < n; k++) {
+            double c = (double)pcc[order[k]];
+            acc[k] += c * c;
+            cint p = pparent[order[k]];
+            if (p >= 0) acc[iorder[p]] += acc[k];
+            else total += acc[k];
+        }
+        for (cint g = 0; g < ng; g++) cut[g] = acc[gfcol[g + 1] - 1] >= opts->split_share * total;
+        canopy_free(acc);
+        canopy_free(iorder);
+    }
+    cint np = split_partition(ng, gfcol, opts->split_size, cut, pfcol);
+    canopy_free(cut);
 
     /* final ordering: fill-reducing, then postorder, then the grouping */
     for (cint k = 0; k < n; k++) {

@@ -339,7 +339,9 @@ static canopy_status analyze_rank0(canopy_solver *s)
         symbolic_opts so = {.amalgamation = s->opts.amalgamation,
                             .amalgamation_fill = s->opts.amalgamation_fill,
                             .split_size = s->opts.split_size >= 0 ? s->opts.split_size
-                                          : s->rt.nthreads > 1 ? CANOPY_AUTO_SPLIT : 0};
+                                          : s->rt.nthreads > 1 ? CANOPY_AUTO_SPLIT : 0,
+                            /* auto: only where proportional mapping gives a block several threads */
+                            .split_share = s->opts.split_size >= 0 ? 0.0 : 1.0 / (2.0 * s->rt.nthreads)};
         symbolic_analyze(&G, perm, &so, &s->S, &s->err);
     }
     double t3 = canopy_wtime();

@@ -590,23 +590,31 @@ typedef struct kpar {
 } kpar;
 
 /*
- * One contribution under the ticket lock of its target: static runs wait for the plan's number,
- * dynamic runs draw the next ticket. Returns nonzero if the run was aborted while waiting.
+ * One contribution under the ticket lock of its target. Static runs hold the plan's number and
+ * always compute the product into the worker's buffer first, then wait for their turn and subtract
+ * it: the same arithmetic whatever the timing, so the factors are bitwise reproducible. Dynamic
+ * runs draw the next ticket; when the lock is free at once they update the target directly (the
+ * cheapest path), otherwise they spend the wait computing their product into the buffer.
+ * Returns nonzero if the run was aborted while waiting.
  */
 static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, int contrib, SCALAR *W, SCALAR *buf)
 {
     cint j = pc->c.S->blok_fcblk[fb0];
     numeric *F = pc->F;
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
-    kupdate(&pc->c, k, fb0, fb1, W, buf, KC_COMPUTE);
-    if (atomic_load_explicit(&F->serving[j], memory_order_acquire) != ticket) {
-        /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
-        double t0 = canopy_wtime();
-        int aborted = sched_wait_equal(wk, &F->serving[j], ticket);
-        F->run.lock_wait[sched_worker_id(wk)] += canopy_wtime() - t0;
-        if (aborted) return 1;
+    if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
+        kupdate(&pc->c, k, fb0, fb1, W, buf, KC_ALL);
+    } else {
+        kupdate(&pc->c, k, fb0, fb1, W, buf, KC_COMPUTE);
+        if (atomic_load_explicit(&F->serving[j], memory_order_acquire) != ticket) {
+            /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
+            double t0 = canopy_wtime();
+            int aborted = sched_wait_equal(wk, &F->serving[j], ticket);
+            F->run.lock_wait[sched_worker_id(wk)] += canopy_wtime() - t0;
+            if (aborted) return 1;
+        }
+        kupdate(&pc->c, k, fb0, fb1, W, buf, KC_APPLY);
     }
-    kupdate(&pc->c, k, fb0, fb1, W, buf, KC_APPLY);
     atomic_store_explicit(&F->serving[j], ticket + 1, memory_order_release);
     sched_wake(wk);
     return 0;

@@ -24,7 +24,7 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *o)
     o->threads = 0;
     o->bind = CANOPY_BIND_CORE;
     o->numa = CANOPY_NUMA_LOCAL;
-    o->scheduler = CANOPY_SCHED_STATIC;
+    o->scheduler = CANOPY_SCHED_DYNAMIC; /* wins on every bench matrix (bench/README.md) */
     o->comm_threads = 1;
     o->tree = CANOPY_TREE_SHIFTED;
     o->factorization = CANOPY_FACT_AUTO;

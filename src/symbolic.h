@@ -50,6 +50,8 @@ typedef struct symbolic_opts {
     int amalgamation;          /**< 0: fundamental supernodes only */
     double amalgamation_fill;  /**< extra zeros allowed, fraction of a merged supernode's entries */
     cint split_size;           /**< cut cblks wider than this (0: no cut) */
+    double split_share;        /**< > 0: only cut cblks whose subtree holds at least this fraction of
+                                    the flops (the shared top of the tree); 0: cut every wide cblk */
 } symbolic_opts;
 
 /* ---- pieces (each usable and tested on its own) ------------------------------------------ */

@@ -161,7 +161,7 @@ END_TEST
 /* Analysis of G under an ordering; returns the symbolic structure (caller frees). */
 static void analyze(const canopy_csc *G, const cint *perm, int amalg, symbolic *S)
 {
-    symbolic_opts o = {amalg, 0.12, 0};
+    symbolic_opts o = {amalg, 0.12, 0, 0};
     canopy_err err = {0};
     ck_assert_msg(symbolic_analyze(G, perm, &o, S, &err) == CANOPY_SUCCESS, "%s", err.msg);
 }

@@ -236,7 +236,7 @@ static double check_analyze(const canopy_csc *G, uint64_t seed, int amalg, cint 
     cint n = G->n;
     cint *perm = malloc(sizeof(cint) * (size_t)n);
     random_perm(n, seed, perm);
-    symbolic_opts o = {amalg, 0.12, split};
+    symbolic_opts o = {amalg, 0.12, split, 0};
     symbolic S = {0};
     canopy_err err = {0};
     ck_assert_msg(symbolic_analyze(G, perm, &o, &S, &err) == CANOPY_SUCCESS, "%s", err.msg);
@@ -318,7 +318,7 @@ START_TEST(analyze_rejects_bad_input)
     canopy_csc G;
     random_graph(10, 2, 5, &G);
     cint perm[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 8};
-    symbolic_opts o = {1, 0.12, 0};
+    symbolic_opts o = {1, 0.12, 0, 0};
     symbolic S = {0};
     canopy_err err = {0};
     ck_assert_int_eq(symbolic_analyze(&G, perm, &o, &S, &err), CANOPY_ERR_ARGUMENT);
@@ -331,13 +331,47 @@ START_TEST(analyze_rejects_bad_input)
 }
 END_TEST
 
+/* split_share cuts only the wide blocks at the top of the tree: as many as a full split there, none below. */
+START_TEST(selective_split)
+{
+    canopy_csc A, G;
+    canopy_err err = {0};
+    ck_assert_int_eq(canopy_generate_laplacian(14, 14, 14, 7, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(matrix_graph(&A, &G, &err), CANOPY_SUCCESS);
+    cint n = G.n, *perm = malloc((size_t)n * sizeof *perm), *iperm = malloc((size_t)n * sizeof *iperm);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err), CANOPY_SUCCESS);
+    symbolic S0, Sall, Stop;
+    symbolic_opts none = {1, 0.12, 0, 0}, all = {1, 0.12, 16, 0}, top = {1, 0.12, 16, 0.25};
+    ck_assert_int_eq(symbolic_analyze(&G, perm, &none, &S0, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(symbolic_analyze(&G, perm, &all, &Sall, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(symbolic_analyze(&G, perm, &top, &Stop, &err), CANOPY_SUCCESS);
+    /* splitting can only drop zero rows that amalgamation had let in */
+    ck_assert_int_le(Sall.nnz_l, S0.nnz_l);
+    ck_assert_int_le(Stop.nnz_l, S0.nnz_l);
+    ck_assert_int_gt(Stop.ncblk, S0.ncblk);
+    ck_assert_int_lt(Stop.ncblk, Sall.ncblk);
+    /* the last cblk (top separator) is cut in the selective split; some wide block below is not */
+    ck_assert_int_le(Stop.cblk_fcol[Stop.ncblk] - Stop.cblk_fcol[Stop.ncblk - 1], 16);
+    cint widest = 0;
+    for (cint k = 0; k < Stop.ncblk; k++) widest = CANOPY_MAX(widest, Stop.cblk_fcol[k + 1] - Stop.cblk_fcol[k]);
+    ck_assert_int_gt(widest, 16);
+    symbolic_free(&S0);
+    symbolic_free(&Sall);
+    symbolic_free(&Stop);
+    free(perm);
+    free(iperm);
+    matrix_free(&G);
+    canopy_csc_free(&A);
+}
+END_TEST
+
 START_TEST(analyze_survives_allocation_failures)
 {
     canopy_csc G;
     random_graph(40, 3, 77, &G);
     cint perm[40];
     random_perm(40, 3, perm);
-    symbolic_opts o = {1, 0.12, 4};
+    symbolic_opts o = {1, 0.12, 4, 0.3}; /* the selective split's allocations too */
     size_t before = canopy_mem_current();
     int failures = 0;
     for (long k = 0; k < 200; k++) {
@@ -384,7 +418,7 @@ START_TEST(analyze_star_and_path_fast)
         G.colptr[n] = p;
         cint *perm = malloc(sizeof(cint) * (size_t)n);
         for (cint k = 0; k < n; k++) perm[k] = k;
-        symbolic_opts o = {1, 0.12, 0};
+        symbolic_opts o = {1, 0.12, 0, 0};
         symbolic S = {0};
         canopy_err err = {0};
         double t = canopy_wtime();
@@ -413,6 +447,7 @@ int main(void)
     tcase_add_test(tc, analyze_amalgamated_contains_l);
     tcase_add_test(tc, analyze_rejects_bad_input);
     tcase_add_test(tc, analyze_survives_allocation_failures);
+    tcase_add_test(tc, selective_split);
     tcase_add_test(tc, analyze_star_and_path_fast);
     suite_add_tcase(s, tc);
     return testutil_run(s);
