@@ -552,14 +552,29 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR
     }
 }
 
+/*
+ * Zero [c0, c1) of a panel array. Fresh pages (the first factorization) are zero already: one
+ * write per page, inside the range only, is enough to place them (first touch) and costs a page
+ * fault instead of a page fault plus a pass over the page.
+ */
+static void kzero(SCALAR *X, int64_t c0, int64_t c1, int fresh)
+{
+    if (!fresh) {
+        memset(X + c0, 0, (size_t)(c1 - c0) * sizeof(SCALAR));
+        return;
+    }
+    const int64_t per_page = 4096 / (int64_t)sizeof(SCALAR);
+    for (int64_t i = c0; i < c1; i = (i / per_page + 1) * per_page) X[i] = K_ZERO;
+}
+
 /* Zero cblk k's panels and assemble A's entries that land in it. */
 static void kassemble(const numeric *F, const SCALAR *Ax, cint k)
 {
     const symbolic *S = F->S;
     SCALAR *L = F->L, *U = F->U;
     int64_t c0 = S->cblk_coef[k], c1 = S->cblk_coef[k + 1];
-    memset(L + c0, 0, (size_t)(c1 - c0) * sizeof(SCALAR));
-    if (U) memset(U + c0, 0, (size_t)(c1 - c0) * sizeof(SCALAR));
+    kzero(L, c0, c1, F->fresh);
+    if (U) kzero(U, c0, c1, F->fresh);
     for (int64_t e = F->amap_ptr[k]; e < F->amap_ptr[k + 1]; e++) {
         int64_t d = F->amap_dst[e];
         if (d >= 0) L[d] = Ax[F->amap_src[e]];
@@ -699,6 +714,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         kfill kf = {F, Ax};
         sched_pool_run_all(x->pool, kfill_owned, &kf);
     }
+    F->fresh = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);
         atomic_store_explicit(&F->tickets[k], 0, memory_order_relaxed);
@@ -736,6 +752,7 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
 
     /* sequential reference: cblk order, the calling thread's buffers */
     for (cint k = 0; k < S->ncblk; k++) kassemble(F, Ax, k);
+    F->fresh = 0;
     SCALAR *buf = F->work;
     SCALAR *W = buf + S->max_update_buf;
     int64_t perturbed = 0;

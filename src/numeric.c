@@ -221,6 +221,7 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     /* untouched pages: whoever zeroes a cblk first places it (see numeric.h) */
     F->L = numa_alloc_pages(F->coef_bytes, "factor L", err);
     if (kind == CANOPY_FACT_LU) F->U = numa_alloc_pages(F->coef_bytes, "factor U", err);
+    F->fresh = 1;
     if (kind != CANOPY_FACT_LLT)
         F->ipiv = canopy_alloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
     if (kind == CANOPY_FACT_LDLT)

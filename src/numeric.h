@@ -73,6 +73,7 @@ typedef struct numeric {
     void *L;                        /**< S->cblk_coef[ncblk] scalars */
     void *U;                        /**< LU only, same size */
     size_t coef_bytes;              /**< bytes of L (and of U): numa_alloc_pages blocks */
+    int fresh;                      /**< L and U are still the zero pages numa_alloc_pages returned */
     int64_t *amap_ptr;              /**< [ncblk+1] entries of A landing in cblk k: amap_ptr[k] .. amap_ptr[k+1]-1 */
     int64_t *amap_src;              /**< position of the entry in A's values */
     int64_t *amap_dst;              /**< its position in L (>= 0) or U (encoded -pos-2); built once */
