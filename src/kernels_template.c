@@ -598,7 +598,6 @@ typedef struct kpar {
     numeric *F;
     const sched_plan *plan;
     const sched_dag *dag;
-    const SCALAR *Ax;
     int dynamic;
     atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
     atomic_llong failed_info;
@@ -723,7 +722,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         F->thread_perturbed[t] = 0;
         F->run.lock_wait[t] = 0;
     }
-    kpar pc = {.c = *c, .F = F, .plan = x->plan, .dag = &x->plan->factor, .Ax = Ax,
+    kpar pc = {.c = *c, .F = F, .plan = x->plan, .dag = &x->plan->factor,
                .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC};
     atomic_init(&pc.failed_cblk, -1);
     atomic_init(&pc.failed_info, 0);
