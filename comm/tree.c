@@ -153,3 +153,104 @@ canopy_status comm_tree_build(const int *members, int p, int me, canopy_tree sha
     *out = t;
     return CANOPY_SUCCESS;
 }
+
+/*
+ * Restricted collectives over a tree, driven by test calls so that the communication thread can
+ * keep many of them in flight at once (pipelined over supernodes) instead of blocking in one.
+ */
+canopy_status comm_tree_op_start(comm_tree_op *op, const comm_tree *t, const int *members, MPI_Comm comm,
+                                 int tag, comm_tree_opkind kind, double *buf, int count, canopy_err *err)
+{
+    if (op == NULL || t == NULL || members == NULL || (buf == NULL && count > 0) || count < 0)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_tree_op_start: bad argument");
+    if (kind != COMM_TREE_BCAST && kind != COMM_TREE_REDUCE_SUM)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "unknown tree operation %d", (int)kind);
+    *op = (comm_tree_op){.t = *t, .kind = kind, .comm = comm, .tag = tag, .buf = buf, .count = count};
+    int nk = t->nchildren;
+    op->kids = canopy_alloc((size_t)nk + 1, sizeof *op->kids, "tree children", err);
+    op->req = canopy_alloc((size_t)nk + 1, sizeof *op->req, "tree requests", err);
+    size_t nscratch = 0;
+    if (kind == COMM_TREE_REDUCE_SUM && !canopy_mul_ok((size_t)nk, (size_t)count, &nscratch)) {
+        comm_tree_op_free(op);
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "reduction buffer of %d x %d doubles", nk, count);
+    }
+    if (nscratch > 0) op->scratch = canopy_alloc(nscratch, sizeof *op->scratch, "tree reduction buffer", err);
+    if (op->kids == NULL || op->req == NULL || (nscratch > 0 && op->scratch == NULL)) {
+        comm_tree_op_free(op);
+        return err != NULL ? err->status : CANOPY_ERR_NOMEM;
+    }
+    for (int k = 0; k <= nk; k++) op->req[k] = MPI_REQUEST_NULL;
+    for (int k = 0; k < nk; k++) op->kids[k] = comm_tree_child(t, members, k);
+
+    int rc = MPI_SUCCESS;
+    if (kind == COMM_TREE_BCAST) {
+        if (t->parent < 0) {
+            for (int k = 0; k < nk && rc == MPI_SUCCESS; k++)
+                rc = MPI_Isend(buf, count, MPI_DOUBLE, op->kids[k], tag, comm, &op->req[k]);
+            op->stage = 1;
+        } else {
+            rc = MPI_Irecv(buf, count, MPI_DOUBLE, t->parent, tag, comm, &op->req[nk]);
+        }
+    } else {
+        /* receives from every child are posted at once: children finish in any order */
+        for (int k = 0; k < nk && rc == MPI_SUCCESS; k++)
+            rc = MPI_Irecv(op->scratch + (size_t)k * (size_t)count, count, MPI_DOUBLE, op->kids[k], tag, comm,
+                           &op->req[k]);
+    }
+    if (rc != MPI_SUCCESS) return canopy_err_set(err, CANOPY_ERR_MPI, "posting a tree message failed (tag %d)", tag);
+    return CANOPY_SUCCESS;
+}
+
+canopy_status comm_tree_op_test(comm_tree_op *op, bool *done, canopy_err *err)
+{
+    if (op == NULL || done == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_tree_op_test: NULL argument");
+    int nk = op->t.nchildren, flag = 0, rc = MPI_SUCCESS;
+    if (op->stage == 0) {
+        if (op->kind == COMM_TREE_BCAST) {
+            rc = MPI_Test(&op->req[nk], &flag, MPI_STATUS_IGNORE);
+            /* forward only once the parent's data is here */
+            for (int k = 0; flag && k < nk && rc == MPI_SUCCESS; k++)
+                rc = MPI_Isend(op->buf, op->count, MPI_DOUBLE, op->kids[k], op->tag, op->comm, &op->req[k]);
+            if (flag) op->stage = 1;
+        } else {
+            rc = MPI_Testall(nk, op->req, &flag, MPI_STATUSES_IGNORE);
+            if (rc == MPI_SUCCESS && flag) {
+                /* children summed in a fixed order: the result does not depend on arrival order */
+                for (int k = 0; k < nk; k++)
+                    for (int i = 0; i < op->count; i++) op->buf[i] += op->scratch[(size_t)k * (size_t)op->count + i];
+                if (op->t.parent >= 0)
+                    rc = MPI_Isend(op->buf, op->count, MPI_DOUBLE, op->t.parent, op->tag, op->comm, &op->req[nk]);
+                op->stage = 1;
+            }
+        }
+    }
+    if (rc == MPI_SUCCESS && op->stage == 1) {
+        rc = MPI_Testall(nk + 1, op->req, &flag, MPI_STATUSES_IGNORE);
+        if (rc == MPI_SUCCESS && flag) op->stage = 2;
+    }
+    if (rc != MPI_SUCCESS)
+        return canopy_err_set(err, CANOPY_ERR_MPI, "progressing a tree operation failed (tag %d)", op->tag);
+    *done = op->stage == 2;
+    return CANOPY_SUCCESS;
+}
+
+canopy_status comm_tree_op_wait(comm_tree_op *op, canopy_err *err)
+{
+    bool done = false;
+    while (!done) {
+        canopy_status st = comm_tree_op_test(op, &done, err);
+        if (st != CANOPY_SUCCESS) return st;
+    }
+    return CANOPY_SUCCESS;
+}
+
+void comm_tree_op_free(comm_tree_op *op)
+{
+    if (op == NULL) return;
+    canopy_free(op->kids);
+    canopy_free(op->req);
+    canopy_free(op->scratch);
+    op->kids = NULL;
+    op->req = NULL;
+    op->scratch = NULL;
+}

@@ -7,6 +7,7 @@
 #ifndef CANOPY_TREE_H
 #define CANOPY_TREE_H
 
+#include <mpi.h>
 #include "common.h"
 
 /**
@@ -60,5 +61,41 @@ static inline bool comm_tree_is_inner(const comm_tree *t)
 {
     return t->parent >= 0 && t->nchildren > 0;
 }
+
+/** What a tree operation moves: data down from the root, or a sum of doubles up to it. */
+typedef enum comm_tree_opkind { COMM_TREE_BCAST = 0, COMM_TREE_REDUCE_SUM = 1 } comm_tree_opkind;
+
+/** A restricted broadcast or reduction in flight on one member. */
+typedef struct comm_tree_op {
+    comm_tree t;
+    comm_tree_opkind kind;
+    MPI_Comm comm;
+    int tag;
+    double *buf;
+    int count;
+    int stage;           /* 0: receiving, 1: sending, 2: done */
+    int *kids;           /* child ranks (any shape) */
+    MPI_Request *req;    /* one per child, plus one for the parent */
+    double *scratch;     /* reduction: one contribution per child */
+} comm_tree_op;
+
+/**
+ * Start a broadcast of @p buf (count doubles) from the root to every member, or a sum of every
+ * member's @p buf into the root's, along tree @p t (built from @p members, ranks of @p comm).
+ * Messages use @p tag, which must not be shared with another operation in flight on @p comm
+ * between the same ranks. @p buf must stay untouched until the operation completes.
+ * @return CANOPY_SUCCESS, CANOPY_ERR_ARGUMENT, CANOPY_ERR_NOMEM or CANOPY_ERR_MPI.
+ */
+canopy_status comm_tree_op_start(comm_tree_op *op, const comm_tree *t, const int *members, MPI_Comm comm,
+                                 int tag, comm_tree_opkind kind, double *buf, int count, canopy_err *err);
+
+/** Progress @p op without blocking; @p done becomes true once this member's part is finished. */
+canopy_status comm_tree_op_test(comm_tree_op *op, bool *done, canopy_err *err);
+
+/** Progress @p op until this member's part is finished. */
+canopy_status comm_tree_op_wait(comm_tree_op *op, canopy_err *err);
+
+/** Release what start allocated; the operation must be finished (or never started). */
+void comm_tree_op_free(comm_tree_op *op);
 
 #endif
