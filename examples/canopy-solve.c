@@ -226,7 +226,9 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     canopy_solver *s = NULL;
     canopy_status st = canopy_create(comm, &c->opts, &s);
     if (st < 0) {
-        if (rank == 0) fprintf(stderr, "canopy-solve: %s: cannot create solver: %s\n", name, canopy_strerror(st));
+        if (rank == 0)
+            fprintf(stderr, "canopy-solve: %s: cannot create solver: %s (%s)\n", name, canopy_strerror(st),
+                    canopy_last_error(NULL));
         return 1;
     }
     double *b = NULL, *x = NULL;

@@ -272,7 +272,10 @@ CANOPY_EXPORT canopy_status canopy_get_thread_stats(const canopy_solver *solver,
 /** Placement of the factor on NUMA node @p node (0 .. numa_nodes - 1) after a factorization. */
 CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *solver, int node, canopy_node_stats *stats);
 
-/** The detailed message of the last failing call on @p solver ("" if none). */
+/**
+ * The detailed message of the last failing call on @p solver ("" if none). With NULL: the message of
+ * the last failed canopy_create on the calling thread (no handle exists to carry it).
+ */
 CANOPY_EXPORT const char *canopy_last_error(const canopy_solver *solver);
 
 /** Text for a status code. */

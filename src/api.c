@@ -60,9 +60,12 @@ CANOPY_EXPORT const char *canopy_factorization_name(canopy_factorization f)
     return "unknown";
 }
 
+/* The message of the last failed canopy_create on this thread: there is no handle to carry it. */
+static _Thread_local char create_error[512];
+
 CANOPY_EXPORT const char *canopy_last_error(const canopy_solver *s)
 {
-    if (s == NULL) return "no solver (NULL handle)";
+    if (s == NULL) return create_error[0] ? create_error : "no solver (NULL handle)";
     return s->err.msg;
 }
 
@@ -130,6 +133,7 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
     /* From here on every rank reaches the allreduce, even with a bad argument, so that a rank
      * that passed out == NULL cannot leave the others waiting. */
     canopy_err err = {0};
+    create_error[0] = '\0';
     canopy_solver *s = out ? canopy_calloc(1, sizeof *s, "solver", &err) : NULL;
     if (out) *out = NULL;
     int mine = out == NULL ? CANOPY_ERR_ARGUMENT : s == NULL ? CANOPY_ERR_NOMEM : CANOPY_SUCCESS, worst;
@@ -179,6 +183,8 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
     }
     canopy_status st = finish(s);
     if (st < 0) {
+        /* the agreed message (rank 0's when another rank failed: see comm_agree) */
+        snprintf(create_error, sizeof create_error, "%s", s->err.msg);
         if (s->have_rt) runtime_free(&s->rt);
         MPI_Comm_free(&s->comm);
         canopy_free(s);

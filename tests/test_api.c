@@ -59,6 +59,16 @@ START_TEST(create_arguments)
     o.threads = -3;
     ck_assert_int_eq(canopy_create(MPI_COMM_WORLD, &o, &s), CANOPY_ERR_ARGUMENT);
     ck_assert_ptr_null(s);
+    /* no handle: the message of the failed create is kept for canopy_last_error(NULL) */
+    ck_assert_msg(strstr(canopy_last_error(NULL), "threads") != NULL, "%s", canopy_last_error(NULL));
+    canopy_options_default(&o);
+    o.bind = CANOPY_BIND_LIST;
+    snprintf(o.bind_list, sizeof o.bind_list, "0,100000");
+    ck_assert_int_eq(canopy_create(MPI_COMM_WORLD, &o, &s), CANOPY_ERR_ARGUMENT);
+    ck_assert_msg(strstr(canopy_last_error(NULL), "100000") != NULL, "%s", canopy_last_error(NULL));
+    /* a successful create forgets it */
+    ck_assert_int_eq(canopy_create(MPI_COMM_WORLD, NULL, &s), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_destroy(&s), CANOPY_SUCCESS);
     ck_assert_int_eq(canopy_destroy(NULL), CANOPY_ERR_ARGUMENT);
     ck_assert_int_eq(canopy_destroy(&s), CANOPY_ERR_ARGUMENT);
     ck_assert_int_eq(canopy_analyze(NULL), CANOPY_ERR_ARGUMENT);
