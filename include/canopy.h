@@ -150,6 +150,12 @@ typedef struct canopy_options {
     char cost_cache[CANOPY_PATH_MAX]; /**< kernel cost model: "" = calibrate once and cache in
                                            $XDG_CACHE_HOME (or ~/.cache)/canopy/, a path = that cache
                                            file, "none" = calibrate without caching, "fixed" = built-in */
+    int memory_check;             /**< 1 (default): canopy_factorize refuses, before allocating, when the memory
+                                       predicted for some rank exceeds its limit; 0: proceed anyway */
+    double memory_limit;          /**< bytes per rank for memory_check; 0 (default) = the node's available
+                                       memory divided by the ranks sharing the node */
+    char comm_heatmap[CANOPY_PATH_MAX]; /**< after each factorization, rank 0 writes the rank x rank message
+                                           volume there (.svg or .png); empty = none */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -188,6 +194,23 @@ typedef struct canopy_stats {
     int64_t factor_bytes_unlocated; /**< factor bytes whose NUMA node the kernel did not report */
     double time_lock_wait;        /**< seconds (summed over threads) spent waiting for another thread's
                                        update of the same block (the per-block ticket lock) */
+    /* several ranks: the last factorization's communication and memory, per rank (min/max/median/
+     * standard deviation over the ranks) and in total; rank-local figures above are rank 0's */
+    int comm_threads;             /**< communication threads per rank used (0: workers call MPI) */
+    canopy_tree tree;             /**< shape of the restricted collectives */
+    int64_t comm_msgs;            /**< messages sent by all ranks (factorization) */
+    int64_t comm_bytes;           /**< bytes sent by all ranks (factorization) */
+    int64_t comm_msgs_without_fanin; /**< messages one message per remote update would have taken */
+    int64_t comm_bytes_without_fanin; /**< and their bytes */
+    double comm_bytes_rank_min, comm_bytes_rank_max, comm_bytes_rank_median, comm_bytes_rank_stddev;
+    double comm_msgs_rank_min, comm_msgs_rank_max, comm_msgs_rank_median, comm_msgs_rank_stddev;
+    int64_t solve_comm_msgs;      /**< messages of the last solve (all ranks) */
+    int64_t solve_comm_bytes;
+    double solve_bytes_rank_min, solve_bytes_rank_max, solve_bytes_rank_median, solve_bytes_rank_stddev;
+    double factor_bytes_rank_min, factor_bytes_rank_max; /**< factor bytes held per rank */
+    double peak_memory_rank_min, peak_memory_rank_max;   /**< peak memory per rank */
+    double memory_predicted_rank_max; /**< largest predicted factorization memory of a rank (analysis) */
+    double memory_limit_rank;     /**< the limit memory_check compares with (bytes per rank) */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */
@@ -214,7 +237,8 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *opts);
 /**
  * Set one option by name ("threads", "bind", "numa", "scheduler", "comm-threads", "tree",
  * "factorization", "ordering", "scaling", "pivot-threshold", "amalgamation", "refine",
- * "refine-tolerance", "verbose", "trace", "split", "cost-cache"); '_' and '-' are interchangeable.
+ * "refine-tolerance", "verbose", "trace", "split", "cost-cache", "memory-check",
+ * "memory-limit", "comm-heatmap"); '_' and '-' are interchangeable.
  * @return CANOPY_ERR_ARGUMENT with a message in @p msg (if not NULL) for an unknown name or bad value.
  */
 CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *opts, const char *name,
@@ -235,6 +259,53 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
  * checked (square, indices in range, no duplicates, finite values) and copied.
  */
 CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *solver, const canopy_csc *A);
+
+/**
+ * A matrix given in pieces: every rank passes the columns it holds, in global numbering. Any
+ * distribution is accepted: a column may be split over several ranks and an entry given by
+ * several ranks is the sum of what they give (finite element assembly). kind, triangle, arith,
+ * base and n must be the same on every rank.
+ */
+typedef struct canopy_dist_csc {
+    canopy_int n;                 /**< global order */
+    canopy_int ncols;             /**< columns held by this rank (0 allowed) */
+    canopy_int *cols;             /**< [ncols] global index of each local column (with base) */
+    canopy_int *colptr;           /**< ncols + 1 starts */
+    canopy_int *rowind;           /**< global row index of each entry (with base) */
+    void *values;
+    int base;
+    canopy_arith arith;
+    canopy_matrix_kind kind;
+    canopy_triangle triangle;
+} canopy_dist_csc;
+
+/**
+ * Give the matrix distributed over the ranks (see canopy_dist_csc). Collective; the pieces are
+ * checked (indices in range, finite values) on every rank and the error is agreed.
+ */
+CANOPY_EXPORT canopy_status canopy_set_matrix_distributed(canopy_solver *solver, const canopy_dist_csc *A);
+
+/** New values for the distributed pattern of canopy_set_matrix_distributed (same layout), every rank. */
+CANOPY_EXPORT canopy_status canopy_update_values_distributed(canopy_solver *solver, const void *values);
+
+/**
+ * Distributed right-hand sides and solution: each rank holds @p nloc rows (global indices
+ * @p rows, 0-based, each row on exactly one rank) of B in @p b (nloc x nrhs, leading dimension
+ * @p ldb >= nloc), overwritten by the same rows of X. Collective.
+ */
+CANOPY_EXPORT canopy_status canopy_solve_distributed(canopy_solver *solver, canopy_int nrhs, canopy_int nloc,
+                                                     const canopy_int *rows, void *b, canopy_int ldb);
+
+/** Iterative refinement of a distributed X against a distributed B (same row layout on both). */
+CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *solver, canopy_int nrhs, canopy_int nloc,
+                                                      const canopy_int *rows, const void *b, canopy_int ldb,
+                                                      void *x, canopy_int ldx);
+
+/**
+ * The last factorization's point-to-point volume, on rank 0: bytes[i * ranks + j] and
+ * msgs[i * ranks + j] sent from rank i to rank j (either may be NULL). Collective.
+ */
+CANOPY_EXPORT canopy_status canopy_get_comm_matrix(canopy_solver *solver, int64_t *bytes, int64_t *msgs);
 
 /** With CANOPY_ORDER_USER: perm[k] = original index of the k-th unknown (0-based), on rank 0. */
 CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *solver, const canopy_int *perm);

@@ -562,3 +562,10 @@ CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *s, int no
     if (s == NULL || ns == NULL || !s->have_rt) return CANOPY_ERR_ARGUMENT;
     return runtime_node_stats(&s->rt, node, ns);
 }
+
+CANOPY_EXPORT canopy_status canopy_get_comm_matrix(canopy_solver *s, int64_t *bytes, int64_t *msgs)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    (void)bytes, (void)msgs;
+    return CANOPY_ERR_UNSUPPORTED;
+}

@@ -15,7 +15,7 @@
 const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
-    "refine-tolerance", "verbose", "trace", "cost-cache", NULL};
+    "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -37,6 +37,8 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *o)
     o->refine_max_iter = 100;
     o->refine_tolerance = 1e-14;
     o->verbose = 0;
+    o->memory_check = 1;
+    o->memory_limit = 0;
 }
 
 static int set_msg(char *msg, size_t len, const char *fmt, const char *a, const char *b) CANOPY_PRINTF(3, 0);
@@ -178,6 +180,15 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "cost-cache")) {
         if (strlen(value) >= sizeof o->cost_cache) BAD("a path shorter than 1024 characters, 'fixed' or 'none'");
         snprintf(o->cost_cache, sizeof o->cost_cache, "%s", value);
+    } else if (!strcmp(key, "memory-check")) {
+        if ((k = pick(value, "off|on|0|1")) < 0) BAD("on or off");
+        o->memory_check = k == 1 || k == 3;
+    } else if (!strcmp(key, "memory-limit")) {
+        if (!parse_double(value, 0.0, 1e18, &dv)) BAD("bytes per rank (0 = available memory / ranks on the node)");
+        o->memory_limit = dv;
+    } else if (!strcmp(key, "comm-heatmap")) {
+        if (strlen(value) >= sizeof o->comm_heatmap) BAD("a path shorter than 1024 characters");
+        snprintf(o->comm_heatmap, sizeof o->comm_heatmap, "%s", value);
     } else if (!strcmp(key, "trace")) {
         if (strlen(value) >= sizeof o->trace_file) BAD("a path shorter than 1024 characters");
         snprintf(o->trace_file, sizeof o->trace_file, "%s", value);
@@ -238,6 +249,12 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: refinement steps must be >= 0 and tolerance in [0, 1]");
     if (o->verbose < 0 || o->verbose > 3)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: verbose = %d is not in 0..3", o->verbose);
+    if (o->memory_check != 0 && o->memory_check != 1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_check = %d (expected 0 or 1)", o->memory_check);
+    if (!(o->memory_limit >= 0 && o->memory_limit <= 1e18))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_limit = %g bytes is not in [0, 1e18]", o->memory_limit);
+    if (memchr(o->comm_heatmap, '\0', sizeof o->comm_heatmap) == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: comm_heatmap is not NUL-terminated");
     if (memchr(o->trace_file, '\0', sizeof o->trace_file) == NULL)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: trace_file is not NUL-terminated");
     return CANOPY_SUCCESS;
