@@ -117,6 +117,7 @@ static void free_analysis(canopy_solver *s)
 static void free_matrix(canopy_solver *s)
 {
     free_analysis(s);
+    api_dist_free(s);
     matrix_free(&s->A);
     matrix_free(&s->layout);
     canopy_free(s->user_perm);

@@ -4,6 +4,11 @@
  */
 #include "solver.h"
 
+void api_dist_free(canopy_solver *s)
+{
+    (void)s;
+}
+
 CANOPY_EXPORT canopy_status canopy_set_matrix_distributed(canopy_solver *s, const canopy_dist_csc *A)
 {
     (void)A;

@@ -39,6 +39,10 @@ struct canopy_solver {
     canopy_stats stats;
     canopy_err err;             /* last failure, agreed across ranks */
     size_t mem_base;            /* canopy_mem_current() when the solver was created */
+    struct api_dist *dist;      /* distributed input layout (src/api_dist.c), NULL if centralized */
 };
+
+/** Release what src/api_dist.c keeps for a distributed matrix (NULL-safe). */
+void api_dist_free(canopy_solver *s);
 
 #endif
