@@ -88,6 +88,10 @@ typedef struct sched_run {
     bool dynamic;
     sched_task_fn fn;
     void *ctx;
+    void (*idle)(void *arg, int thread);  /* instead of sleeping (workers that poll MPI), or NULL */
+    void *idle_arg;
+    sched_pool *pool;
+    sched_run_stats *stats;
     sched_event *events;
     double t0;
     atomic_int *remaining;   /* [ntasks] predecessors not finished yet */
@@ -187,6 +191,12 @@ static int sched_wait_until(sched_worker *w, const atomic_int *c, int value)
     for (;;) {
         if (atomic_load_explicit(c, memory_order_acquire) == value) return 0;
         if (run && atomic_load_explicit(&run->abort, memory_order_acquire)) return 1;
+        if (run && run->idle) {
+            /* someone must drive progress: never sleep */
+            run->idle(run->idle_arg, w->id);
+            sched_relax(spin < SCHED_SPIN ? spin++ : spin);
+            continue;
+        }
         if (spin < SCHED_SPIN) {
             sched_relax(spin++);
             continue;
@@ -361,7 +371,10 @@ static void sched_worker_dynamic(sched_worker *w, sched_run *run)
             continue;
         }
         if (sched_dynamic_over(run)) return;
-        if (armed) {
+        if (run->idle) {
+            run->idle(run->idle_arg, w->id);
+            sched_relax(spin < SCHED_SPIN ? spin++ : spin);
+        } else if (armed) {
             sched_evc_wait(evc, key);
             armed = false;
         } else if (spin < SCHED_SPIN) {
@@ -854,14 +867,15 @@ static canopy_status sched_setup_dynamic(const sched_pool *pool, const sched_dag
     }
     for (int t = 0; t < nt; t++) sched_build_order(pool, d, &tr, t, run->order + run->order_ptr[t]);
     for (int i = 0; i < n; i++)
-        if (d->npred[i] == 0) sched_push(run, i);
+        if (atomic_load_explicit(&run->remaining[i], memory_order_relaxed) == 0) sched_push(run, i);
     st = CANOPY_SUCCESS;
 out:
     sched_tree_free(&tr);
     return st;
 }
 
-static canopy_status sched_setup(const sched_pool *pool, const sched_dag *d, sched_run *run, canopy_err *err)
+static canopy_status sched_setup(const sched_pool *pool, const sched_dag *d, const int *ext, sched_run *run,
+                                 canopy_err *err)
 {
     int n = d->ntasks;
     canopy_status st;
@@ -877,7 +891,13 @@ static canopy_status sched_setup(const sched_pool *pool, const sched_dag *d, sch
     if (run->dynamic) st = sched_check_acyclic(d, cnt, stack, err);
     else st = sched_check_lists(d, run->runner, cnt, stack, err);
     if (st != CANOPY_SUCCESS) goto out;
-    for (int i = 0; i < n; i++) atomic_init(&run->remaining[i], d->npred[i]);
+    for (int i = 0; i < n; i++) {
+        if (ext && ext[i] < 0) {
+            st = canopy_err_set(err, CANOPY_ERR_ARGUMENT, "task graph: task %d has %d external dependencies", i, ext[i]);
+            goto out;
+        }
+        atomic_init(&run->remaining[i], d->npred[i] + (ext ? ext[i] : 0));
+    }
     atomic_init(&run->abort, 0);
     atomic_init(&run->result, 0);
     atomic_init(&run->ndone, 0);
@@ -935,13 +955,14 @@ static void sched_stats_clear(sched_run_stats *stats, int nthreads)
     }
 }
 
-canopy_status sched_execute(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler, sched_task_fn fn,
-                            void *ctx, sched_run_stats *stats, int *task_result, canopy_err *err)
+canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler, sched_task_fn fn,
+                            void *ctx, const sched_run_opts *ro, sched_run_stats *stats, sched_run **out,
+                            canopy_err *err)
 {
-    if (task_result) *task_result = 0;
-    if (pool == NULL || dag == NULL || fn == NULL)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_execute: %s is NULL",
-                              pool == NULL ? "pool" : dag == NULL ? "task graph" : "task function");
+    if (out) *out = NULL;
+    if (pool == NULL || dag == NULL || fn == NULL || out == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_prepare: %s is NULL",
+                              pool == NULL ? "pool" : dag == NULL ? "task graph" : fn == NULL ? "task function" : "out");
     if (sched_self && sched_self->pool == pool)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_execute: called from a task of the same pool");
     if (scheduler != CANOPY_SCHED_STATIC && scheduler != CANOPY_SCHED_DYNAMIC)
@@ -951,49 +972,84 @@ canopy_status sched_execute(sched_pool *pool, const sched_dag *dag, canopy_sched
                               dag->nthreads, pool->nthreads);
     if (dag->ntasks < 0) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_execute: %d tasks", dag->ntasks);
     sched_stats_clear(stats, pool->nthreads);
-    if (dag->ntasks == 0) return CANOPY_SUCCESS;
     bool dynamic = scheduler == CANOPY_SCHED_DYNAMIC;
-    if (!dag->npred || !dag->succ_ptr || (!dag->succ && dag->succ_ptr[dag->ntasks] > 0) ||
-        (!dynamic && (!dag->list_ptr || !dag->list)) ||
-        (dynamic && (!dag->owner || !dag->snode || !dag->prio)))
+    if (dag->ntasks > 0 &&
+        (!dag->npred || !dag->succ_ptr || (!dag->succ && dag->succ_ptr[dag->ntasks] > 0) ||
+         (!dynamic && (!dag->list_ptr || !dag->list)) || (dynamic && (!dag->owner || !dag->snode || !dag->prio))))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT,
                               "sched_execute: the task graph lacks arrays the %s scheduler needs",
                               dynamic ? "dynamic" : "static");
-
-    sched_run run = {0};
-    run.dag = dag;
-    run.dynamic = dynamic;
-    run.fn = fn;
-    run.ctx = ctx;
-    run.events = stats ? stats->events : NULL;
-    canopy_status st = sched_setup(pool, dag, &run, err);
-    if (st != CANOPY_SUCCESS) {
-        sched_run_free(&run);
-        return st;
-    }
-    if (run.events)
-        for (int i = 0; i < dag->ntasks; i++) run.events[i] = (sched_event){i, -1, -1, 0.0, 0.0};
-
-    pthread_mutex_lock(&pool->call_mu);
-    for (int t = 0; t < pool->nthreads; t++) {
-        sched_worker *w = &pool->workers[t];
-        w->tasks = w->steals = 0;
-        w->busy = w->last_end = 0;
-    }
-    run.t0 = canopy_wtime();
-    sched_dispatch(pool, SCHED_JOB_RUN, &run, NULL, NULL);
-    pthread_mutex_unlock(&pool->call_mu);
-
-    if (stats) {
-        for (int t = 0; t < pool->nthreads; t++) {
-            const sched_worker *w = &pool->workers[t];
-            if (stats->busy) stats->busy[t] = w->busy;
-            if (stats->steals) stats->steals[t] = w->steals;
-            if (stats->tasks_run) stats->tasks_run[t] = w->tasks;
-            stats->wall = CANOPY_MAX(stats->wall, w->last_end);
+    sched_run *run = canopy_calloc(1, sizeof *run, "task run", err);
+    if (run == NULL) return sched_nomem(err);
+    run->dag = dag;
+    run->dynamic = dynamic;
+    run->fn = fn;
+    run->ctx = ctx;
+    run->pool = pool;
+    run->stats = stats;
+    run->idle = ro ? ro->idle : NULL;
+    run->idle_arg = ro ? ro->idle_arg : NULL;
+    run->events = stats ? stats->events : NULL;
+    if (dag->ntasks > 0) {
+        canopy_status st = sched_setup(pool, dag, ro ? ro->ext : NULL, run, err);
+        if (st != CANOPY_SUCCESS) {
+            sched_run_free(run);
+            canopy_free(run);
+            return st;
         }
     }
-    if (task_result) *task_result = atomic_load_explicit(&run.result, memory_order_relaxed);
-    sched_run_free(&run);
+    if (run->events)
+        for (int i = 0; i < dag->ntasks; i++) run->events[i] = (sched_event){i, -1, -1, 0.0, 0.0};
+    *out = run;
     return CANOPY_SUCCESS;
+}
+
+void sched_release(sched_run *run, int task)
+{
+    if (run == NULL || task < 0 || task >= run->dag->ntasks) return;
+    if (atomic_fetch_sub_explicit(&run->remaining[task], 1, memory_order_acq_rel) != 1) return;
+    if (run->dynamic) sched_push(run, task);
+    sched_evc_notify(&run->pool->evc);
+}
+
+canopy_status sched_go(sched_run *run, int *task_result)
+{
+    if (task_result) *task_result = 0;
+    if (run == NULL) return CANOPY_ERR_ARGUMENT;
+    sched_pool *pool = run->pool;
+    sched_run_stats *stats = run->stats;
+    if (run->dag->ntasks > 0) {
+        pthread_mutex_lock(&pool->call_mu);
+        for (int t = 0; t < pool->nthreads; t++) {
+            sched_worker *w = &pool->workers[t];
+            w->tasks = w->steals = 0;
+            w->busy = w->last_end = 0;
+        }
+        run->t0 = canopy_wtime();
+        sched_dispatch(pool, SCHED_JOB_RUN, run, NULL, NULL);
+        pthread_mutex_unlock(&pool->call_mu);
+        if (stats) {
+            for (int t = 0; t < pool->nthreads; t++) {
+                const sched_worker *w = &pool->workers[t];
+                if (stats->busy) stats->busy[t] = w->busy;
+                if (stats->steals) stats->steals[t] = w->steals;
+                if (stats->tasks_run) stats->tasks_run[t] = w->tasks;
+                stats->wall = CANOPY_MAX(stats->wall, w->last_end);
+            }
+        }
+        if (task_result) *task_result = atomic_load_explicit(&run->result, memory_order_relaxed);
+    }
+    sched_run_free(run);
+    canopy_free(run);
+    return CANOPY_SUCCESS;
+}
+
+canopy_status sched_execute(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler, sched_task_fn fn,
+                            void *ctx, sched_run_stats *stats, int *task_result, canopy_err *err)
+{
+    if (task_result) *task_result = 0;
+    sched_run *run = NULL;
+    canopy_status st = sched_prepare(pool, dag, scheduler, fn, ctx, NULL, stats, &run, err);
+    if (st != CANOPY_SUCCESS) return st;
+    return sched_go(run, task_result);
 }

@@ -82,6 +82,31 @@ canopy_status sched_execute(sched_pool *pool, const sched_dag *dag, canopy_sched
                             sched_task_fn fn, void *ctx, sched_run_stats *stats, int *task_result,
                             canopy_err *err);
 
+/** What a run may add to sched_execute's: dependencies outside the graph, a polling hook. */
+typedef struct sched_run_opts {
+    const int *ext;      /**< [ntasks] or NULL: external dependencies of each task; a task starts only
+                              after its predecessors AND ext[task] calls of sched_release(run, task) */
+    void (*idle)(void *arg, int thread); /**< if not NULL, workers with nothing to do call it over and
+                                              over (yielding the core in between) instead of sleeping:
+                                              for workers that must drive MPI progress themselves */
+    void *idle_arg;
+} sched_run_opts;
+
+typedef struct sched_run sched_run;
+
+/**
+ * sched_execute in two steps, so that another thread (the communication thread) can release
+ * external dependencies from before the workers start until the run ends: sched_prepare checks
+ * and sets up (nothing runs), sched_go runs, waits, fills @p stats and frees the run. Every
+ * prepared run must be handed to sched_go exactly once.
+ */
+canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler, sched_task_fn fn,
+                            void *ctx, const sched_run_opts *ro, sched_run_stats *stats, sched_run **run,
+                            canopy_err *err);
+/** One external dependency of @p task is satisfied; thread-safe, from any thread. */
+void sched_release(sched_run *run, int task);
+canopy_status sched_go(sched_run *run, int *task_result);
+
 /** Worker running the current task. */
 int sched_worker_id(const sched_worker *w);
 
