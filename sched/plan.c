@@ -90,6 +90,9 @@ typedef struct plan_build {
     struct plan_pair *pairs; /* [n + 1] mapping scratch */
     double *tload;    /* [T] mapping scratch */
     int *theap;       /* [T] mapping scratch */
+    int R;            /* ranks; T = R x threads per rank */
+    int *rank;        /* [n] the rank of each cblk (R > 1) */
+    unsigned char *shared; /* [n] the cblk had several candidate ranks */
 } plan_build;
 
 /* Panel row of global row @p row inside cblk j, or -1 (binary search over j's bloks). */
@@ -346,6 +349,57 @@ static void plan_split(plan_build *B, cint node)
     }
 }
 
+/*
+ * Two-level mapping (plan.h): ranks first, in rank units in t0/t1, then threads. A shared cblk goes
+ * to its least loaded candidate rank (load: the rank-local subtrees' costs, then the shared cblks
+ * given so far, bottom up); each rank's part is split over its threads top-down.
+ */
+static canopy_status plan_map_ranks(plan_build *B, sched_plan *P, canopy_err *err)
+{
+    const symbolic *S = B->S;
+    cint n = B->n;
+    int R = B->R, TR = B->T / R;
+    double *load = canopy_calloc((size_t)R, sizeof(double), "plan scratch", err);
+    if (load == NULL) return plan_nomem(err);
+    /* rank units: plan_split on R "threads" */
+    int T = B->T;
+    B->T = R;
+    B->t0[n] = 0;
+    B->t1[n] = R;
+    plan_split(B, n);
+    for (cint k = n - 1; k >= 0; k--) plan_split(B, k);
+    B->T = T;
+    for (cint k = 0; k < n; k++) {
+        B->shared[k] = B->t1[k] - B->t0[k] > 1;
+        if (!B->shared[k]) {
+            B->rank[k] = B->t0[k];
+            load[B->t0[k]] += P->cblk_cost[k];
+        }
+    }
+    for (cint k = 0; k < n; k++) {
+        if (!B->shared[k]) continue;
+        int best = B->t0[k];
+        for (int r = B->t0[k] + 1; r < B->t1[k]; r++)
+            if (load[r] < load[best]) best = r;
+        B->rank[k] = best;
+        load[best] += P->cblk_cost[k];
+    }
+    canopy_free(load);
+    /* thread units, top-down: a shared cblk or the top of a rank's subtree gets all the threads of
+     * its rank; below that, the one-rank mapping */
+    B->t0[n] = 0;
+    B->t1[n] = T;
+    for (cint k = n - 1; k >= 0; k--) {
+        cint par = S->cblk_parent[k];
+        if (B->shared[k] || par < 0 || B->shared[par]) {
+            B->t0[k] = B->rank[k] * TR;
+            B->t1[k] = B->rank[k] * TR + TR;
+        }
+        if (!B->shared[k]) plan_split(B, k);
+    }
+    return CANOPY_SUCCESS;
+}
+
 /* ---- Snodes ----------------------------------------------------------------------------------- */
 
 /* Distinct ranges by (t0 ascending, t1 descending): a preorder of the containment tree, root
@@ -473,7 +527,7 @@ static void plan_subtrees(plan_build *B, double limit)
     for (cint k = B->n - 1; k >= 0; k--) {
         cint par = S->cblk_parent[k];
         if (par >= 0 && B->sroot[par] >= 0) B->sroot[k] = B->sroot[par];
-        else if (B->t1[k] - B->t0[k] == 1 && B->sub[k] <= limit && k - B->first[k] + 1 == B->size[k])
+        else if (B->t1[k] - B->t0[k] == 1 && !B->shared[k] && B->sub[k] <= limit && k - B->first[k] + 1 == B->size[k])
             B->sroot[k] = k;
         else B->sroot[k] = -1;
     }
@@ -663,13 +717,21 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
         cm = &fixed;
     }
     cint n = S->ncblk;
-    int T = o->nthreads;
-    plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .T = T, .n = n};
+    int R = o->nranks > 1 ? o->nranks : 1, TR = o->nthreads;
+    if ((int64_t)R * TR > 1 << 20)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d ranks x %d threads", R, TR);
+    int T = R * TR;
+    plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .T = T, .n = n, .R = R};
     plan_tasks X = {0};
     cint *stamp = NULL;
     size_t n1 = (size_t)n + 1;
     P->nthreads = T;
+    P->nranks = R;
+    P->threads_per_rank = TR;
     P->ncblk = n;
+    P->cblk_rank = canopy_alloc(n1, sizeof(int), "plan", err);
+    B.rank = canopy_alloc(n1, sizeof(int), "plan scratch", err);
+    B.shared = canopy_calloc(n1, 1, "plan scratch", err);
     P->factor.nthreads = T;
     P->cblk_t0 = canopy_alloc(n1, sizeof(int), "plan", err);
     P->cblk_t1 = canopy_alloc(n1, sizeof(int), "plan", err);
@@ -693,8 +755,9 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     B.tload = canopy_alloc((size_t)T, sizeof(double), "plan scratch", err);
     B.theap = canopy_alloc((size_t)T, sizeof(int), "plan scratch", err);
     stamp = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
-    int *scount = NULL;
-    if (!P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
+    int *scount = NULL, *group = NULL;
+    double *delay = NULL;
+    if (!P->cblk_rank || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
         !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
         !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !stamp) {
         st = plan_nomem(err);
@@ -702,10 +765,15 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     }
 
     plan_costs_and_tree(&B, P);
-    B.t0[n] = 0;
-    B.t1[n] = T;
-    plan_split(&B, n);
-    for (cint k = n - 1; k >= 0; k--) plan_split(&B, k);
+    if (R == 1) {
+        B.t0[n] = 0;
+        B.t1[n] = T;
+        plan_split(&B, n);
+        for (cint k = n - 1; k >= 0; k--) plan_split(&B, k);
+    } else if ((st = plan_map_ranks(&B, P, err)) != CANOPY_SUCCESS) {
+        goto out;
+    }
+    for (cint k = 0; k < n; k++) P->cblk_rank[k] = B.t0[k] / TR;
     for (cint k = 0; k < n; k++) {
         P->cblk_t0[k] = B.t0[k];
         P->cblk_t1[k] = B.t1[k];
@@ -731,7 +799,25 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
     if ((st = plan_edges(&B, P, stamp, err)) != CANOPY_SUCCESS) goto out;
     if ((st = sched_bottom_level(&P->factor, err)) != CANOPY_SUCCESS) goto out;
-    if ((st = sched_simulate(&P->factor, X.pref, X.serial, n, P->task_seq, P->task_start,
+    if (R > 1) {
+        int ntk = P->factor.ntasks;
+        group = canopy_alloc((size_t)ntk + 1, sizeof(int), "plan scratch", err);
+        delay = canopy_calloc((size_t)ntk + 1, sizeof(double), "plan scratch", err);
+        if (!group || !delay) {
+            st = plan_nomem(err);
+            goto out;
+        }
+        double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
+        for (int i = 0; i < ntk; i++) {
+            group[i] = X.cand_t0[i] / TR;
+            if (P->factor.kind[i] == SCHED_TASK_PANEL) {
+                cint j = P->factor.cblk[i];
+                double bytes = sb * (double)S->cblk_stride[j] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+                delay[i] = o->comm_latency + bytes * o->comm_byte_time;
+            }
+        }
+    }
+    if ((st = sched_simulate(&P->factor, X.pref, X.serial, n, group, delay, P->task_seq, P->task_start,
                              P->task_end, err)) != CANOPY_SUCCESS)
         goto out;
     st = plan_contributions(&B, P, err);
@@ -749,6 +835,10 @@ out:
     canopy_free(B.pairs);
     canopy_free(B.tload);
     canopy_free(B.theap);
+    canopy_free(B.rank);
+    canopy_free(B.shared);
+    canopy_free(group);
+    canopy_free(delay);
     canopy_free(X.cand_t0);
     canopy_free(X.cand_t1);
     canopy_free(X.pref);
@@ -762,6 +852,7 @@ out:
 void sched_plan_free(sched_plan *P)
 {
     if (P == NULL) return;
+    canopy_free(P->cblk_rank);
     canopy_free(P->cblk_t0);
     canopy_free(P->cblk_t1);
     canopy_free(P->cblk_snode);

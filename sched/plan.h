@@ -34,10 +34,17 @@ typedef struct sched_plan_opts {
     canopy_factorization kind;    /**< LLT, LDLT or LU: panel and update costs */
     int complex_arith;            /**< costs x4 */
     double granularity;           /**< subtree tasks cost <= total / (nthreads * granularity); <= 0: 8 */
+    int nranks;                   /**< MPI ranks (0 or 1: one); the plan is then over nranks x nthreads
+                                       threads, thread t on rank t / nthreads (two-level mapping) */
+    double comm_latency;          /**< seconds per message between ranks (simulation) */
+    double comm_byte_time;        /**< seconds per byte between ranks (simulation) */
 } sched_plan_opts;
 
 typedef struct sched_plan {
-    int nthreads;
+    int nthreads;             /**< all threads: nranks x threads_per_rank */
+    int nranks;
+    int threads_per_rank;
+    int *cblk_rank;           /**< [ncblk] the rank that holds, factors and updates from the cblk */
     cint ncblk;
     int *cblk_t0, *cblk_t1;   /**< [ncblk] candidate threads [t0, t1) from proportional mapping */
     int *cblk_snode;          /**< [ncblk] Snode of the cblk (factor.snode of its tasks) */
@@ -84,6 +91,18 @@ typedef struct sched_plan {
  */
 canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
                                sched_plan *P, canopy_err *err);
+
+/*
+ * Two-level mapping (nranks > 1, papers/numa-scheduler-pastix.txt section 4): proportional mapping
+ * of the tree onto the ranks first; a cblk with one candidate rank belongs to it, a cblk shared by
+ * several ranks (high in the tree) goes to the candidate holding the least work so far (bottom
+ * up). Every task of a cblk (its panel and the updates it sends) runs on that rank: the
+ * factorization is fan-in, and a cblk's updates into a cblk of another rank are summed into one
+ * buffer per (target, rank), sent once complete. Then each rank's part is mapped onto its own
+ * threads as in the one-rank case (the top of each rank's part gets all its threads). The
+ * simulation covers all ranks' threads, and an edge between ranks costs latency + bytes x
+ * byte_time (the target's fan-in buffer).
+ */
 
 /**
  * The solve graph over the same units: for each SUBTREE task and each cblk outside them, a

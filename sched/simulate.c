@@ -181,8 +181,8 @@ static void sim_idle(sim_state *S, int leaf, int delta)
     }
 }
 
-canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, int *seq,
-                             double *start, double *end, canopy_err *err)
+canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, const int *group,
+                             const double *delay, int *seq, double *start, double *end, canopy_err *err)
 {
     int n = d->ntasks, T = d->nthreads, ns = d->nsnodes;
     canopy_status st = CANOPY_SUCCESS;
@@ -205,10 +205,16 @@ canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, 
     S.spos = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
     int *leaf = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
     int *fill = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
+    /* messages between groups (ranks): one arrival event per crossing edge */
+    size_t ne = (size_t)(n > 0 ? d->succ_ptr[n] : 0) + 1;
+    double *mt = group ? canopy_alloc(ne, sizeof(double), "simulation", err) : NULL;
+    int *mh = group ? canopy_alloc(ne, sizeof(int), "simulation", err) : NULL;
+    int nmh = 0;
     if (d->list_ptr == NULL) d->list_ptr = canopy_alloc((size_t)T + 1, sizeof(int), "static lists", err);
     if (d->list == NULL) d->list = canopy_alloc(n1, sizeof(int), "static lists", err);
     if (!cnt || !order || !ev || !tend || !S.hoff || !S.hn || !S.hpool || !S.poff || !S.pn || !S.ppool || !S.busy ||
-        !idle || !S.nidle || !S.sh || !S.spos || !leaf || !fill || !d->list_ptr || !d->list) {
+        !idle || !S.nidle || !S.sh || !S.spos || !leaf || !fill || !d->list_ptr || !d->list ||
+        (group && (!mt || !mh || !delay))) {
         st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         goto out;
     }
@@ -273,8 +279,12 @@ canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, 
             order[nseq++] = bi;
             sim_push(ev, &nev, bi, tend, 1);
         }
-        if (nev == 0) break;
-        now = tend[ev[0]];
+        if (nev == 0 && nmh == 0) break;
+        now = nev == 0 ? mt[mh[0]] : nmh == 0 ? tend[ev[0]] : fmin(tend[ev[0]], mt[mh[0]]);
+        while (nmh > 0 && mt[mh[0]] == now) {
+            int q = sim_pop(mh, &nmh, mt, 1);
+            if (--cnt[d->succ[q]] == 0) sim_release(&S, d->succ[q]);
+        }
         while (nev > 0 && tend[ev[0]] == now) {
             int i = sim_pop(ev, &nev, tend, 1);
             idle[d->owner[i]] = 1;
@@ -285,8 +295,15 @@ canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, 
                 /* one parked update at a time: releasing all would park all but one again */
                 if (S.pn[key] > 0) sim_release(&S, sim_pop(S.ppool + S.poff[key], &S.pn[key], d->prio, 0));
             }
-            for (int q = d->succ_ptr[i]; q < d->succ_ptr[i + 1]; q++)
-                if (--cnt[d->succ[q]] == 0) sim_release(&S, d->succ[q]);
+            for (int q = d->succ_ptr[i]; q < d->succ_ptr[i + 1]; q++) {
+                int sq = d->succ[q];
+                if (group && group[sq] != group[i] && delay[sq] > 0) {
+                    mt[q] = now + delay[sq];
+                    sim_push(mh, &nmh, q, mt, 1);
+                } else if (--cnt[sq] == 0) {
+                    sim_release(&S, sq);
+                }
+            }
         }
     }
     if (nseq != n) {
@@ -318,5 +335,7 @@ out:
     canopy_free(S.spos);
     canopy_free(leaf);
     canopy_free(fill);
+    canopy_free(mt);
+    canopy_free(mh);
     return st;
 }

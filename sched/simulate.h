@@ -26,9 +26,11 @@ canopy_status sched_bottom_level(sched_dag *d, canopy_err *err);
  * Fills d->owner, d->predicted_time (makespan) and d->list_ptr / d->list (allocated here if
  * NULL): each thread's tasks in assignment order, which is one topological order of the whole
  * graph and nondecreasing in start time. Fills seq (assignment order), start and end (seconds)
- * when not NULL.
+ * when not NULL. @p group (may be NULL): [ntasks] the rank of each task; an edge between tasks of
+ * different groups delivers its dependency @p delay[successor] seconds after the predecessor ends
+ * (the message of a fan-in buffer).
  */
-canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, int *seq,
-                             double *start, double *end, canopy_err *err);
+canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, const int *group,
+                             const double *delay, int *seq, double *start, double *end, canopy_err *err);
 
 #endif

@@ -1,0 +1,353 @@
+/*
+ * The communication thread(s) of a factorization (see exchange.h).
+ *
+ * Hand-off: a worker pushes the slot of a complete buffer onto a Treiber stack (next[] + head,
+ * one CAS); the progress step takes the whole stack with one exchange, so there is a single
+ * consumer and no ABA. Requests live in one array, receives first, then sends in slot order;
+ * MPI_Testsome reports completions, which are counted per peer and, for receives, passed to the
+ * callback. The step that sees the last completion ends the exchange.
+ */
+#include "config.h"
+#include "exchange.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define XCH_BACKOFF_MIN_NS 1000L
+#define XCH_BACKOFF_MAX_NS 64000L
+
+struct comm_exchange {
+    int mode, nranks;
+    int nrecv, nsend;
+    comm_msg *msgs;                 /* [nrecv + nsend] */
+    MPI_Request *req;               /* [nrecv + nsend] */
+    int *idx;                       /* Testsome output */
+    void (*on_recv)(void *, int64_t);
+    void *arg;
+    atomic_int head;                /* stack of sends handed over, -1 = empty */
+    atomic_int *next;               /* [nsend] */
+    atomic_int recv_done, send_done, sends_posted;
+    atomic_int failed;              /* an MPI call failed */
+    atomic_int finishing;           /* the workers are done: no more hand-overs */
+    pthread_mutex_t poll_mu;        /* comm-threads=0: one progress step at a time */
+    pthread_mutex_t sleep_mu;
+    pthread_cond_t sleep_cv;
+    atomic_int sleeping;
+    pthread_t thr[2];
+    int nthr;
+    atomic_llong *counts;           /* [4 * nranks]: msgs sent, bytes sent, msgs received, bytes received */
+    double idle[2];
+    int stress;
+    int sync_ready;                 /* the mutexes and condition exist */
+};
+
+int comm_exchange_thread_level(int comm_threads)
+{
+    return comm_threads == 2 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+}
+
+int comm_stress_enabled(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        const char *e = getenv("CANOPY_STRESS");
+        cached = e && *e && strcmp(e, "0") != 0;
+    }
+    return cached;
+}
+
+void comm_stress_delay(unsigned *seed, int max_us)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    long us = (long)((*seed >> 8) % (unsigned)(max_us + 1));
+    struct timespec ts = {0, us * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg *recvs, int nrecv,
+                                   const comm_msg *sends, int nsend, void (*on_recv)(void *arg, int64_t cookie),
+                                   void *arg, comm_exchange **out, canopy_err *err)
+{
+    if (out) *out = NULL;
+    if (out == NULL || comm_threads < 0 || comm_threads > 2 || nranks < 1 || nrecv < 0 || nsend < 0 ||
+        (nrecv > 0 && recvs == NULL) || (nsend > 0 && sends == NULL) || nrecv > INT32_MAX - nsend)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_create: bad argument");
+    comm_exchange *x = canopy_calloc(1, sizeof *x, "communication", err);
+    if (x == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    size_t m = (size_t)nrecv + (size_t)nsend + 1;
+    x->msgs = canopy_alloc(m, sizeof *x->msgs, "communication", err);
+    x->req = canopy_alloc(m, sizeof *x->req, "communication", err);
+    x->idx = canopy_alloc(m, sizeof *x->idx, "communication", err);
+    x->next = canopy_alloc((size_t)nsend + 1, sizeof *x->next, "communication", err);
+    x->counts = canopy_calloc(4 * (size_t)nranks, sizeof *x->counts, "communication", err);
+    if (!x->msgs || !x->req || !x->idx || !x->next || !x->counts) {
+        comm_exchange_free(x);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    if (nrecv) memcpy(x->msgs, recvs, (size_t)nrecv * sizeof *recvs);
+    if (nsend) memcpy(x->msgs + nrecv, sends, (size_t)nsend * sizeof *sends);
+    for (size_t i = 0; i < m; i++) x->req[i] = MPI_REQUEST_NULL;
+    for (int i = 0; i < 4 * nranks; i++) atomic_init(&x->counts[i], 0);
+    for (int i = 0; i < nsend; i++) atomic_init(&x->next[i], -1);
+    x->mode = comm_threads;
+    x->nranks = nranks;
+    x->nrecv = nrecv;
+    x->nsend = nsend;
+    x->on_recv = on_recv;
+    x->arg = arg;
+    x->stress = comm_stress_enabled();
+    atomic_init(&x->head, -1);
+    atomic_init(&x->recv_done, 0);
+    atomic_init(&x->send_done, 0);
+    atomic_init(&x->sends_posted, 0);
+    atomic_init(&x->failed, 0);
+    atomic_init(&x->finishing, 0);
+    atomic_init(&x->sleeping, 0);
+    pthread_mutex_init(&x->poll_mu, NULL);
+    pthread_mutex_init(&x->sleep_mu, NULL);
+    pthread_cond_init(&x->sleep_cv, NULL);
+    x->sync_ready = 1;
+    *out = x;
+    return CANOPY_SUCCESS;
+}
+
+static int xch_all_done(const comm_exchange *x)
+{
+    return atomic_load_explicit(&x->recv_done, memory_order_acquire) == x->nrecv &&
+           atomic_load_explicit(&x->send_done, memory_order_acquire) == x->nsend;
+}
+
+/* Start the sends handed over since the last call; true if there were any. */
+static int xch_post_sends(comm_exchange *x)
+{
+    int h = atomic_exchange_explicit(&x->head, -1, memory_order_acq_rel);
+    int any = 0;
+    while (h >= 0) {
+        comm_msg *m = &x->msgs[x->nrecv + h];
+        if (MPI_Isend(m->buf, m->count, MPI_DOUBLE, m->peer, m->tag, m->comm, &x->req[x->nrecv + h]) != MPI_SUCCESS)
+            atomic_store(&x->failed, 1);
+        atomic_fetch_add_explicit(&x->sends_posted, 1, memory_order_relaxed);
+        any = 1;
+        h = atomic_load_explicit(&x->next[h], memory_order_relaxed);
+    }
+    return any;
+}
+
+/* Harvest completions among requests [a, b); true if there were any. */
+static int xch_test(comm_exchange *x, int a, int b)
+{
+    if (b <= a) return 0;
+    int outcount = 0;
+    if (MPI_Testsome(b - a, x->req + a, &outcount, x->idx + a, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        atomic_store(&x->failed, 1);
+        return 0;
+    }
+    if (outcount == MPI_UNDEFINED || outcount <= 0) return 0;
+    for (int q = 0; q < outcount; q++) {
+        int i = a + x->idx[a + q];
+        const comm_msg *m = &x->msgs[i];
+        int64_t bytes = (int64_t)m->count * (int64_t)sizeof(double);
+        if (i < x->nrecv) {
+            atomic_fetch_add_explicit(&x->counts[2 * x->nranks + m->peer], 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&x->counts[3 * x->nranks + m->peer], bytes, memory_order_relaxed);
+            if (x->on_recv) x->on_recv(x->arg, m->cookie);
+            atomic_fetch_add_explicit(&x->recv_done, 1, memory_order_acq_rel);
+        } else {
+            atomic_fetch_add_explicit(&x->counts[m->peer], 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&x->counts[x->nranks + m->peer], bytes, memory_order_relaxed);
+            atomic_fetch_add_explicit(&x->send_done, 1, memory_order_acq_rel);
+        }
+    }
+    return 1;
+}
+
+static double xch_sleep_ns(long ns)
+{
+    struct timespec ts = {0, ns};
+    double t0 = canopy_wtime();
+    nanosleep(&ts, NULL);
+    return canopy_wtime() - t0;
+}
+
+/* Wait for a hand-over (or the end of the workers), at most a millisecond. */
+static double xch_sleep_for_work(comm_exchange *x)
+{
+    double t0 = canopy_wtime();
+    pthread_mutex_lock(&x->sleep_mu);
+    atomic_store_explicit(&x->sleeping, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&x->head, memory_order_seq_cst) < 0 &&
+        !atomic_load_explicit(&x->finishing, memory_order_seq_cst)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&x->sleep_cv, &x->sleep_mu, &ts);
+    }
+    atomic_store_explicit(&x->sleeping, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&x->sleep_mu);
+    return canopy_wtime() - t0;
+}
+
+/* part: 0 = everything (one thread), 1 = sends only, 2 = receives only */
+static void xch_loop(comm_exchange *x, int part, double *idle)
+{
+    long backoff = XCH_BACKOFF_MIN_NS;
+    unsigned seed = 12345u + 77u * (unsigned)part;
+    for (;;) {
+        if (x->stress) comm_stress_delay(&seed, 200);
+        int progress = 0;
+        if (part != 2) progress |= xch_post_sends(x);
+        if (part != 1) progress |= xch_test(x, 0, x->nrecv);
+        if (part != 2) progress |= xch_test(x, x->nrecv, x->nrecv + x->nsend);
+        int recv_over = atomic_load_explicit(&x->recv_done, memory_order_acquire) == x->nrecv;
+        int send_over = atomic_load_explicit(&x->send_done, memory_order_acquire) == x->nsend;
+        if (atomic_load(&x->failed) || (part == 0 && recv_over && send_over) || (part == 1 && send_over) ||
+            (part == 2 && recv_over))
+            return;
+        if (progress) {
+            backoff = XCH_BACKOFF_MIN_NS;
+            continue;
+        }
+        int posted = atomic_load_explicit(&x->sends_posted, memory_order_relaxed);
+        int sends_in_flight = posted > atomic_load_explicit(&x->send_done, memory_order_relaxed);
+        if (part == 1 && !sends_in_flight) {
+            *idle += xch_sleep_for_work(x); /* only a worker's hand-over can give work */
+        } else {
+            *idle += xch_sleep_ns(backoff);
+            backoff = backoff * 2 > XCH_BACKOFF_MAX_NS ? XCH_BACKOFF_MAX_NS : backoff * 2;
+        }
+    }
+}
+
+static void *xch_main_all(void *arg)
+{
+    comm_exchange *x = arg;
+    xch_loop(x, 0, &x->idle[0]);
+    return NULL;
+}
+
+static void *xch_main_send(void *arg)
+{
+    comm_exchange *x = arg;
+    xch_loop(x, 1, &x->idle[0]);
+    return NULL;
+}
+
+static void *xch_main_recv(void *arg)
+{
+    comm_exchange *x = arg;
+    xch_loop(x, 2, &x->idle[1]);
+    return NULL;
+}
+
+canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err)
+{
+    if (x == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_start: NULL");
+    for (int i = 0; i < x->nrecv; i++) {
+        comm_msg *m = &x->msgs[i];
+        if (MPI_Irecv(m->buf, m->count, MPI_DOUBLE, m->peer, m->tag, m->comm, &x->req[i]) != MPI_SUCCESS)
+            return canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Irecv failed for a message from rank %d", m->peer);
+    }
+    if (x->mode == 1) {
+        if (pthread_create(&x->thr[0], NULL, xch_main_all, x) != 0)
+            return canopy_err_set(err, CANOPY_ERR_NOMEM, "cannot start the communication thread");
+        x->nthr = 1;
+    } else if (x->mode == 2) {
+        if (pthread_create(&x->thr[0], NULL, xch_main_send, x) != 0)
+            return canopy_err_set(err, CANOPY_ERR_NOMEM, "cannot start the communication threads");
+        x->nthr = 1;
+        if (pthread_create(&x->thr[1], NULL, xch_main_recv, x) != 0)
+            return canopy_err_set(err, CANOPY_ERR_NOMEM, "cannot start the communication threads");
+        x->nthr = 2;
+    }
+    return CANOPY_SUCCESS;
+}
+
+void comm_exchange_poll(comm_exchange *x)
+{
+    if (x == NULL || x->mode != 0 || pthread_mutex_trylock(&x->poll_mu) != 0) return;
+    xch_post_sends(x);
+    xch_test(x, 0, x->nrecv + x->nsend);
+    pthread_mutex_unlock(&x->poll_mu);
+}
+
+void comm_exchange_send(comm_exchange *x, int slot)
+{
+    if (x == NULL || slot < 0 || slot >= x->nsend) return;
+    int old = atomic_load_explicit(&x->head, memory_order_relaxed);
+    do {
+        atomic_store_explicit(&x->next[slot], old, memory_order_relaxed);
+    } while (!atomic_compare_exchange_weak_explicit(&x->head, &old, slot, memory_order_release,
+                                                    memory_order_relaxed));
+    if (x->mode == 0) {
+        comm_exchange_poll(x);
+    } else if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst)) {
+        pthread_mutex_lock(&x->sleep_mu);
+        pthread_cond_broadcast(&x->sleep_cv);
+        pthread_mutex_unlock(&x->sleep_mu);
+    }
+}
+
+canopy_status comm_exchange_finish(comm_exchange *x, canopy_err *err)
+{
+    if (x == NULL) return CANOPY_SUCCESS;
+    atomic_store_explicit(&x->finishing, 1, memory_order_seq_cst);
+    pthread_mutex_lock(&x->sleep_mu);
+    pthread_cond_broadcast(&x->sleep_cv);
+    pthread_mutex_unlock(&x->sleep_mu);
+    if (x->mode == 0) {
+        long backoff = XCH_BACKOFF_MIN_NS;
+        while (!xch_all_done(x) && !atomic_load(&x->failed)) {
+            pthread_mutex_lock(&x->poll_mu);
+            int progress = xch_post_sends(x) | xch_test(x, 0, x->nrecv + x->nsend);
+            pthread_mutex_unlock(&x->poll_mu);
+            if (!progress) {
+                x->idle[0] += xch_sleep_ns(backoff);
+                backoff = backoff * 2 > XCH_BACKOFF_MAX_NS ? XCH_BACKOFF_MAX_NS : backoff * 2;
+            }
+        }
+    }
+    for (int t = 0; t < x->nthr; t++) pthread_join(x->thr[t], NULL);
+    x->nthr = 0;
+    if (atomic_load(&x->failed)) return canopy_err_set(err, CANOPY_ERR_MPI, "an MPI call of the communication failed");
+    return CANOPY_SUCCESS;
+}
+
+void comm_exchange_counts(const comm_exchange *x, int64_t *msgs_sent, int64_t *bytes_sent, int64_t *msgs_recv,
+                          int64_t *bytes_recv)
+{
+    if (x == NULL) return;
+    for (int p = 0; p < x->nranks; p++) {
+        if (msgs_sent) msgs_sent[p] = atomic_load(&x->counts[p]);
+        if (bytes_sent) bytes_sent[p] = atomic_load(&x->counts[x->nranks + p]);
+        if (msgs_recv) msgs_recv[p] = atomic_load(&x->counts[2 * x->nranks + p]);
+        if (bytes_recv) bytes_recv[p] = atomic_load(&x->counts[3 * x->nranks + p]);
+    }
+}
+
+double comm_exchange_idle_time(const comm_exchange *x)
+{
+    return x ? x->idle[0] + x->idle[1] : 0;
+}
+
+void comm_exchange_free(comm_exchange *x)
+{
+    if (x == NULL) return;
+    for (int t = 0; t < x->nthr; t++) pthread_join(x->thr[t], NULL);
+    if (x->sync_ready) {
+        pthread_mutex_destroy(&x->poll_mu);
+        pthread_mutex_destroy(&x->sleep_mu);
+        pthread_cond_destroy(&x->sleep_cv);
+    }
+    canopy_free(x->msgs);
+    canopy_free(x->req);
+    canopy_free(x->idx);
+    canopy_free(x->next);
+    canopy_free(x->counts);
+    canopy_free(x);
+}

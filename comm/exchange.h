@@ -1,0 +1,80 @@
+/*
+ * The communication of one factorization: every message is known before it starts (the plan
+ * fixes the fan-in buffers, their sizes and peers), so all receives are posted at once and every
+ * send is a nonblocking send from the sender's own buffer, started when the buffer is complete.
+ * Nothing ever depends on MPI buffering: the exchange runs to completion with any eager limit.
+ *
+ * Who drives MPI (option comm-threads):
+ *  1 (default): one communication thread. Workers hand a finished buffer over with a lock-free
+ *    push (never a lock, never an MPI call); the thread starts the sends, harvests completions
+ *    with MPI_Testsome and turns each arrival into work (a callback: src/ releases the task that
+ *    waits for it). Adaptive polling: it backs off from 1 to 64 microseconds while requests are in
+ *    flight and sleeps on a condition variable when only workers can make progress, so it never
+ *    keeps a core from the workers. Needs MPI_THREAD_SERIALIZED.
+ *  0: no thread; idle workers (and the worker that finished a buffer) drive the same progress
+ *    step under a trylock. MPI_THREAD_SERIALIZED.
+ *  2: one thread for the sends and one for the receives. MPI_THREAD_MULTIPLE.
+ *
+ * Stress mode (environment CANOPY_STRESS=1): random sleeps up to 200 microseconds in the
+ * communication threads, to shake out ordering assumptions in tests.
+ */
+#ifndef CANOPY_COMM_EXCHANGE_H
+#define CANOPY_COMM_EXCHANGE_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include "common.h"
+
+/** One message of the exchange. */
+typedef struct comm_msg {
+    void *buf;
+    int count;              /**< elements of MPI_DOUBLE */
+    int peer;
+    MPI_Comm comm;
+    int tag;
+    int64_t cookie;         /**< receives: handed to the arrival callback */
+} comm_msg;
+
+typedef struct comm_exchange comm_exchange;
+
+/** Required thread level of MPI for @p comm_threads (0, 1, 2). */
+int comm_exchange_thread_level(int comm_threads);
+
+/**
+ * Create an exchange of @p nrecv receives and @p nsend sends (arrays copied; buffers borrowed)
+ * among @p nranks ranks. @p on_recv(arg, cookie) runs on the thread that saw the arrival.
+ */
+canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg *recvs, int nrecv,
+                                   const comm_msg *sends, int nsend, void (*on_recv)(void *arg, int64_t cookie),
+                                   void *arg, comm_exchange **out, canopy_err *err);
+
+/** Post every receive and start the communication thread(s). From the calling thread. */
+canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err);
+
+/** Send @p slot (index into the sends): its buffer is complete. Any thread; lock-free. */
+void comm_exchange_send(comm_exchange *x, int slot);
+
+/** comm-threads=0: one progress step if nobody else is doing one (the workers' idle hook). */
+void comm_exchange_poll(comm_exchange *x);
+
+/**
+ * After the workers finished: drive (or wait for) the remaining sends and receives, then join
+ * the threads. Every send must have been handed over. Returns CANOPY_ERR_MPI if MPI failed.
+ */
+canopy_status comm_exchange_finish(comm_exchange *x, canopy_err *err);
+
+/** Messages and bytes sent to / received from each peer ([nranks] each, may be NULL). */
+void comm_exchange_counts(const comm_exchange *x, int64_t *msgs_sent, int64_t *bytes_sent, int64_t *msgs_recv,
+                          int64_t *bytes_recv);
+
+/** Seconds the communication thread(s) spent sleeping or backing off (idle). */
+double comm_exchange_idle_time(const comm_exchange *x);
+
+void comm_exchange_free(comm_exchange *x);
+
+/** Whether CANOPY_STRESS asks for random delays (read once). */
+int comm_stress_enabled(void);
+/** A random sleep of up to @p max_us microseconds (stress mode), with a per-caller seed. */
+void comm_stress_delay(unsigned *seed, int max_us);
+
+#endif

@@ -1,0 +1,286 @@
+/*
+ * One rank's share of a plan (see distribute.h). O((tasks + edges + bloks) log) and
+ * deterministic, so that every rank derives the same messages from the same plan.
+ */
+#include "distribute.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static canopy_status dist_nomem(canopy_err *err)
+{
+    return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+}
+
+static int dist_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* (target, contribution number, blok) triples, sorted by target then number */
+typedef struct dist_contrib {
+    cint j;
+    int num;
+    cint b;
+} dist_contrib;
+
+static int dist_cmp_contrib(const void *a, const void *b)
+{
+    const dist_contrib *x = a, *y = b;
+    if (x->j != y->j) return x->j < y->j ? -1 : 1;
+    return x->num < y->num ? -1 : x->num > y->num;
+}
+
+/* End of the facing group starting at blok b of cblk k. */
+static inline cint dist_group_end(const symbolic *S, cint k, cint b)
+{
+    cint e = b + 1, bend = S->cblk_fblok[k + 1];
+    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+    return e;
+}
+
+/* The Snodes of the rank's thread block [lo, hi), renumbered, with [0, T) as root. */
+static canopy_status dist_snodes(const sched_dag *G, int lo, int hi, sched_dag *D, int *gmap, canopy_err *err)
+{
+    int T = hi - lo, cnt = 0, have_root = 0;
+    for (int s = 0; s < G->nsnodes; s++) {
+        gmap[s] = -1;
+        if (G->snode_t0[s] >= lo && G->snode_t1[s] <= hi) {
+            cnt++;
+            if (G->snode_t0[s] == lo && G->snode_t1[s] == hi) have_root = 1;
+        }
+    }
+    int ns = cnt + !have_root;
+    D->nsnodes = ns;
+    D->snode_t0 = canopy_alloc((size_t)ns, sizeof(int), "Snodes", err);
+    D->snode_t1 = canopy_alloc((size_t)ns, sizeof(int), "Snodes", err);
+    D->snode_parent = canopy_alloc((size_t)ns, sizeof(int), "Snodes", err);
+    D->snode_depth = canopy_alloc((size_t)ns, sizeof(int), "Snodes", err);
+    int *stack = canopy_alloc((size_t)ns, sizeof(int), "Snodes", err);
+    if (!D->snode_t0 || !D->snode_t1 || !D->snode_parent || !D->snode_depth || !stack) {
+        canopy_free(stack);
+        return dist_nomem(err);
+    }
+    int id = 0;
+    if (!have_root) {
+        D->snode_t0[0] = 0;
+        D->snode_t1[0] = T;
+        id = 1;
+    }
+    /* the plan's Snodes are in preorder (t0 ascending, t1 descending); so is any subset */
+    for (int s = 0; s < G->nsnodes; s++)
+        if (G->snode_t0[s] >= lo && G->snode_t1[s] <= hi) {
+            D->snode_t0[id] = G->snode_t0[s] - lo;
+            D->snode_t1[id] = G->snode_t1[s] - lo;
+            gmap[s] = id++;
+        }
+    int sp = 0;
+    for (int s = 0; s < ns; s++) {
+        while (sp > 0 && D->snode_t1[stack[sp - 1]] < D->snode_t1[s]) sp--;
+        D->snode_parent[s] = sp > 0 ? stack[sp - 1] : -1;
+        D->snode_depth[s] = sp > 0 ? D->snode_depth[stack[sp - 1]] + 1 : 0;
+        stack[sp++] = s;
+    }
+    canopy_free(stack);
+    return CANOPY_SUCCESS;
+}
+
+canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank, int parts, sched_local *L,
+                               canopy_err *err)
+{
+    if (S == NULL || P == NULL || L == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_local: NULL argument");
+    memset(L, 0, sizeof *L);
+    int R = P->nranks > 0 ? P->nranks : 1, T = P->threads_per_rank > 0 ? P->threads_per_rank : P->nthreads;
+    if (rank < 0 || rank >= R || P->ncblk != S->ncblk || R * T != P->nthreads || parts < 1 || parts > 2)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_local: rank %d of a plan for %d ranks", rank, R);
+    const sched_dag *G = &P->factor;
+    cint n = S->ncblk;
+    int ng = G->ntasks, lo = rank * T, hi = lo + T;
+    L->rank = rank;
+    L->nranks = R;
+    L->nthreads = T;
+    L->cblk_rank = P->cblk_rank;
+    sched_dag *D = &L->factor;
+    D->nthreads = T;
+    D->predicted_time = G->predicted_time;
+
+    int *g2l = canopy_alloc((size_t)ng + 1, sizeof(int), "local plan scratch", err);
+    int *gmap = canopy_alloc((size_t)G->nsnodes + 1, sizeof(int), "local plan scratch", err);
+    int64_t *pairs = NULL;
+    dist_contrib *contrib = NULL;
+    canopy_status st = CANOPY_SUCCESS;
+    if (!g2l || !gmap) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    int nl = 0;
+    for (int i = 0; i < ng; i++) g2l[i] = P->cblk_rank[G->cblk[i]] == rank ? nl++ : -1;
+    D->ntasks = nl;
+    size_t m = (size_t)nl + 1;
+    D->npred = canopy_calloc(m, sizeof(int), "local tasks", err);
+    D->succ_ptr = canopy_calloc(m, sizeof(int), "local tasks", err);
+    D->owner = canopy_alloc(m, sizeof(int), "local tasks", err);
+    D->snode = canopy_alloc(m, sizeof(int), "local tasks", err);
+    D->prio = canopy_alloc(m, sizeof(double), "local tasks", err);
+    D->list_ptr = canopy_calloc((size_t)T + 1, sizeof(int), "local tasks", err);
+    D->list = canopy_alloc(m, sizeof(int), "local tasks", err);
+    D->kind = canopy_alloc(m, sizeof(int), "local tasks", err);
+    D->cblk = canopy_alloc(m, sizeof(int), "local tasks", err);
+    D->first = canopy_alloc(m, sizeof(int), "local tasks", err);
+    D->level = canopy_alloc(m, sizeof(int), "local tasks", err);
+    D->cost = canopy_alloc(m, sizeof(double), "local tasks", err);
+    L->ext = canopy_calloc(m, sizeof(int), "local tasks", err);
+    L->task_global = canopy_alloc(m, sizeof(int), "local tasks", err);
+    L->cblk_task = canopy_alloc((size_t)n + 1, sizeof(int), "local plan", err);
+    L->cblk_owner = canopy_alloc((size_t)n + 1, sizeof(int), "local plan", err);
+    L->blok_contrib = canopy_alloc((size_t)S->nblok + 1, sizeof(int), "local plan", err);
+    L->cblk_ncontrib = canopy_calloc((size_t)n + 1, sizeof(int), "local plan", err);
+    L->recv_ptr = canopy_calloc((size_t)n + 2, sizeof(cint), "local plan", err);
+    if (!D->npred || !D->succ_ptr || !D->owner || !D->snode || !D->prio || !D->list_ptr || !D->list || !D->kind ||
+        !D->cblk || !D->first || !D->level || !D->cost || !L->ext || !L->task_global || !L->cblk_task ||
+        !L->cblk_owner || !L->blok_contrib || !L->cblk_ncontrib || !L->recv_ptr) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    if ((st = dist_snodes(G, lo, hi, D, gmap, err)) != CANOPY_SUCCESS) goto out;
+
+    /* tasks and the edges between this rank's tasks (the others are fan-in messages) */
+    for (int i = 0; i < ng; i++) {
+        int l = g2l[i];
+        if (l < 0) continue;
+        L->task_global[l] = i;
+        D->owner[l] = G->owner[i] - lo;
+        D->snode[l] = gmap[G->snode[i]];
+        if (D->snode[l] < 0 || D->owner[l] < 0 || D->owner[l] >= T) {
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: task %d is not on rank %d's threads", i, rank);
+            goto out;
+        }
+        D->prio[l] = G->prio ? G->prio[i] : 0;
+        D->kind[l] = G->kind[i];
+        D->cblk[l] = G->cblk[i];
+        D->first[l] = G->first[i];
+        D->cost[l] = G->cost[i];
+        D->level[l] = D->snode_depth[D->snode[l]];
+        for (int q = G->succ_ptr[i]; q < G->succ_ptr[i + 1]; q++)
+            if (g2l[G->succ[q]] >= 0) D->succ_ptr[l + 1]++;
+    }
+    for (int l = 0; l < nl; l++) D->succ_ptr[l + 1] += D->succ_ptr[l];
+    D->succ = canopy_alloc((size_t)D->succ_ptr[nl] + 1, sizeof(int), "local task edges", err);
+    if (D->succ == NULL) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    for (int i = 0, e = 0; i < ng; i++) {
+        if (g2l[i] < 0) continue;
+        for (int q = G->succ_ptr[i]; q < G->succ_ptr[i + 1]; q++)
+            if (g2l[G->succ[q]] >= 0) {
+                D->succ[e++] = g2l[G->succ[q]];
+                D->npred[g2l[G->succ[q]]]++;
+            }
+    }
+    /* static lists: the plan's lists of this rank's threads, in the same (global) order */
+    for (int t = 0; t < T; t++) {
+        int a = G->list_ptr[lo + t], b = G->list_ptr[lo + t + 1];
+        D->list_ptr[t + 1] = D->list_ptr[t] + (b - a);
+        for (int q = a; q < b; q++) D->list[D->list_ptr[t] + q - a] = g2l[G->list[q]];
+    }
+    for (cint k = 0; k < n; k++) {
+        int mine = P->cblk_rank[k] == rank;
+        L->cblk_task[k] = mine ? g2l[P->cblk_task[k]] : -1;
+        L->cblk_owner[k] = mine ? P->cblk_owner[k] - lo : -1;
+    }
+
+    /* contributions: this rank's, renumbered per target in the plan's order; the (target, rank)
+     * pairs that cross ranks are the fan-in buffers */
+    size_t ngroups = 0;
+    for (cint k = 0; k < n; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = dist_group_end(S, k, b)) ngroups++;
+    pairs = canopy_alloc(ngroups + 1, sizeof(int64_t), "local plan scratch", err);
+    contrib = canopy_alloc(ngroups + 1, sizeof(dist_contrib), "local plan scratch", err);
+    if (!pairs || !contrib) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    size_t np = 0, nc = 0;
+    for (cint b = 0; b < S->nblok; b++) L->blok_contrib[b] = -1;
+    for (cint k = 0; k < n; k++) {
+        int rk = P->cblk_rank[k];
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            e = dist_group_end(S, k, b);
+            cint j = S->blok_fcblk[b];
+            if (rk != P->cblk_rank[j]) {
+                pairs[np++] = (int64_t)j * R + rk;
+                int64_t rows = S->cblk_stride[k] - S->blok_coefrow[b];
+                int64_t h = S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b];
+                L->update_msgs += parts;
+                L->update_entries += rows * h * parts;
+            }
+            if (rk == rank && P->blok_contrib[b] >= 0) contrib[nc++] = (dist_contrib){j, P->blok_contrib[b], b};
+        }
+    }
+    qsort(contrib, nc, sizeof *contrib, dist_cmp_contrib);
+    for (size_t q = 0; q < nc; q++) L->blok_contrib[contrib[q].b] = L->cblk_ncontrib[contrib[q].j]++;
+    qsort(pairs, np, sizeof *pairs, dist_cmp_i64);
+    size_t nu = 0;
+    for (size_t q = 0; q < np; q++)
+        if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
+    for (size_t q = 0; q < nu; q++) {
+        cint j = (cint)(pairs[q] / R);
+        int r = (int)(pairs[q] % R);
+        L->fanin_msgs += parts;
+        L->fanin_entries += (int64_t)S->cblk_stride[j] * (S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts;
+        if (P->cblk_rank[j] == rank) L->recv_ptr[j + 1]++;
+        if (r == rank) L->nsend++;
+    }
+    for (cint j = 0; j < n; j++) L->recv_ptr[j + 1] += L->recv_ptr[j];
+    L->recv_rank = canopy_alloc((size_t)L->recv_ptr[n] + 1, sizeof(int), "local plan", err);
+    L->send_cblk = canopy_alloc((size_t)L->nsend + 1, sizeof(cint), "local plan", err);
+    if (!L->recv_rank || !L->send_cblk) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    cint ns = 0, nr = 0;
+    for (size_t q = 0; q < nu; q++) {
+        cint j = (cint)(pairs[q] / R);
+        int r = (int)(pairs[q] % R);
+        if (P->cblk_rank[j] == rank) L->recv_rank[nr++] = r; /* pairs are sorted by (j, r) */
+        if (r == rank) L->send_cblk[ns++] = j;
+    }
+    for (cint j = 0; j < n; j++) {
+        cint cnt = L->recv_ptr[j + 1] - L->recv_ptr[j];
+        if (cnt == 0) continue;
+        int t = L->cblk_task[j];
+        if (t < 0 || D->kind[t] != SCHED_TASK_PANEL) {
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: cblk %" CINT_FMT " receives updates but has no panel task",
+                                j);
+            goto out;
+        }
+        L->ext[t] = (int)cnt * parts;
+    }
+out:
+    canopy_free(g2l);
+    canopy_free(gmap);
+    canopy_free(pairs);
+    canopy_free(contrib);
+    if (st != CANOPY_SUCCESS) sched_local_free(L);
+    return st;
+}
+
+void sched_local_free(sched_local *L)
+{
+    if (L == NULL) return;
+    sched_dag_free(&L->factor);
+    canopy_free(L->ext);
+    canopy_free(L->task_global);
+    canopy_free(L->cblk_task);
+    canopy_free(L->cblk_owner);
+    canopy_free(L->blok_contrib);
+    canopy_free(L->cblk_ncontrib);
+    canopy_free(L->recv_ptr);
+    canopy_free(L->recv_rank);
+    canopy_free(L->send_cblk);
+    memset(L, 0, sizeof *L);
+}

@@ -1,0 +1,52 @@
+/*
+ * One rank's share of a plan (sched/plan.h): its tasks as a graph for its own threads, the
+ * contributions it sums, and the fan-in buffers it sends and receives. Pure structure: which
+ * messages exist, never how they travel (comm/ does that).
+ *
+ * Fan-in (papers/numa-scheduler-pastix.txt section 4): the updates of this rank's cblks into a
+ * cblk j of another rank are summed into one buffer shaped like j's panel (its L part, and its U
+ * part for LU) and sent once the last of them is applied; the owner of j adds the buffers of
+ * every contributing rank, in rank order, at the start of j's panel task. A panel task therefore
+ * waits for its local predecessors and for ext[task] = (buffers per fan-in) x (contributing
+ * ranks) messages.
+ */
+#ifndef CANOPY_SCHED_DISTRIBUTE_H
+#define CANOPY_SCHED_DISTRIBUTE_H
+
+#include "common.h"
+#include "plan.h"
+#include "symbolic.h"
+
+typedef struct sched_local {
+    int rank, nranks;
+    int nthreads;                 /**< threads of this rank */
+    sched_dag factor;             /**< this rank's tasks, threads 0..nthreads-1, Snodes of its part */
+    int *ext;                     /**< [factor.ntasks] fan-in messages a task waits for (PANEL only) */
+    int *task_global;             /**< [factor.ntasks] the task's id in the plan */
+    const int *cblk_rank;         /**< [ncblk] borrowed from the plan */
+    int *cblk_task;               /**< [ncblk] local task factoring the cblk, -1 on another rank */
+    int *cblk_owner;              /**< [ncblk] local data-owner thread, -1 on another rank */
+    int *blok_contrib;            /**< [nblok] as the plan's, numbered among this rank's contributions
+                                       into the same target (-1: private or not this rank's) */
+    int *cblk_ncontrib;           /**< [ncblk] this rank's contributions into the cblk (local or not) */
+    cint *recv_ptr;               /**< [ncblk + 1] ranks sending a fan-in buffer into local cblk j: */
+    int *recv_rank;               /**<   recv_rank[recv_ptr[j] .. recv_ptr[j+1]-1], ascending */
+    cint nsend;                   /**< cblks of other ranks this rank sends a fan-in buffer to */
+    cint *send_cblk;              /**< [nsend] ascending */
+    /* figures of the whole plan (every rank computes the same) */
+    int64_t fanin_msgs;           /**< fan-in buffers of all ranks (per part: x2 for LU) */
+    int64_t fanin_entries;        /**< their scalars */
+    int64_t update_msgs;          /**< remote updates: the messages without fan-in */
+    int64_t update_entries;       /**< their scalars */
+} sched_local;
+
+/**
+ * Extract rank @p rank's share of @p P (built for @p S with any number of ranks; one rank gives
+ * the whole plan on its threads). @p parts: buffers per fan-in (2 for LU: L and U, else 1).
+ */
+canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank, int parts, sched_local *L,
+                               canopy_err *err);
+
+void sched_local_free(sched_local *L);
+
+#endif
