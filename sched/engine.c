@@ -1012,6 +1012,13 @@ void sched_release(sched_run *run, int task)
     sched_evc_notify(&run->pool->evc);
 }
 
+void sched_discard(sched_run *run)
+{
+    if (run == NULL) return;
+    sched_run_free(run);
+    canopy_free(run);
+}
+
 canopy_status sched_go(sched_run *run, int *task_result)
 {
     if (task_result) *task_result = 0;

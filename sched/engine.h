@@ -106,6 +106,8 @@ canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_sched
 /** One external dependency of @p task is satisfied; thread-safe, from any thread. */
 void sched_release(sched_run *run, int task);
 canopy_status sched_go(sched_run *run, int *task_result);
+/** Free a prepared run without running it. */
+void sched_discard(sched_run *run);
 
 /** Worker running the current task. */
 int sched_worker_id(const sched_worker *w);

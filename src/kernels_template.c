@@ -26,6 +26,7 @@
  */
 #include "numeric.h"
 #include "numa/placement.h"
+#include "comm/exchange.h"
 
 #include <string.h>
 #include <cblas.h>
@@ -278,6 +279,7 @@ cint KSFX(numeric_dense_lu)(cint n, SCALAR *A, cint lda, cint *ipiv, double thr)
 
 typedef struct kctx {
     const symbolic *S;
+    const int64_t *coef;    /* panel offsets in L and U (numeric.h: F->coef) */
     canopy_factorization kind;
     SCALAR *L, *U;
     cint *ipiv;
@@ -294,7 +296,7 @@ static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
 {
     const symbolic *S = c->S;
     cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
-    SCALAR *P = c->L + S->cblk_coef[k];
+    SCALAR *P = c->L + c->coef[k];
     int64_t count = 0;
     switch (c->kind) {
     case CANOPY_FACT_LLT: {
@@ -350,7 +352,7 @@ static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
         cint *ipiv = c->ipiv + fcol;
         count = KSFX(numeric_dense_lu)(w, P, st, ipiv, c->thr);
         if (m > 0) {
-            SCALAR *UT = c->U + S->cblk_coef[k];
+            SCALAR *UT = c->U + c->coef[k];
             K_TRSM(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)m, (int)w,
                    K_BS(K_ONE), P, (int)st, P + w, (int)st);
             /* row interchanges of the block are column interchanges of U^T */
@@ -485,7 +487,7 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
 {
     const symbolic *S = c->S;
     cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
-    const SCALAR *P = c->L + S->cblk_coef[k];
+    const SCALAR *P = c->L + c->coef[k];
     const cint *ipiv = c->ipiv + fcol;
     const SCALAR *dsub = c->dsub + fcol;
     for (cint j = 0; j < w;) {
@@ -520,8 +522,8 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR
     cint j = S->blok_fcblk[fb0], bend = S->cblk_fblok[k + 1];
     cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k];
     cint r0 = S->blok_coefrow[fb0];
-    const SCALAR *P = c->L + S->cblk_coef[k];
-    SCALAR *Lj = c->L + S->cblk_coef[j];
+    const SCALAR *P = c->L + c->coef[k];
+    SCALAR *Lj = c->L + c->coef[j];
     cint stj = S->cblk_stride[j];
     switch (c->kind) {
     case CANOPY_FACT_LLT:
@@ -534,13 +536,13 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR
         break;
     }
     default: {
-        const SCALAR *UT = c->U + S->cblk_coef[k];
+        const SCALAR *UT = c->U + c->coef[k];
         /* L side: every row from the facing bloks on, against U^T of the facing rows */
         kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, UT + r0, st, CblasTrans, Lj, stj, buf, 0, phase);
         /* U side: U^T rows strictly after the facing bloks, against L of the facing rows; its
          * product goes after the L side's (rows of the L side x facing height) */
         if (fb1 < bend) {
-            SCALAR *Uj = c->U + S->cblk_coef[j];
+            SCALAR *Uj = c->U + c->coef[j];
             cint hb = 0;
             for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
             SCALAR *ubuf = phase == KC_ALL ? buf : buf + (size_t)(st - r0) * (size_t)hb;
@@ -572,7 +574,7 @@ static void kassemble(const numeric *F, const SCALAR *Ax, cint k)
 {
     const symbolic *S = F->S;
     SCALAR *L = F->L, *U = F->U;
-    int64_t c0 = S->cblk_coef[k], c1 = S->cblk_coef[k + 1];
+    int64_t c0 = F->coef[k], c1 = c0 + (S->cblk_coef[k + 1] - S->cblk_coef[k]);
     kzero(L, c0, c1, F->fresh);
     if (U) kzero(U, c0, c1, F->fresh);
     for (int64_t e = F->amap_ptr[k]; e < F->amap_ptr[k + 1]; e++) {
@@ -596,12 +598,41 @@ static canopy_status knot_spd(const symbolic *S, cint k, int64_t info, canopy_er
 typedef struct kpar {
     kctx c;
     numeric *F;
-    const sched_plan *plan;
+    const sched_local *loc;
     const sched_dag *dag;
     int dynamic;
+    int dist;                        /* several ranks: fan-in messages, never abort (see drain) */
+    comm_exchange *x;
+    atomic_int drain;                /* several ranks, after a failure: run every task without
+                                        computing, so that every message is still sent */
     atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
     atomic_llong failed_info;
 } kpar;
+
+static _Thread_local unsigned kstress_seed = 987654321u;
+
+/* The fan-in buffers of remote cblk j are complete: hand them to the communication. */
+static void ksend_fanin(kpar *pc, cint j)
+{
+    int slot = pc->F->send_slot[j];
+    comm_exchange_send(pc->x, slot);
+    if (pc->F->U) comm_exchange_send(pc->x, slot + 1);
+}
+
+/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order. */
+static void kfanin_add(kpar *pc, cint j)
+{
+    const sched_local *L = pc->loc;
+    const symbolic *S = pc->c.S;
+    int64_t size = S->cblk_coef[j + 1] - S->cblk_coef[j];
+    SCALAR *Lj = pc->c.L + pc->c.coef[j], *Uj = pc->c.U ? pc->c.U + pc->c.coef[j] : NULL;
+    for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++) {
+        const SCALAR *B = (const SCALAR *)pc->F->R + pc->F->recv_off[q];
+        for (int64_t i = 0; i < size; i++) Lj[i] += B[i];
+        if (Uj)
+            for (int64_t i = 0; i < size; i++) Uj[i] += B[size + i];
+    }
+}
 
 /*
  * One contribution under the ticket lock of its target. Static runs hold the plan's number and
@@ -609,17 +640,19 @@ typedef struct kpar {
  * it: the same arithmetic whatever the timing, so the factors are bitwise reproducible. Dynamic
  * runs draw the next ticket; when the lock is free at once they update the target directly (the
  * cheapest path), otherwise they spend the wait computing their product into the buffer.
+ * A target on another rank is this rank's fan-in buffer of it: the last contribution sends it.
  * Returns nonzero if the run was aborted while waiting.
  */
 static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, int contrib, SCALAR *W, SCALAR *buf)
 {
     cint j = pc->c.S->blok_fcblk[fb0];
     numeric *F = pc->F;
+    int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
-        kupdate(&pc->c, k, fb0, fb1, W, buf, KC_ALL);
+        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_ALL);
     } else {
-        kupdate(&pc->c, k, fb0, fb1, W, buf, KC_COMPUTE);
+        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_COMPUTE);
         if (atomic_load_explicit(&F->serving[j], memory_order_acquire) != ticket) {
             /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
             double t0 = canopy_wtime();
@@ -627,22 +660,28 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
             F->run.lock_wait[sched_worker_id(wk)] += canopy_wtime() - t0;
             if (aborted) return 1;
         }
-        kupdate(&pc->c, k, fb0, fb1, W, buf, KC_APPLY);
+        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_APPLY);
     }
     atomic_store_explicit(&F->serving[j], ticket + 1, memory_order_release);
     sched_wake(wk);
+    if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank && ticket + 1 == pc->loc->cblk_ncontrib[j])
+        ksend_fanin(pc, j);
     return 0;
 }
 
-/* Panel of cblk k by worker t; nonzero aborts the run. */
+/* Panel of cblk k by worker t; nonzero aborts the run (one rank only: with several, a failure
+ * switches to draining so that the other ranks still get every message). */
 static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W)
 {
+    if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) return 0;
     int64_t r = kpanel(&pc->c, k, W);
     if (r < 0) {
         int none = -1;
         if (atomic_compare_exchange_strong(&pc->failed_cblk, &none, (int)k))
             atomic_store(&pc->failed_info, (long long)(-r - 1));
-        return 1;
+        if (!pc->dist) return 1;
+        atomic_store(&pc->drain, 1);
+        return 0;
     }
     pc->F->thread_perturbed[t] += r;
     return 0;
@@ -657,13 +696,17 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     SCALAR *buf = pc->F->thread_work[t];
     SCALAR *W = buf + S->max_update_buf;
     cint k = d->cblk[task];
+    if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
     switch (d->kind[task]) {
     case SCHED_TASK_PANEL:
+        if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k] &&
+            !atomic_load_explicit(&pc->drain, memory_order_relaxed))
+            kfanin_add(pc, k);
         return kpar_panel(pc, k, t, W);
     case SCHED_TASK_UPDATE: {
         cint fb0 = d->first[task], fb1 = fb0 + 1, bend = S->cblk_fblok[k + 1];
         while (fb1 < bend && S->blok_fcblk[fb1] == S->blok_fcblk[fb0]) fb1++;
-        return kupdate_guarded(pc, wk, k, fb0, fb1, pc->plan->blok_contrib[fb0], W, buf);
+        return kupdate_guarded(pc, wk, k, fb0, fb1, pc->loc->blok_contrib[fb0], W, buf);
     }
     case SCHED_TASK_SUBTREE:
         for (cint q = d->first[task]; q <= k; q++) {
@@ -671,9 +714,12 @@ static int ktask(void *ctx, int task, sched_worker *wk)
             for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
                 cint e = b + 1;
                 while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
-                int contrib = pc->plan->blok_contrib[b];
-                if (contrib < 0) kupdate(&pc->c, q, b, e, W, buf, KC_ALL); /* target inside this subtree */
-                else if (kupdate_guarded(pc, wk, q, b, e, contrib, W, buf) != 0) return 1;
+                int contrib = pc->loc->blok_contrib[b];
+                if (contrib < 0) { /* target inside this subtree */
+                    if (!atomic_load_explicit(&pc->drain, memory_order_relaxed)) kupdate(&pc->c, q, b, e, W, buf, KC_ALL);
+                } else if (kupdate_guarded(pc, wk, q, b, e, contrib, W, buf) != 0) {
+                    return 1;
+                }
                 b = e;
             }
         }
@@ -688,19 +734,41 @@ typedef struct kfill {
     const SCALAR *Ax;
 } kfill;
 
-/* First touch: worker t zeroes and assembles the cblks it owns. */
+/* First touch: worker t zeroes and assembles the cblks it owns, and zeroes its share of the
+ * fan-in buffers this rank sends. */
 static void kfill_owned(void *arg, int t)
 {
     kfill *kf = arg;
-    const sched_plan *P = kf->F->exec.plan;
-    for (cint k = 0; k < kf->F->S->ncblk; k++)
-        if (P->cblk_owner[k] == t) kassemble(kf->F, kf->Ax, k);
+    numeric *F = kf->F;
+    const sched_local *L = F->exec.local;
+    for (cint k = 0; k < F->S->ncblk; k++)
+        if (L->cblk_owner[k] == t) kassemble(F, kf->Ax, k);
+    int T = L->nthreads;
+    for (cint q = t; q < L->nsend; q += T) {
+        cint j = L->send_cblk[q];
+        int64_t c0 = F->coef[j], c1 = c0 + (F->S->cblk_coef[j + 1] - F->S->cblk_coef[j]);
+        kzero(F->L, c0, c1, F->fresh);
+        if (F->U) kzero(F->U, c0, c1, F->fresh);
+    }
+}
+
+/* Arrival of a fan-in message: one external dependency of the panel task less. */
+static void karrived(void *arg, int64_t task)
+{
+    sched_release(arg, (int)task);
+}
+
+static void kpoll(void *arg, int thread)
+{
+    (void)thread;
+    comm_exchange_poll(arg);
 }
 
 static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, canopy_err *err)
 {
     const symbolic *S = F->S;
     const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
     if (x->numa == CANOPY_NUMA_INTERLEAVE && x->topo) {
         canopy_status st = numa_interleave(x->topo, F->L, F->coef_bytes, err);
         if (st == CANOPY_SUCCESS && F->U) st = numa_interleave(x->topo, F->U, F->coef_bytes, err);
@@ -708,7 +776,10 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     }
     if (x->numa == CANOPY_NUMA_GLOBAL) {
         /* the "V0" baseline: the calling thread allocates and fills everything */
-        for (cint k = 0; k < S->ncblk; k++) kassemble(F, Ax, k);
+        for (int t = 0; t < L->nthreads; t++) {
+            kfill kf = {F, Ax};
+            kfill_owned(&kf, t);
+        }
     } else {
         kfill kf = {F, Ax};
         sched_pool_run_all(x->pool, kfill_owned, &kf);
@@ -722,15 +793,34 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         F->thread_perturbed[t] = 0;
         F->run.lock_wait[t] = 0;
     }
-    kpar pc = {.c = *c, .F = F, .plan = x->plan, .dag = &x->plan->factor,
-               .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC};
+    kpar pc = {.c = *c, .F = F, .loc = L, .dag = &L->factor, .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC,
+               .dist = L->nranks > 1, .x = F->xch};
+    atomic_init(&pc.drain, 0);
     atomic_init(&pc.failed_cblk, -1);
     atomic_init(&pc.failed_info, 0);
     numeric_run *r = &F->run;
     sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
     int result = 0;
-    canopy_status st = sched_execute(x->pool, pc.dag, x->scheduler, ktask, &pc, &rs, &result, err);
+    sched_run *run = NULL;
+    sched_run_opts ro = {.ext = pc.dist ? L->ext : NULL,
+                         .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = F->xch};
+    canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
+    if (st != CANOPY_SUCCESS) return st;
+    if (pc.dist) {
+        /* the receives are posted before any worker can send */
+        st = numeric_exchange_begin(F, karrived, run, err);
+        if (st != CANOPY_SUCCESS) {
+            /* nothing was sent: every rank learns it from the agreement after */
+            sched_discard(run);
+            return st;
+        }
+    }
+    st = sched_go(run, &result);
     r->wall = rs.wall;
+    if (pc.dist) {
+        canopy_status fs = numeric_exchange_end(F, err);
+        if (st == CANOPY_SUCCESS) st = fs;
+    }
     if (st != CANOPY_SUCCESS) return st;
     int bad = atomic_load(&pc.failed_cblk);
     if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);
@@ -744,7 +834,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
 canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_err *err)
 {
     const symbolic *S = F->S;
-    kctx c = {S, F->kind, F->L, F->U, F->ipiv, F->dsub, F->threshold};
+    kctx c = {S, F->coef, F->kind, F->L, F->U, F->ipiv, F->dsub, F->threshold};
     const SCALAR *Ax = A->values;
     F->perturbed = 0;
     if (F->exec.pool != NULL) return kfactorize_threaded(F, &c, Ax, err);
@@ -788,7 +878,7 @@ static void kforward(const numeric *F, cint j, cint nrhs, SCALAR *y)
     for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
         cint b = F->fan_blok[q], k = F->blok_cblk[b];
         cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
-        const SCALAR *Pb = L + S->cblk_coef[k] + S->blok_coefrow[b];
+        const SCALAR *Pb = L + F->coef[k] + S->blok_coefrow[b];
         K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_MONE), Pb,
                (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), y + S->blok_frow[b], (int)n);
     }
@@ -801,7 +891,7 @@ static void kforward(const numeric *F, cint j, cint nrhs, SCALAR *y)
             if (ipiv[c] >= 0 && ipiv[c] != c) kswap_rows(ys, n, c, ipiv[c], 0, nrhs);
     }
     K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, F->kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit,
-           (int)w, (int)nrhs, K_BS(K_ONE), L + S->cblk_coef[j], (int)S->cblk_stride[j], ys, (int)n);
+           (int)w, (int)nrhs, K_BS(K_ONE), L + F->coef[j], (int)S->cblk_stride[j], ys, (int)n);
 }
 
 /* z_k <- D_k^-1 z_k (LDL^T: 1x1 and 2x2 pivots, never across cblks). */
@@ -809,7 +899,7 @@ static void kdiag_solve(const numeric *F, cint k, cint nrhs, SCALAR *y)
 {
     const symbolic *S = F->S;
     cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
-    const SCALAR *P = (const SCALAR *)F->L + S->cblk_coef[k];
+    const SCALAR *P = (const SCALAR *)F->L + F->coef[k];
     const SCALAR *dsub = F->dsub;
     const cint *ipiv = F->ipiv + fcol;
     for (cint j = 0; j < w;) {
@@ -836,8 +926,8 @@ static void kbackward(const numeric *F, cint k, cint nrhs, SCALAR *y)
     const symbolic *S = F->S;
     canopy_factorization kind = F->kind;
     cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
-    const SCALAR *P = (const SCALAR *)F->L + S->cblk_coef[k];
-    const SCALAR *X = kind == CANOPY_FACT_LU ? (const SCALAR *)F->U + S->cblk_coef[k] : P;
+    const SCALAR *P = (const SCALAR *)F->L + F->coef[k];
+    const SCALAR *X = kind == CANOPY_FACT_LU ? (const SCALAR *)F->U + F->coef[k] : P;
     SCALAR *ys = y + fcol;
     if (kind == CANOPY_FACT_LDLT) kdiag_solve(F, k, nrhs, y);
     for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {

@@ -6,6 +6,8 @@
 #include "numeric.h"
 #include "matrix.h"
 #include "numa/placement.h"
+#include "comm/agree.h"
+#include "comm/share.h"
 
 #include <limits.h>
 #include <math.h>
@@ -68,9 +70,19 @@ static void threads_free(numeric *F)
 void numeric_free(numeric *F)
 {
     if (F == NULL) return;
+    numeric_exec keep = F->exec;
     threads_free(F);
     numa_free_pages(F->L, F->coef_bytes);
     numa_free_pages(F->U, F->coef_bytes);
+    canopy_free(F->lcoef);
+    canopy_free(F->R);
+    canopy_free(F->recv_off);
+    canopy_free(F->send_slot);
+    canopy_free(F->aval);
+    canopy_free(F->root_order);
+    canopy_free(F->root_counts);
+    canopy_free(F->peer_counts);
+    comm_exchange_free(F->xch);
     canopy_free(F->amap_ptr);
     canopy_free(F->amap_src);
     canopy_free(F->amap_dst);
@@ -81,6 +93,7 @@ void numeric_free(numeric *F)
     canopy_free(F->ipiv);
     canopy_free(F->dsub);
     memset(F, 0, sizeof *F);
+    F->exec = keep; /* the execution settings outlive the factors */
 }
 
 void numeric_set_exec(numeric *F, const numeric_exec *x)
@@ -216,6 +229,8 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     /* LU's threaded updates keep the L and U sides' products side by side (see kupdate) */
     F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
+    F->coef = S->cblk_coef;
+    F->ncoef = (int64_t)ncoef;
     if (!canopy_mul_ok(ncoef ? ncoef : 1, F->scalar_bytes, &F->coef_bytes))
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %zu entries is too large", ncoef);
     /* untouched pages: whoever zeroes a cblk first places it (see numeric.h) */
@@ -269,9 +284,12 @@ static canopy_status prepare_threads(numeric *F, canopy_err *err)
 {
     const numeric_exec *x = &F->exec;
     int nt = sched_pool_threads(x->pool);
-    if (x->plan == NULL || x->solve == NULL || x->plan->nthreads != nt || x->plan->ncblk != F->S->ncblk)
+    const sched_local *L = x->local;
+    int nsolve = x->solve ? x->solve->ntasks : 0;
+    if (x->plan == NULL || L == NULL || L->nthreads != nt || x->plan->ncblk != F->S->ncblk ||
+        (L->nranks == 1 && x->solve == NULL))
         return canopy_err_set(err, CANOPY_ERR_INTERNAL, "threaded factorization without a matching plan");
-    if (F->nthreads == nt && F->run.ntasks == x->plan->factor.ntasks && F->solve_run.ntasks == x->solve->ntasks)
+    if (F->nthreads == nt && F->run.ntasks == L->factor.ntasks && F->solve_run.ntasks == nsolve)
         return CANOPY_SUCCESS;
     threads_free(F);
     F->thread_work = canopy_calloc((size_t)nt, sizeof(void *), "worker buffers", err);
@@ -291,8 +309,8 @@ static canopy_status prepare_threads(numeric *F, canopy_err *err)
     for (int t = 0; t < nt && st == CANOPY_SUCCESS; t++)
         if (ta->errs[t].status != CANOPY_SUCCESS) st = canopy_err_set(err, ta->errs[t].status, "%s", ta->errs[t].msg);
     canopy_free(ta);
-    if (st == CANOPY_SUCCESS) st = run_alloc(&F->run, nt, x->plan->factor.ntasks, err);
-    if (st == CANOPY_SUCCESS) st = run_alloc(&F->solve_run, nt, x->solve->ntasks, err);
+    if (st == CANOPY_SUCCESS) st = run_alloc(&F->run, nt, L->factor.ntasks, err);
+    if (st == CANOPY_SUCCESS) st = run_alloc(&F->solve_run, nt, nsolve, err);
     if (st != CANOPY_SUCCESS) threads_free(F);
     return st;
 }
@@ -327,6 +345,7 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
         if (st != CANOPY_SUCCESS) return st;
     }
     F->threshold = threshold;
+    F->stress = comm_stress_enabled();
     F->flops = kind == CANOPY_FACT_LU ? S->flops_lu : S->flops_llt;
     int old = numeric_blas_single();
     canopy_status st = A->arith == CANOPY_COMPLEX ? numeric_factorize_z(F, A, err) : numeric_factorize_d(F, A, err);
@@ -353,5 +372,318 @@ canopy_status numeric_solve(numeric *F, cint nrhs, void *b, cint ldb, canopy_err
     canopy_status st = F->arith == CANOPY_COMPLEX ? numeric_solve_z(F, nrhs, b, ldb, err)
                                                   : numeric_solve_d(F, nrhs, b, ldb, err);
     numeric_blas_restore(old);
+    return st;
+}
+
+/* ---- several ranks ------------------------------------------------------------------------ */
+
+/* Scalars of cblk j's panel. */
+static inline int64_t panel_size(const symbolic *S, cint j)
+{
+    return S->cblk_coef[j + 1] - S->cblk_coef[j];
+}
+
+double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
+                             int64_t local_entries)
+{
+    double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    double own = 0, recv = 0, wbuf = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        double w = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        if (w > wbuf) wbuf = w;
+        if (L->cblk_rank[k] == L->rank) own += (double)panel_size(S, k);
+        recv += (double)(L->recv_ptr[k + 1] - L->recv_ptr[k]) * (double)panel_size(S, k);
+    }
+    for (cint q = 0; q < L->nsend; q++) own += (double)panel_size(S, L->send_cblk[q]);
+    double work = (double)S->max_update_buf * parts + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
+    return sb * (parts * (own + recv) + work * (L->nthreads + 1)) + (double)local_entries * (16.0 + sb) +
+           (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
+}
+
+static canopy_status numeric_allocate_dist(numeric *F, const symbolic *S, canopy_arith arith, canopy_factorization kind,
+                                           canopy_err *err)
+{
+    const sched_local *L = F->exec.local;
+    F->S = S;
+    F->kind = kind;
+    F->arith = arith;
+    F->scalar_bytes = arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
+    size_t wbuf = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        if (S->cblk_stride[k] > INT_MAX || panel_size(S, k) * (arith == CANOPY_COMPLEX ? 2 : 1) > INT_MAX)
+            return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT " is too large for BLAS or MPI", k);
+        size_t s = (size_t)S->cblk_stride[k] * (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        wbuf = s > wbuf ? s : wbuf;
+    }
+    F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
+    if (F->work_scalars == 0) F->work_scalars = 1;
+    int parts = kind == CANOPY_FACT_LU ? 2 : 1;
+    F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
+    F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);
+    F->recv_off = canopy_alloc((size_t)L->recv_ptr[S->ncblk] + 1, sizeof(int64_t), "fan-in offsets", err);
+    F->peer_counts = canopy_calloc(4 * (size_t)L->nranks, sizeof(int64_t), "communication counts", err);
+    if (!F->lcoef || !F->send_slot || !F->recv_off || !F->peer_counts) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    int64_t off = 0, roff = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        F->send_slot[k] = -1;
+        F->lcoef[k] = -1;
+        if (L->cblk_rank[k] == L->rank) {
+            F->lcoef[k] = off;
+            off += panel_size(S, k);
+        }
+        for (cint q = L->recv_ptr[k]; q < L->recv_ptr[k + 1]; q++) {
+            F->recv_off[q] = roff;
+            roff += panel_size(S, k) * parts;
+        }
+    }
+    for (cint q = 0; q < L->nsend; q++) {
+        cint j = L->send_cblk[q];
+        F->lcoef[j] = off;
+        off += panel_size(S, j);
+        F->send_slot[j] = (int)q * parts;
+    }
+    F->coef = F->lcoef;
+    F->ncoef = off;
+    F->nrecv_scalars = roff;
+    if (!canopy_mul_ok((size_t)(off ? off : 1), F->scalar_bytes, &F->coef_bytes))
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %lld entries is too large", (long long)off);
+    F->L = numa_alloc_pages(F->coef_bytes, "factor L", err);
+    if (kind == CANOPY_FACT_LU) F->U = numa_alloc_pages(F->coef_bytes, "factor U", err);
+    F->fresh = 1;
+    F->R = canopy_alloc((size_t)(roff ? roff : 1), F->scalar_bytes, "received fan-in buffers", err);
+    if (kind != CANOPY_FACT_LLT) F->ipiv = canopy_calloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
+    if (kind == CANOPY_FACT_LDLT) F->dsub = canopy_calloc((size_t)S->n + 1, F->scalar_bytes, "2x2 pivots", err);
+    F->work = canopy_alloc(F->work_scalars, F->scalar_bytes, "update buffer", err);
+    F->amap_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(int64_t), "entry map", err);
+    if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || !F->R || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
+        (kind == CANOPY_FACT_LDLT && !F->dsub) || !F->work || !F->amap_ptr)
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    return build_fan(F, err);
+}
+
+/*
+ * Rank 0 builds the entry map of the whole matrix and sends each rank the entries of its cblks:
+ * once their places (cblk, offset inside the panel; U entries encoded as in amap_dst), then at
+ * every factorization their values, in the same order.
+ */
+static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
+    const symbolic *S = F->S;
+    int R = L->nranks;
+    int64_t *pairs = NULL, *displs = NULL, *counts2 = NULL, *displs2 = NULL, *mine = NULL;
+    int64_t one[1] = {0};
+    canopy_status st = CANOPY_SUCCESS;
+    if (L->rank == 0 && A) {
+        int64_t nnz = matrix_nnz(A);
+        /* the global map, in the single-rank layout, then regrouped rank by rank */
+        F->amap_src = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
+        F->amap_dst = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
+        F->root_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+        displs = canopy_calloc((size_t)R + 1, sizeof(int64_t), "entry distribution", err);
+        if (F->amap_src && F->amap_dst && F->root_counts && displs) st = build_amap(F, A, err);
+        else st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        if (st == CANOPY_SUCCESS) {
+            F->root_order = canopy_alloc((size_t)F->amap_nnz + 1, sizeof(int64_t), "entry distribution", err);
+            pairs = canopy_alloc(2 * (size_t)F->amap_nnz + 2, sizeof(int64_t), "entry distribution", err);
+            counts2 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+            displs2 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+            if (!F->root_order || !pairs || !counts2 || !displs2) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        }
+        if (st == CANOPY_SUCCESS) {
+            for (cint k = 0; k < S->ncblk; k++) F->root_counts[L->cblk_rank[k]] += F->amap_ptr[k + 1] - F->amap_ptr[k];
+            for (int r = 0; r < R; r++) displs[r + 1] = displs[r] + F->root_counts[r];
+            int64_t *fill = displs2;
+            for (int r = 0; r < R; r++) fill[r] = displs[r];
+            for (cint k = 0; k < S->ncblk; k++) {
+                int r = L->cblk_rank[k];
+                for (int64_t e = F->amap_ptr[k]; e < F->amap_ptr[k + 1]; e++) {
+                    int64_t q = fill[r]++, d = F->amap_dst[e];
+                    F->root_order[q] = F->amap_src[e];
+                    pairs[2 * q] = k;
+                    pairs[2 * q + 1] = d >= 0 ? d - S->cblk_coef[k] : -((-d - 2) - S->cblk_coef[k]) - 2;
+                }
+            }
+            for (int r = 0; r < R; r++) {
+                counts2[r] = 2 * F->root_counts[r];
+                displs2[r] = 2 * displs[r];
+            }
+        }
+        canopy_free(F->amap_src);
+        canopy_free(F->amap_dst);
+        F->amap_src = F->amap_dst = NULL;
+    }
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    int64_t ones[1] = {1};
+    (void)ones;
+    {
+        int64_t *c1 = NULL, *d1 = NULL;
+        if (L->rank == 0) {
+            c1 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+            d1 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+            for (int r = 0; c1 && d1 && r < R; r++) {
+                c1[r] = 1;
+                d1[r] = r;
+            }
+        }
+        st = comm_share_scatter(x->comm, F->root_counts, c1, d1, one, 1, err);
+        canopy_free(c1);
+        canopy_free(d1);
+    }
+    if (st != CANOPY_SUCCESS) goto out;
+    int64_t cnt = one[0];
+    mine = canopy_alloc(2 * (size_t)cnt + 2, sizeof(int64_t), "entry map", err);
+    F->amap_src = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
+    F->amap_dst = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
+    F->aval = canopy_alloc((size_t)cnt + 1, F->scalar_bytes, "local entries", err);
+    int ok = mine && F->amap_src && F->amap_dst && F->aval;
+    if (!ok && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry map");
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    st = comm_share_scatter(x->comm, pairs, counts2, displs2, mine, 2 * cnt, err);
+    if (st != CANOPY_SUCCESS) goto out;
+    memset(F->amap_ptr, 0, ((size_t)S->ncblk + 1) * sizeof(int64_t));
+    for (int64_t e = 0; e < cnt; e++) {
+        cint k = (cint)mine[2 * e];
+        int64_t rel = mine[2 * e + 1];
+        F->amap_ptr[k + 1]++;
+        F->amap_src[e] = e;
+        F->amap_dst[e] = rel >= 0 ? rel + F->lcoef[k] : -((-rel - 2) + F->lcoef[k]) - 2;
+    }
+    for (cint k = 0; k < S->ncblk; k++) F->amap_ptr[k + 1] += F->amap_ptr[k];
+    F->amap_nnz = cnt;
+    F->amap_nnz_in = cnt;
+out:
+    canopy_free(pairs);
+    canopy_free(displs);
+    canopy_free(counts2);
+    canopy_free(displs2);
+    canopy_free(mine);
+    return st;
+}
+
+/* The values of this factorization, from rank 0 to the owners (collective). */
+static canopy_status numeric_share_values(numeric *F, const canopy_csc *A, canopy_err *err)
+{
+    const sched_local *L = F->exec.local;
+    int R = L->nranks, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    double *send = NULL;
+    int64_t *counts = NULL, *displs = NULL;
+    if (L->rank == 0) {
+        send = canopy_alloc((size_t)F->root_counts ? (size_t)matrix_nnz(A) * (size_t)dps + 1 : 1, sizeof(double),
+                            "entry distribution", err);
+        counts = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+        displs = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+        if (send && counts && displs) {
+            const double *v = A->values;
+            int64_t tot = 0;
+            for (int r = 0; r < R; r++) {
+                counts[r] = F->root_counts[r] * dps;
+                displs[r] = tot;
+                tot += counts[r];
+            }
+            for (int64_t q = 0; q < tot / dps; q++)
+                for (int c = 0; c < dps; c++) send[q * dps + c] = v[F->root_order[q] * dps + c];
+        }
+    }
+    int ok = L->rank != 0 || (send && counts && displs);
+    if (!ok && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry distribution");
+    canopy_status st = comm_agree(F->exec.comm, err);
+    if (st >= 0) st = comm_share_scatter(F->exec.comm, send, counts, displs, F->aval, F->amap_nnz * dps, err);
+    canopy_free(send);
+    canopy_free(counts);
+    canopy_free(displs);
+    return st < 0 ? st : CANOPY_SUCCESS;
+}
+
+canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy_csc *A, canopy_arith arith,
+                                     canopy_factorization kind, double threshold, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    if (x->local == NULL || x->local->nranks < 2 || x->pool == NULL || x->tags == NULL)
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "numeric_factorize_dist without a distributed plan");
+    if (F->L != NULL && (F->S != S || F->kind != kind || F->arith != arith)) numeric_free(F);
+    canopy_status st = CANOPY_SUCCESS;
+    int first = F->L == NULL;
+    if (first) st = numeric_allocate_dist(F, S, arith, kind, err);
+    if (comm_agree(x->comm, err) < 0) {
+        numeric_free(F);
+        return err->status;
+    }
+    if (first && (st = numeric_share_map(F, A, err)) != CANOPY_SUCCESS) {
+        numeric_free(F);
+        return st;
+    }
+    if ((st = numeric_share_values(F, A, err)) != CANOPY_SUCCESS) return st;
+    st = prepare_threads(F, err);
+    if (comm_agree(x->comm, err) < 0) return err->status;
+    F->threshold = threshold;
+    F->stress = comm_stress_enabled();
+    F->flops = kind == CANOPY_FACT_LU ? S->flops_lu : S->flops_llt;
+    canopy_csc Al = {.n = S->n, .values = F->aval, .arith = arith};
+    int old = numeric_blas_single();
+    st = arith == CANOPY_COMPLEX ? numeric_factorize_z(F, &Al, err) : numeric_factorize_d(F, &Al, err);
+    numeric_blas_restore(old);
+    return st;
+}
+
+canopy_status numeric_exchange_begin(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
+    const symbolic *S = F->S;
+    int parts = F->U ? 2 : 1, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    int nrecv = (int)L->recv_ptr[S->ncblk] * parts, nsend = (int)L->nsend * parts;
+    comm_msg *rv = canopy_alloc((size_t)nrecv + 1, sizeof(comm_msg), "messages", err);
+    comm_msg *sd = canopy_alloc((size_t)nsend + 1, sizeof(comm_msg), "messages", err);
+    canopy_status st = CANOPY_SUCCESS;
+    if (!rv || !sd) {
+        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        goto out;
+    }
+    for (cint j = 0, i = 0; j < S->ncblk; j++)
+        for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++)
+            for (int p = 0; p < parts; p++, i++) {
+                comm_msg *m = &rv[i];
+                m->buf = (char *)F->R + (size_t)(F->recv_off[q] + p * panel_size(S, j)) * F->scalar_bytes;
+                m->count = (int)(panel_size(S, j) * dps);
+                m->peer = L->recv_rank[q];
+                comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
+                m->cookie = L->cblk_task[j];
+            }
+    for (cint q = 0; q < L->nsend; q++) {
+        cint j = L->send_cblk[q];
+        for (int p = 0; p < parts; p++) {
+            comm_msg *m = &sd[q * parts + p];
+            m->buf = (char *)(p == 0 ? F->L : F->U) + (size_t)F->lcoef[j] * F->scalar_bytes;
+            m->count = (int)(panel_size(S, j) * dps);
+            m->peer = L->cblk_rank[j];
+            comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
+            m->cookie = -1;
+        }
+    }
+    st = comm_exchange_create(x->comm_threads, L->nranks, rv, nrecv, sd, nsend, arrived, arg, &F->xch, err);
+    if (st == CANOPY_SUCCESS) st = comm_exchange_start(F->xch, err);
+out:
+    canopy_free(rv);
+    canopy_free(sd);
+    return st;
+}
+
+canopy_status numeric_exchange_end(numeric *F, canopy_err *err)
+{
+    if (F->xch == NULL) return CANOPY_SUCCESS;
+    canopy_status st = comm_exchange_finish(F->xch, err);
+    int R = F->exec.local->nranks;
+    comm_exchange_counts(F->xch, F->peer_counts, F->peer_counts + R, F->peer_counts + 2 * R, F->peer_counts + 3 * R);
+    F->comm_idle = comm_exchange_idle_time(F->xch);
+    comm_exchange_free(F->xch);
+    F->xch = NULL;
     return st;
 }

@@ -24,7 +24,10 @@
 #include "symbolic.h"
 #include "sched/engine.h"
 #include "sched/plan.h"
+#include "sched/distribute.h"
 #include "numa/topology.h"
+#include "comm/exchange.h"
+#include "comm/tags.h"
 
 /*
  * How the factorization and the solves run, set by the phase driver. Without a pool everything
@@ -47,7 +50,11 @@
 typedef struct numeric_exec {
     sched_pool *pool;             /**< NULL: sequential on the calling thread */
     const sched_plan *plan;       /**< built for this structure, kind and pool size */
-    const sched_dag *solve;       /**< sched_plan_solve_dag of the same plan */
+    const sched_dag *solve;       /**< sched_plan_solve_dag of the same plan (one rank) */
+    const sched_local *local;     /**< this rank's share of the plan (what the workers run) */
+    int comm_threads;             /**< several ranks: who drives MPI (comm/exchange.h) */
+    const comm_tags *tags;        /**< several ranks: message ids to (communicator, tag) */
+    MPI_Comm comm;                /**< several ranks: the solver's communicator */
     canopy_scheduler scheduler;
     canopy_numa numa;
     const numa_topo *topo;        /**< for numa=interleave and the placement report (may be NULL) */
@@ -70,8 +77,25 @@ typedef struct numeric {
     canopy_factorization kind;      /**< LLT, LDLT or LU (never AUTO) */
     canopy_arith arith;             /**< CANOPY_REAL or CANOPY_COMPLEX */
     size_t scalar_bytes;
-    void *L;                        /**< S->cblk_coef[ncblk] scalars */
+    void *L;                        /**< panels held by this rank (all of them with one rank) */
     void *U;                        /**< LU only, same size */
+    const int64_t *coef;            /**< [ncblk] offset of cblk k's panel in L and U: S->cblk_coef with one
+                                         rank; with several, the rank's own cblks, then its fan-in buffers
+                                         (shaped like the remote target's panel), -1 for the others */
+    int64_t *lcoef;                 /**< several ranks: the storage of coef */
+    int64_t ncoef;                  /**< scalars of L (and of U) */
+    void *R;                        /**< several ranks: received fan-in buffers (L part, then U part) */
+    int64_t nrecv_scalars;
+    int64_t *recv_off;              /**< [recv_ptr[ncblk]] offset in R of each received buffer */
+    int *send_slot;                 /**< [ncblk] first exchange slot of the fan-in sent to remote cblk j */
+    comm_exchange *xch;             /**< the exchange of the running factorization */
+    void *aval;                     /**< several ranks: this rank's entries of A (amap order) */
+    int64_t *root_order;            /**< rank 0 of several: A's value index of each entry, rank by rank */
+    int64_t *root_counts;           /**< rank 0: [nranks] entries per rank */
+    int stress;                     /**< CANOPY_STRESS: random delays in the tasks */
+    int64_t *peer_counts;           /**< several ranks: [4 x nranks] messages sent, bytes sent, messages
+                                         received, bytes received per peer (last factorization) */
+    double comm_idle;               /**< seconds the communication thread(s) slept or backed off */
     size_t coef_bytes;              /**< bytes of L (and of U): numa_alloc_pages blocks */
     int fresh;                      /**< L and U are still the zero pages numa_alloc_pages returned */
     int64_t *amap_ptr;              /**< [ncblk+1] entries of A landing in cblk k: amap_ptr[k] .. amap_ptr[k+1]-1 */
@@ -113,6 +137,23 @@ typedef struct numeric {
  */
 canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc *A,
                                 canopy_factorization kind, double threshold, canopy_err *err);
+
+/**
+ * Factorization over several ranks (F->exec.local->nranks > 1): collective on F->exec.comm.
+ * @p A: the scaled matrix on rank 0 (NULL elsewhere); @p arith the same on every rank. Entries go
+ * from rank 0 to the owners of their cblks; the ranks exchange fan-in buffers (comm/exchange.h).
+ * The status is this rank's: the caller agrees on it.
+ */
+canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy_csc *A, canopy_arith arith,
+                                     canopy_factorization kind, double threshold, canopy_err *err);
+
+/** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
+double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
+                             int64_t local_entries);
+
+/* used by the kernels: the fan-in exchange of one factorization */
+canopy_status numeric_exchange_begin(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err);
+canopy_status numeric_exchange_end(numeric *F, canopy_err *err);
 
 /**
  * Solve A X = B with the factors, in place, for nrhs columns of leading dimension ldb, in the

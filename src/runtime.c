@@ -51,8 +51,15 @@ void runtime_drop_plan(runtime *rt)
 {
     if (!rt->have_plan) return;
     sched_plan_free(&rt->plan);
+    sched_local_free(&rt->local);
     sched_dag_free(&rt->solve);
     rt->have_plan = 0;
+}
+
+void runtime_set_cost(runtime *rt, const sched_cost_model *cm)
+{
+    rt->cost = *cm;
+    rt->have_cost = 1;
 }
 
 canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
@@ -65,11 +72,16 @@ canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic 
         if (st != CANOPY_SUCCESS) return st;
         rt->have_cost = 1;
     }
-    sched_plan_opts po = {.nthreads = rt->nthreads, .kind = kind, .complex_arith = complex_arith};
+    int R = rt->nranks > 1 ? rt->nranks : 1;
+    sched_plan_opts po = {.nthreads = rt->nthreads, .kind = kind, .complex_arith = complex_arith, .nranks = R,
+                          .comm_latency = rt->comm_latency, .comm_byte_time = rt->comm_byte_time};
     canopy_status st = sched_plan_build(S, &rt->cost, &po, &rt->plan, err);
-    if (st == CANOPY_SUCCESS) st = sched_plan_solve_dag(S, &rt->plan, &rt->solve, err);
+    if (st == CANOPY_SUCCESS)
+        st = sched_plan_local(S, &rt->plan, R > 1 ? rt->rank : 0, kind == CANOPY_FACT_LU ? 2 : 1, &rt->local, err);
+    if (st == CANOPY_SUCCESS && R == 1) st = sched_plan_solve_dag(S, &rt->plan, &rt->solve, err);
     if (st != CANOPY_SUCCESS) {
         sched_plan_free(&rt->plan);
+        sched_local_free(&rt->local);
         sched_dag_free(&rt->solve);
         return st;
     }
@@ -89,7 +101,11 @@ void runtime_exec(const runtime *rt, const canopy_options *o, numeric_exec *x)
     if (!rt->have_plan) return;
     x->pool = rt->pool;
     x->plan = &rt->plan;
-    x->solve = &rt->solve;
+    x->solve = rt->nranks > 1 ? NULL : &rt->solve;
+    x->local = &rt->local;
+    x->comm_threads = o->comm_threads;
+    x->tags = rt->have_tags ? &rt->tags : NULL;
+    x->comm = rt->comm;
     x->scheduler = o->scheduler;
     x->numa = o->numa;
     x->topo = rt->topo;
@@ -130,7 +146,8 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     memset(rt->thread_bytes, 0, (size_t)T * sizeof(int64_t));
     int64_t sb = (int64_t)F->scalar_bytes * (F->U ? 2 : 1);
     for (cint k = 0; k < S->ncblk; k++) {
-        int owner = o->numa == CANOPY_NUMA_GLOBAL ? -1 : rt->plan.cblk_owner[k];
+        if (rt->local.cblk_rank[k] != rt->local.rank) continue;
+        int owner = o->numa == CANOPY_NUMA_GLOBAL ? -1 : rt->local.cblk_owner[k];
         int64_t bytes = (S->cblk_coef[k + 1] - S->cblk_coef[k]) * sb;
         if (owner >= 0) rt->thread_bytes[owner] += bytes;
         /* global: everything where the calling thread runs (unknown: count it on node 0) */
@@ -156,14 +173,14 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     st->factor_bytes_unlocated = unknown;
     if (o->trace_file[0]) {
         canopy_err terr = {0};
-        (void)sched_trace_write(o->trace_file, 0, "factorize", scheduler_name(o->scheduler), &rt->plan.factor,
+        (void)sched_trace_write(o->trace_file, 0, "factorize", scheduler_name(o->scheduler), &rt->local.factor,
                                 r->events, T, rt->workers.core_os, rt->workers.node, r->wall, &terr);
     }
 }
 
 void runtime_report_solve(runtime *rt, const canopy_options *o, const numeric *F)
 {
-    if (!o->trace_file[0] || !rt->have_plan || F->nthreads != rt->nthreads) return;
+    if (!o->trace_file[0] || !rt->have_plan || F->nthreads != rt->nthreads || rt->nranks > 1) return;
     canopy_err terr = {0};
     (void)sched_trace_write(o->trace_file, 1, "solve", scheduler_name(o->scheduler), &rt->solve, F->solve_run.events,
                             rt->nthreads, rt->workers.core_os, rt->workers.node, F->solve_run.wall, &terr);
@@ -196,6 +213,7 @@ void runtime_free(runtime *rt)
 {
     if (rt == NULL) return;
     runtime_drop_plan(rt);
+    if (rt->have_tags) comm_tags_free(&rt->tags);
     sched_pool_destroy(rt->pool);
     numa_workers_free(&rt->workers);
     numa_topo_free(rt->topo);

@@ -12,7 +12,9 @@
 #include "sched/cost.h"
 #include "sched/engine.h"
 #include "sched/plan.h"
+#include "sched/distribute.h"
 #include "numa/topology.h"
+#include "comm/tags.h"
 
 typedef struct runtime {
     int nthreads;
@@ -22,7 +24,13 @@ typedef struct runtime {
     sched_cost_model cost;
     int have_cost;
     sched_plan plan;
-    sched_dag solve;
+    sched_local local;              /**< this rank's share of the plan */
+    sched_dag solve;                /**< one rank: the threaded solve graph */
+    int nranks, rank;               /**< set by the phase driver before runtime_plan */
+    MPI_Comm comm;
+    double comm_latency, comm_byte_time; /**< ping-pong model (several ranks) */
+    comm_tags tags;                 /**< several ranks: message ids */
+    int have_tags;
     int have_plan;
     canopy_factorization plan_kind;
     int plan_complex;
@@ -57,6 +65,12 @@ void runtime_report_solve(runtime *rt, const canopy_options *o, const numeric *F
 /** Per-thread and per-node figures (after runtime_report_factorize). */
 canopy_status runtime_thread_stats(const runtime *rt, const numeric *F, int t, canopy_thread_stats *ts);
 canopy_status runtime_node_stats(const runtime *rt, int node, canopy_node_stats *ns);
+
+/**
+ * Several ranks: every rank must plan from the same inputs. The phase driver sets nranks, rank,
+ * comm, the ping-pong figures and rank 0's cost model (runtime_set_cost) first.
+ */
+void runtime_set_cost(runtime *rt, const sched_cost_model *cm);
 
 /** Drop the plan (a new analysis follows). */
 void runtime_drop_plan(runtime *rt);

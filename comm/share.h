@@ -1,0 +1,31 @@
+/*
+ * Moving the analysis and the matrix entries between ranks: the block structure from rank 0 to
+ * every rank, and the entries of A from rank 0 to the owners of the cblks they land in.
+ */
+#ifndef CANOPY_COMM_SHARE_H
+#define CANOPY_COMM_SHARE_H
+
+#include <mpi.h>
+#include "common.h"
+#include "symbolic.h"
+
+/**
+ * Broadcast rank 0's block structure: other ranks' @p S is replaced (freed first). Collective.
+ * @p ok: this rank's status going in (rank 0: whether S is valid); the call agrees on it first
+ * and moves nothing if any rank failed. Returns the agreed status.
+ */
+canopy_status comm_share_symbolic(MPI_Comm comm, symbolic *S, canopy_status ok, canopy_err *err);
+
+/**
+ * Scatter from rank 0: rank r gets counts[r] elements of 8 bytes (doubles or int64) from
+ * send + displs[r] (counts/displs only read on rank 0) into recv (recv_count elements).
+ * 64-bit counts are split into int-sized pieces. Collective.
+ */
+canopy_status comm_share_scatter(MPI_Comm comm, const void *send, const int64_t *counts, const int64_t *displs,
+                                 void *recv, int64_t recv_count, canopy_err *err);
+
+/** Gather to rank 0 (the reverse of comm_share_scatter). Collective. */
+canopy_status comm_share_gather(MPI_Comm comm, const void *send, int64_t send_count, void *recv,
+                                const int64_t *counts, const int64_t *displs, canopy_err *err);
+
+#endif
