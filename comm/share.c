@@ -137,3 +137,10 @@ canopy_status comm_share_gather(MPI_Comm comm, const void *send, int64_t send_co
     }
     return ok ? CANOPY_SUCCESS : canopy_err_set(err, CANOPY_ERR_MPI, "gather to rank 0 failed");
 }
+
+canopy_status comm_share_bcast(MPI_Comm comm, void *buf, int64_t count, canopy_err *err)
+{
+    return share_bcast(comm, buf, count, MPI_DOUBLE, sizeof(double))
+               ? CANOPY_SUCCESS
+               : canopy_err_set(err, CANOPY_ERR_MPI, "broadcast of the right-hand side failed");
+}

@@ -24,6 +24,9 @@ canopy_status comm_share_symbolic(MPI_Comm comm, symbolic *S, canopy_status ok, 
 canopy_status comm_share_scatter(MPI_Comm comm, const void *send, const int64_t *counts, const int64_t *displs,
                                  void *recv, int64_t recv_count, canopy_err *err);
 
+/** Broadcast @p count doubles from rank 0 (64-bit count). Collective. */
+canopy_status comm_share_bcast(MPI_Comm comm, void *buf, int64_t count, canopy_err *err);
+
 /** Gather to rank 0 (the reverse of comm_share_scatter). Collective. */
 canopy_status comm_share_gather(MPI_Comm comm, const void *send, int64_t send_count, void *recv,
                                 const int64_t *counts, const int64_t *displs, canopy_err *err);

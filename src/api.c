@@ -1,8 +1,8 @@
 /*
  * Public entry points and the phase driver: argument and phase checks, the order of the phases,
  * timing and statistics, and the agreement of every outcome across ranks (comm/agree.c).
- * This release computes on rank 0; the other ranks take part in every collective call so that
- * the application code is already the one it will be with distributed factorization.
+ * Rank 0 reads, orders and analyzes; with several ranks, src/phases_dist.c shares the analysis,
+ * distributes the factorization and runs the solves on every rank.
  */
 #include "solver.h"
 
@@ -167,21 +167,24 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
     s->stats.ranks = s->nranks;
     s->stats.threads_per_rank = 1;
     /* ranks sharing this node, for the oversubscription warning (collective on every rank) */
-    int ranks_on_node = 1;
+    int ranks_on_node = 1, node_rank = 0;
     MPI_Comm node;
     if (MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_size(node, &ranks_on_node);
+        MPI_Comm_rank(node, &node_rank);
         MPI_Comm_free(&node);
     }
-    /* this release computes on rank 0: only it starts workers */
-    if (s->err.status == CANOPY_SUCCESS && s->rank == 0) {
-        if (runtime_init(&s->rt, &s->opts, ranks_on_node, &s->err) == CANOPY_SUCCESS) {
+    s->ranks_on_node = ranks_on_node;
+    s->node_rank = node_rank;
+    if (s->err.status == CANOPY_SUCCESS) {
+        if (runtime_init(&s->rt, &s->opts, ranks_on_node, node_rank, &s->err) == CANOPY_SUCCESS) {
             s->stats.threads_per_rank = s->rt.nthreads;
             s->stats.numa_nodes = s->rt.nnodes;
-            if (s->rt.warning[0]) fprintf(stderr, "canopy: warning: %s\n", s->rt.warning);
+            if (s->rt.warning[0] && s->rank == 0) fprintf(stderr, "canopy: warning: %s\n", s->rt.warning);
         }
         s->have_rt = 1;
     }
+    if (s->nranks > 1) dist_create(s);
     canopy_status st = finish(s);
     if (st < 0) {
         /* the agreed message (rank 0's when another rank failed: see comm_agree) */
@@ -200,6 +203,8 @@ CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **ps)
     canopy_solver *s = *ps;
     free_matrix(s);
     if (s->have_rt) runtime_free(&s->rt);
+    canopy_free(s->comm_bytes);
+    canopy_free(s->comm_msgs);
     MPI_Comm_free(&s->comm);
     canopy_free(s);
     *ps = NULL;
@@ -343,12 +348,13 @@ static canopy_status analyze_rank0(canopy_solver *s)
     }
     double t2 = canopy_wtime();
     if (s->err.status == CANOPY_SUCCESS) {
+        int all_threads = s->rt.nthreads * s->nranks;
         symbolic_opts so = {.amalgamation = s->opts.amalgamation,
                             .amalgamation_fill = s->opts.amalgamation_fill,
                             .split_size = s->opts.split_size >= 0 ? s->opts.split_size
-                                          : s->rt.nthreads > 1 ? CANOPY_AUTO_SPLIT : 0,
+                                          : all_threads > 1 ? CANOPY_AUTO_SPLIT : 0,
                             /* auto: only where proportional mapping gives a block several threads */
-                            .split_share = s->opts.split_size >= 0 ? 0.0 : 1.0 / (2.0 * s->rt.nthreads)};
+                            .split_share = s->opts.split_size >= 0 ? 0.0 : 1.0 / (2.0 * all_threads)};
         symbolic_analyze(&G, perm, &so, &s->S, &s->err);
     }
     double t3 = canopy_wtime();
@@ -356,8 +362,11 @@ static canopy_status analyze_rank0(canopy_solver *s)
     canopy_free(perm);
     canopy_free(iperm);
     if (s->err.status != CANOPY_SUCCESS) return s->err.status;
-    /* the static plan: proportional mapping, simulation, task graph (and the worker pool) */
-    if (runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
+    /* the static plan: proportional mapping, simulation, task graph (and the worker pool); with
+     * several ranks every rank plans after the structure is shared (dist_analyze) */
+    s->arith = s->A.arith;
+    if (s->nranks == 1 &&
+        runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
         return s->err.status;
     double t4 = canopy_wtime();
 
@@ -381,9 +390,10 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix") && s->rank == 0) {
+    if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
         free_analysis(s);
-        analyze_rank0(s);
+        if (s->rank == 0) analyze_rank0(s);
+        if (s->nranks > 1) dist_analyze(s);
     }
     note_memory(s);
     canopy_status st = finish(s);
@@ -466,7 +476,10 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    if (phase_ok(s, PHASE_ANALYZED, "canopy_factorize", "canopy_analyze") && s->rank == 0) factorize_rank0(s);
+    if (phase_ok(s, PHASE_ANALYZED, "canopy_factorize", "canopy_analyze")) {
+        if (s->nranks > 1) dist_factorize(s);
+        else factorize_rank0(s);
+    }
     note_memory(s);
     canopy_status st = finish(s);
     if (st >= 0) s->phase = PHASE_FACTORIZED;
@@ -513,13 +526,19 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    if (phase_ok(s, PHASE_FACTORIZED, "canopy_solve", "canopy_factorize") && s->rank == 0 &&
-        rhs_ok(s, "canopy_solve", nrhs, b, ldb, "b") && nrhs > 0) {
+    bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_solve", "canopy_factorize");
+    if (ready && s->rank == 0 && rhs_ok(s, "canopy_solve", nrhs, b, ldb, "b") && nrhs > 0) {
         double t0 = canopy_wtime();
         refine_apply_inverse(s, nrhs, b, ldb);
         runtime_report_solve(&s->rt, &s->opts, &s->F);
         check_solution(s, "canopy_solve", nrhs, b, ldb);
         s->stats.time_solve = canopy_wtime() - t0;
+    }
+    if (ready && s->nranks > 1) {
+        /* rank 0 drove the solves above; the others took part until it said it was done */
+        if (s->rank == 0) dist_end_solves(s);
+        else dist_serve_solves(s);
+        dist_solve_stats(s);
     }
     note_memory(s);
     return finish(s);
@@ -530,16 +549,21 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, con
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    if (phase_ok(s, PHASE_FACTORIZED, "canopy_refine", "canopy_factorize") && s->rank == 0 &&
-        rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") && rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") && nrhs > 0) {
+    bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_refine", "canopy_factorize");
+    if (ready && s->rank == 0 && rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") &&
+        rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") && nrhs > 0) {
         if ((const void *)x == b) {
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_refine: x and b must be different arrays");
-            return finish(s);
+        } else {
+            double t0 = canopy_wtime();
+            refine_run(s, nrhs, b, ldb, x, ldx);
+            check_solution(s, "canopy_refine", nrhs, x, ldx);
+            s->stats.time_refine = canopy_wtime() - t0;
         }
-        double t0 = canopy_wtime();
-        refine_run(s, nrhs, b, ldb, x, ldx);
-        check_solution(s, "canopy_refine", nrhs, x, ldx);
-        s->stats.time_refine = canopy_wtime() - t0;
+    }
+    if (ready && s->nranks > 1) {
+        if (s->rank == 0) dist_end_solves(s);
+        else dist_serve_solves(s);
     }
     note_memory(s);
     return finish(s);
@@ -567,6 +591,13 @@ CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *s, int no
 CANOPY_EXPORT canopy_status canopy_get_comm_matrix(canopy_solver *s, int64_t *bytes, int64_t *msgs)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
-    (void)bytes, (void)msgs;
-    return CANOPY_ERR_UNSUPPORTED;
+    canopy_err_clear(&s->err);
+    if (phase_ok(s, PHASE_FACTORIZED, "canopy_get_comm_matrix", "canopy_factorize") && s->rank == 0) {
+        size_t nn = (size_t)s->nranks * (size_t)s->nranks;
+        for (size_t i = 0; i < nn; i++) {
+            if (bytes) bytes[i] = s->comm_bytes ? s->comm_bytes[i] : 0;
+            if (msgs) msgs[i] = s->comm_msgs ? s->comm_msgs[i] : 0;
+        }
+    }
+    return finish(s);
 }

@@ -27,7 +27,10 @@
 #include "numeric.h"
 #include "numa/placement.h"
 #include "comm/exchange.h"
+#include "comm/tree.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cblas.h>
 #include <lapacke.h>
@@ -615,6 +618,7 @@ static _Thread_local unsigned kstress_seed = 987654321u;
 static void ksend_fanin(kpar *pc, cint j)
 {
     int slot = pc->F->send_slot[j];
+    if (getenv("CANOPY_DEBUG")) fprintf(stderr, "rank %d sends fan-in of %d (slot %d)\n", pc->loc->rank, (int)j, slot);
     comm_exchange_send(pc->x, slot);
     if (pc->F->U) comm_exchange_send(pc->x, slot + 1);
 }
@@ -755,13 +759,14 @@ static void kfill_owned(void *arg, int t)
 /* Arrival of a fan-in message: one external dependency of the panel task less. */
 static void karrived(void *arg, int64_t task)
 {
+    if (getenv("CANOPY_DEBUG")) fprintf(stderr, "arrived for task %d\n", (int)task);
     sched_release(arg, (int)task);
 }
 
 static void kpoll(void *arg, int thread)
 {
     (void)thread;
-    comm_exchange_poll(arg);
+    comm_exchange_poll(*(comm_exchange **)arg); /* created after the run was prepared */
 }
 
 static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, canopy_err *err)
@@ -803,12 +808,13 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     int result = 0;
     sched_run *run = NULL;
     sched_run_opts ro = {.ext = pc.dist ? L->ext : NULL,
-                         .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = F->xch};
+                         .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = &F->xch};
     canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
     if (st != CANOPY_SUCCESS) return st;
     if (pc.dist) {
         /* the receives are posted before any worker can send */
         st = numeric_exchange_begin(F, karrived, run, err);
+        pc.x = F->xch;
         if (st != CANOPY_SUCCESS) {
             /* nothing was sent: every rank learns it from the agreement after */
             sched_discard(run);
@@ -1001,5 +1007,226 @@ canopy_status KSFX(numeric_solve)(numeric *F, cint nrhs, SCALAR *b, cint ldb, ca
         for (cint r = 0; r < nrhs; r++)
             for (cint i = 0; i < n; i++) b[perm[i] + (size_t)r * ldb] = y[i + (size_t)r * n];
     canopy_free(y);
+    return st;
+}
+
+/* ---- solve over several ranks ------------------------------------------------------------- */
+
+/*
+ * Message-driven substitution on the calling thread of each rank, over y (n x nrhs, new
+ * numbering; every rank has the right-hand side and fills the rows of its own cblks).
+ * Forward: the contributions of one rank's cblks to a cblk j of another rank are summed into one
+ * w_j x nrhs block and reduced along the tree of j's members (owner first, then the ranks holding
+ * bloks facing j); the owner subtracts the sum before its diagonal solve. Backward: the owner of
+ * j broadcasts x_j along the same members' tree to the ranks whose bloks face j. A rank only
+ * ever waits inside a progress loop that advances every operation in flight, so the smallest
+ * (forward) or largest (backward) awaited cblk always completes: no deadlock, whatever the
+ * buffering of MPI.
+ */
+typedef struct ksop {
+    cint j;
+    int active;
+    comm_tree_op op;
+    SCALAR *buf;
+} ksop;
+
+typedef struct kdsolve {
+    numeric *F;
+    cint nrhs;
+    SCALAR *y;
+    ksop *ops;          /* [nmember_cblks] in cblk order */
+    int *act;           /* active operations */
+    int nact;
+    canopy_err *err;
+    int failed;
+} kdsolve;
+
+static void kds_progress(kdsolve *d)
+{
+    for (int a = 0; a < d->nact;) {
+        ksop *o = &d->ops[d->act[a]];
+        bool done = false;
+        if (comm_tree_op_test(&o->op, &done, d->err) != CANOPY_SUCCESS) {
+            d->failed = 1;
+            done = true;
+        }
+        if (done) {
+            o->active = 2;
+            d->act[a] = d->act[--d->nact];
+        } else {
+            a++;
+        }
+    }
+}
+
+static void kds_wait(kdsolve *d, ksop *o)
+{
+    while (o->active == 1 && !d->failed) kds_progress(d);
+}
+
+static void kds_start(kdsolve *d, int idx, comm_tree_opkind kind, int64_t id)
+{
+    numeric *F = d->F;
+    ksop *o = &d->ops[idx];
+    const sched_local *L = F->exec.local;
+    cint j = o->j;
+    const int *mem = F->sol_members + F->sol_mptr[idx];
+    int p = (int)(F->sol_mptr[idx + 1] - F->sol_mptr[idx]);
+    comm_tree t;
+    MPI_Comm comm;
+    int tag;
+    comm_tags_get(F->exec.tags, id, &comm, &tag);
+    cint w = F->S->cblk_fcol[j + 1] - F->S->cblk_fcol[j];
+    int count = (int)((int64_t)w * d->nrhs * (int64_t)(sizeof(SCALAR) / sizeof(double)));
+    if (comm_tree_build(mem, p, L->rank, F->exec.tree, (unsigned)j, &t, d->err) != CANOPY_SUCCESS ||
+        comm_tree_op_start(&o->op, &t, mem, comm, tag, kind, (double *)o->buf, count, d->err) != CANOPY_SUCCESS) {
+        d->failed = 1;
+        return;
+    }
+    o->active = 1;
+    d->act[d->nact++] = idx;
+    int sends = kind == COMM_TREE_BCAST ? t.nchildren : t.parent >= 0;
+    F->solve_counts[0] += sends;
+    F->solve_counts[1] += (int64_t)sends * count * (int64_t)sizeof(double);
+}
+
+/* buf (w x nrhs) += contributions of this rank's cblks facing j */
+static void kds_partial(const numeric *F, cint j, cint nrhs, const SCALAR *y, SCALAR *buf)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
+    for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
+        cint b = F->fan_blok[q], k = F->blok_cblk[b];
+        if (L->cblk_rank[k] != L->rank) continue;
+        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
+        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
+        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_ONE), Pb,
+               (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), buf + (S->blok_frow[b] - fcol),
+               (int)w);
+    }
+}
+
+/* forward(j) restricted to this rank's sources, after subtracting the other ranks' sum */
+static void kds_forward(const numeric *F, cint j, cint nrhs, SCALAR *y, const SCALAR *remote)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
+    if (remote)
+        for (cint r = 0; r < nrhs; r++)
+            for (cint i = 0; i < w; i++) y[fcol + i + (size_t)r * n] -= remote[i + (size_t)r * w];
+    for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
+        cint b = F->fan_blok[q], k = F->blok_cblk[b];
+        if (L->cblk_rank[k] != L->rank) continue;
+        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
+        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
+        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_MONE), Pb,
+               (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), y + S->blok_frow[b], (int)n);
+    }
+    SCALAR *ys = y + fcol;
+    if (F->kind != CANOPY_FACT_LLT) {
+        const cint *ipiv = F->ipiv + fcol;
+        for (cint c = 0; c < w; c++)
+            if (ipiv[c] >= 0 && ipiv[c] != c) kswap_rows(ys, n, c, ipiv[c], 0, nrhs);
+    }
+    K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, F->kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit,
+           (int)w, (int)nrhs, K_BS(K_ONE), (const SCALAR *)F->L + F->coef[j], (int)S->cblk_stride[j], ys, (int)n);
+}
+
+canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint n = S->n, nc = S->ncblk;
+    int me = L->rank, nm = F->sol_nops;
+    kdsolve d = {.F = F, .nrhs = nrhs, .y = y, .err = err};
+    d.ops = canopy_calloc((size_t)nm + 1, sizeof(ksop), "solve messages", err);
+    d.act = canopy_alloc((size_t)nm + 1, sizeof(int), "solve messages", err);
+    int *left = canopy_calloc((size_t)nm + 1, sizeof(int), "solve messages", err);
+    int okbuf = d.ops && d.act && left;
+    for (int i = 0; okbuf && i < nm; i++) {
+        cint j = F->sol_cblk[i];
+        d.ops[i].j = j;
+        d.ops[i].buf = canopy_calloc((size_t)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * (size_t)nrhs + 1,
+                                     sizeof(SCALAR), "solve messages", err);
+        if (d.ops[i].buf == NULL) okbuf = 0;
+    }
+    canopy_status st = CANOPY_SUCCESS;
+    if (!okbuf) {
+        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        goto out;
+    }
+    /* forward: the owners post their reductions first; this rank's sources facing each j counted */
+    for (int i = 0; i < nm; i++) {
+        cint j = d.ops[i].j;
+        if (L->cblk_rank[j] == me) kds_start(&d, i, COMM_TREE_REDUCE_SUM, comm_tags_id(j, COMM_ID_FORWARD));
+        else
+            for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++)
+                if (L->cblk_rank[F->blok_cblk[F->fan_blok[q]]] == me) left[i]++;
+    }
+    for (cint j = 0; j < nc && !d.failed; j++) {
+        if (L->cblk_rank[j] != me) continue;
+        int i = F->sol_op[j];
+        if (i >= 0) kds_wait(&d, &d.ops[i]);
+        kds_forward(F, j, nrhs, y, i >= 0 ? d.ops[i].buf : NULL);
+        /* remote targets whose last source on this rank is j: their partial sums leave now */
+        for (cint b = S->cblk_fblok[j] + 1; b < S->cblk_fblok[j + 1]; b++) {
+            cint t = S->blok_fcblk[b];
+            if (L->cblk_rank[t] == me || (b > S->cblk_fblok[j] + 1 && S->blok_fcblk[b - 1] == t)) continue;
+            int it = F->sol_op[t];
+            /* left counts bloks: subtract all of j's bloks facing t at once */
+            for (cint e = b; e < S->cblk_fblok[j + 1] && S->blok_fcblk[e] == t; e++) left[it]--;
+            if (left[it] == 0) {
+                kds_partial(F, t, nrhs, y, d.ops[it].buf);
+                kds_start(&d, it, COMM_TREE_REDUCE_SUM, comm_tags_id(t, COMM_ID_FORWARD));
+            }
+        }
+        kds_progress(&d);
+    }
+    while (d.nact > 0 && !d.failed) kds_progress(&d);
+    /* backward: readers post their broadcasts first */
+    for (int i = 0; i < nm && !d.failed; i++) {
+        d.ops[i].active = 0;
+        comm_tree_op_free(&d.ops[i].op);
+        memset(&d.ops[i].op, 0, sizeof d.ops[i].op);
+        if (L->cblk_rank[d.ops[i].j] != me) kds_start(&d, i, COMM_TREE_BCAST, comm_tags_id(d.ops[i].j, COMM_ID_BACKWARD));
+    }
+    for (cint k = nc - 1; k >= 0 && !d.failed; k--) {
+        if (L->cblk_rank[k] != me) continue;
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (L->cblk_rank[j] == me) continue;
+            ksop *o = &d.ops[F->sol_op[j]];
+            if (o->active == 3) continue;
+            kds_wait(&d, o);
+            cint fj = S->cblk_fcol[j], wj = S->cblk_fcol[j + 1] - fj;
+            for (cint r = 0; r < nrhs; r++)
+                memcpy(y + fj + (size_t)r * n, o->buf + (size_t)r * wj, (size_t)wj * sizeof(SCALAR));
+            o->active = 3; /* unpacked */
+        }
+        kbackward(F, k, nrhs, y);
+        int i = F->sol_op[k];
+        if (i >= 0) {
+            cint fk = S->cblk_fcol[k], wk = S->cblk_fcol[k + 1] - fk;
+            for (cint r = 0; r < nrhs; r++)
+                memcpy(d.ops[i].buf + (size_t)r * wk, y + fk + (size_t)r * n, (size_t)wk * sizeof(SCALAR));
+            kds_start(&d, i, COMM_TREE_BCAST, comm_tags_id(k, COMM_ID_BACKWARD));
+        }
+        kds_progress(&d);
+    }
+    while (d.nact > 0 && !d.failed) kds_progress(&d);
+    if (d.failed && (err == NULL || err->status == CANOPY_SUCCESS))
+        st = canopy_err_set(err, CANOPY_ERR_MPI, "the distributed solve's messages failed");
+    else if (d.failed)
+        st = err->status;
+out:
+    for (int i = 0; d.ops && i < nm; i++) {
+        comm_tree_op_free(&d.ops[i].op);
+        canopy_free(d.ops[i].buf);
+    }
+    canopy_free(d.ops);
+    canopy_free(d.act);
+    canopy_free(left);
     return st;
 }

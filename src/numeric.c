@@ -10,7 +10,9 @@
 #include "comm/share.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #if defined(HAVE_OPENBLAS_GET_NUM_THREADS) && defined(HAVE_OPENBLAS_SET_NUM_THREADS)
@@ -82,6 +84,11 @@ void numeric_free(numeric *F)
     canopy_free(F->root_order);
     canopy_free(F->root_counts);
     canopy_free(F->peer_counts);
+    canopy_free(F->sol_cblk);
+    canopy_free(F->sol_op);
+    canopy_free(F->sol_mptr);
+    canopy_free(F->sol_members);
+    canopy_free(F->solve_counts);
     comm_exchange_free(F->xch);
     canopy_free(F->amap_ptr);
     canopy_free(F->amap_src);
@@ -668,6 +675,11 @@ canopy_status numeric_exchange_begin(numeric *F, void (*arrived)(void *, int64_t
             m->cookie = -1;
         }
     }
+    if (getenv("CANOPY_DEBUG")) {
+        fprintf(stderr, "rank %d: %d receives, %d sends, %d local tasks\n", L->rank, nrecv, nsend, L->factor.ntasks);
+        for (int i = 0; i < nrecv; i++) fprintf(stderr, "  rank %d recv from %d tag %d count %d cookie %lld\n", L->rank, rv[i].peer, rv[i].tag, rv[i].count, (long long)rv[i].cookie);
+        for (int i = 0; i < nsend; i++) fprintf(stderr, "  rank %d send to %d tag %d count %d\n", L->rank, sd[i].peer, sd[i].tag, sd[i].count);
+    }
     st = comm_exchange_create(x->comm_threads, L->nranks, rv, nrecv, sd, nsend, arrived, arg, &F->xch, err);
     if (st == CANOPY_SUCCESS) st = comm_exchange_start(F->xch, err);
 out:
@@ -685,5 +697,168 @@ canopy_status numeric_exchange_end(numeric *F, canopy_err *err)
     F->comm_idle = comm_exchange_idle_time(F->xch);
     comm_exchange_free(F->xch);
     F->xch = NULL;
+    return st;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Members of the solve's collectives: for each cblk j, its owner and the ranks whose bloks face
+ * it; kept for the cblks that include this rank among several members. */
+static canopy_status solve_setup(numeric *F, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    int R = L->nranks, me = L->rank;
+    size_t np = 0;
+    int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "solve setup", err);
+    F->sol_op = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "solve setup", err);
+    F->solve_counts = canopy_calloc(2, sizeof(int64_t), "solve setup", err);
+    if (!pairs || !F->sol_op || !F->solve_counts) {
+        canopy_free(pairs);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    for (cint k = 0; k < S->ncblk; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (L->cblk_rank[k] != L->cblk_rank[j]) pairs[np++] = (int64_t)j * R + L->cblk_rank[k];
+        }
+    qsort(pairs, np, sizeof *pairs, cmp_i64);
+    size_t nu = 0;
+    for (size_t q = 0; q < np; q++)
+        if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
+    /* pass 0 counts, pass 1 fills */
+    int nops = 0;
+    int64_t nmem = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        nops = 0;
+        nmem = 0;
+        for (size_t q = 0; q < nu;) {
+            cint j = (cint)(pairs[q] / R);
+            size_t e = q;
+            int mine = L->cblk_rank[j] == me;
+            while (e < nu && pairs[e] / R == j) mine |= (int)(pairs[e++] % R) == me;
+            if (mine) {
+                if (pass == 1) {
+                    F->sol_cblk[nops] = j;
+                    F->sol_mptr[nops] = nmem;
+                    F->sol_members[nmem] = L->cblk_rank[j];
+                    for (size_t z = q; z < e; z++) F->sol_members[nmem + 1 + (int64_t)(z - q)] = (int)(pairs[z] % R);
+                }
+                nmem += 1 + (int64_t)(e - q);
+                nops++;
+            }
+            q = e;
+        }
+        if (pass == 0) {
+            F->sol_cblk = canopy_alloc((size_t)nops + 1, sizeof(cint), "solve setup", err);
+            F->sol_mptr = canopy_alloc((size_t)nops + 2, sizeof(int64_t), "solve setup", err);
+            F->sol_members = canopy_alloc((size_t)nmem + 1, sizeof(int), "solve setup", err);
+            if (!F->sol_cblk || !F->sol_mptr || !F->sol_members) {
+                canopy_free(pairs);
+                return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+            }
+        }
+    }
+    F->sol_mptr[nops] = nmem;
+    F->sol_nops = nops;
+    for (cint k = 0; k < S->ncblk; k++) F->sol_op[k] = -1;
+    for (int i = 0; i < nops; i++) F->sol_op[F->sol_cblk[i]] = i;
+    canopy_free(pairs);
+    return CANOPY_SUCCESS;
+}
+
+canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
+    const symbolic *S = F->S;
+    cint n = S->n;
+    int R = L->nranks, me = L->rank, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    size_t sb = F->scalar_bytes;
+    double *y = NULL, *pack = NULL;
+    int64_t *counts = NULL, *displs = NULL;
+    canopy_status st = CANOPY_SUCCESS;
+    if (F->sol_op == NULL) st = solve_setup(F, err);
+    size_t ny = 0;
+    if (st == CANOPY_SUCCESS && !canopy_mul_ok((size_t)n, (size_t)nrhs, &ny))
+        st = canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "solve workspace too large");
+    int64_t mine_rows = 0;
+    for (cint k = 0; k < S->ncblk; k++)
+        if (L->cblk_rank[k] == me) mine_rows += S->cblk_fcol[k + 1] - S->cblk_fcol[k];
+    if (st == CANOPY_SUCCESS) {
+        y = canopy_alloc(ny + 1, sb, "solve workspace", err);
+        pack = canopy_alloc((size_t)mine_rows * (size_t)nrhs + 1, sb, "solve workspace", err);
+        counts = canopy_alloc((size_t)R, sizeof(int64_t), "solve workspace", err);
+        displs = canopy_alloc((size_t)R, sizeof(int64_t), "solve workspace", err);
+        if (!y || !pack || !counts || !displs) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    /* the right-hand side, permuted, to every rank */
+    if (me == 0) {
+        const char *bb = b;
+        for (cint r = 0; r < nrhs; r++)
+            for (cint i = 0; i < n; i++)
+                memcpy((char *)y + ((size_t)i + (size_t)r * n) * sb, bb + ((size_t)S->perm[i] + (size_t)r * n) * sb, sb);
+    }
+    if ((st = comm_share_bcast(x->comm, y, (int64_t)ny * dps, err)) != CANOPY_SUCCESS) goto out;
+    F->solve_counts[0] = F->solve_counts[1] = 0;
+    int old = numeric_blas_single();
+    st = F->arith == CANOPY_COMPLEX ? numeric_solve_dist_z(F, nrhs, (double _Complex *)y, err)
+                                    : numeric_solve_dist_d(F, nrhs, y, err);
+    numeric_blas_restore(old);
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    /* this rank's rows, cblk by cblk, to rank 0 */
+    int64_t p = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        if (L->cblk_rank[k] != me) continue;
+        cint f = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - f;
+        for (cint r = 0; r < nrhs; r++, p += w)
+            memcpy((char *)pack + (size_t)p * sb, (char *)y + ((size_t)f + (size_t)r * n) * sb, (size_t)w * sb);
+    }
+    for (int r = 0; r < R; r++) counts[r] = displs[r] = 0;
+    for (cint k = 0; k < S->ncblk; k++) counts[L->cblk_rank[k]] += (int64_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]) * nrhs * dps;
+    for (int r = 1; r < R; r++) displs[r] = displs[r - 1] + counts[r - 1];
+    double *all = me == 0 ? canopy_alloc(ny + 1, sb, "solve workspace", err) : NULL;
+    int ok = me != 0 || all != NULL;
+    if (!ok && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "solve workspace");
+    if (comm_agree(x->comm, err) < 0) {
+        canopy_free(all);
+        st = err->status;
+        goto out;
+    }
+    st = comm_share_gather(x->comm, pack, mine_rows * nrhs * dps, all, counts, displs, err);
+    if (st == CANOPY_SUCCESS && me == 0) {
+        int64_t *at = canopy_alloc((size_t)R, sizeof(int64_t), "solve workspace", err);
+        if (at) {
+            for (int r = 0; r < R; r++) at[r] = displs[r] / dps;
+            char *bb = b;
+            for (cint k = 0; k < S->ncblk; k++) {
+                int r0 = L->cblk_rank[k];
+                cint f = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - f;
+                for (cint r = 0; r < nrhs; r++, at[r0] += w)
+                    for (cint i = 0; i < w; i++)
+                        memcpy(bb + ((size_t)S->perm[f + i] + (size_t)r * n) * sb, (char *)all + (size_t)(at[r0] + i) * sb, sb);
+            }
+        } else {
+            st = CANOPY_ERR_NOMEM;
+        }
+        canopy_free(at);
+    }
+    canopy_free(all);
+out:
+    canopy_free(y);
+    canopy_free(pack);
+    canopy_free(counts);
+    canopy_free(displs);
     return st;
 }

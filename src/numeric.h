@@ -54,6 +54,7 @@ typedef struct numeric_exec {
     const sched_local *local;     /**< this rank's share of the plan (what the workers run) */
     int comm_threads;             /**< several ranks: who drives MPI (comm/exchange.h) */
     const comm_tags *tags;        /**< several ranks: message ids to (communicator, tag) */
+    canopy_tree tree;             /**< several ranks: shape of the solve's restricted collectives */
     MPI_Comm comm;                /**< several ranks: the solver's communicator */
     canopy_scheduler scheduler;
     canopy_numa numa;
@@ -96,6 +97,13 @@ typedef struct numeric {
     int64_t *peer_counts;           /**< several ranks: [4 x nranks] messages sent, bytes sent, messages
                                          received, bytes received per peer (last factorization) */
     double comm_idle;               /**< seconds the communication thread(s) slept or backed off */
+    /* the distributed solve: the cblks this rank exchanges solution blocks for */
+    int sol_nops;                   /**< cblks with members on several ranks that include this rank */
+    cint *sol_cblk;                 /**< [sol_nops] ascending */
+    int *sol_op;                    /**< [ncblk] index in sol_cblk, -1 */
+    int64_t *sol_mptr;              /**< [sol_nops + 1] members of each: owner first, then ascending */
+    int *sol_members;
+    int64_t *solve_counts;          /**< [2] messages and bytes this rank sent in the last solve */
     size_t coef_bytes;              /**< bytes of L (and of U): numa_alloc_pages blocks */
     int fresh;                      /**< L and U are still the zero pages numa_alloc_pages returned */
     int64_t *amap_ptr;              /**< [ncblk+1] entries of A landing in cblk k: amap_ptr[k] .. amap_ptr[k+1]-1 */
@@ -147,6 +155,12 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
 canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy_csc *A, canopy_arith arith,
                                      canopy_factorization kind, double threshold, canopy_err *err);
 
+/**
+ * Solve over several ranks, collective: @p b (n x nrhs, leading dimension n, ORIGINAL numbering)
+ * is read and overwritten on rank 0 only. The status is agreed across the ranks.
+ */
+canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err);
+
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
                              int64_t local_entries);
@@ -184,6 +198,8 @@ canopy_status numeric_factorize_d(numeric *F, const canopy_csc *A, canopy_err *e
 canopy_status numeric_solve_d(numeric *F, cint nrhs, double *b, cint ldb, canopy_err *err);
 canopy_status numeric_factorize_z(numeric *F, const canopy_csc *A, canopy_err *err);
 canopy_status numeric_solve_z(numeric *F, cint nrhs, double _Complex *b, cint ldb, canopy_err *err);
+canopy_status numeric_solve_dist_d(numeric *F, cint nrhs, double *y, canopy_err *err);
+canopy_status numeric_solve_dist_z(numeric *F, cint nrhs, double _Complex *y, canopy_err *err);
 
 /*
  * Dense diagonal-block kernels (exposed for the unit tests). Both return the number of pivots

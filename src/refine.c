@@ -86,7 +86,7 @@ canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ld
     for (cint k = 0; k < nrhs; k++) memcpy(y + (size_t)k * n * sz, (char *)b + (size_t)k * ldb * sz, (size_t)n * sz);
     scaling_rhs(&s->sc, s->A.arith, nrhs, y, n, tmp);
     canopy_free(tmp);
-    if (numeric_solve(&s->F, nrhs, y, n, &s->err) == CANOPY_SUCCESS) {
+    if (api_apply_solve(s, nrhs, y) == CANOPY_SUCCESS) {
         scaling_solution(&s->sc, s->A.arith, nrhs, y, n);
         for (cint k = 0; k < nrhs; k++) memcpy((char *)b + (size_t)k * ldb * sz, y + (size_t)k * n * sz, (size_t)n * sz);
     }

@@ -18,12 +18,25 @@ static void bind_worker(void *arg, int t)
     (void)numa_bind_self(rt->topo, &rt->workers, t, &err);
 }
 
-canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_node, canopy_err *err)
+canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_node, int node_rank, canopy_err *err)
 {
     memset(rt, 0, sizeof *rt);
     canopy_status st = numa_topo_load(&rt->topo, err);
     if (st != CANOPY_SUCCESS) return st;
     int usable = numa_topo_cores(rt->topo);
+    if (ranks_on_node > 1 && node_rank >= 0 && node_rank < ranks_on_node && usable >= ranks_on_node &&
+        usable == numa_topo_allowed_cores(rt->topo) && o->bind == CANOPY_BIND_CORE && !numa_topo_dry_run(rt->topo)) {
+        /* several ranks share the node and the launcher did not split it (mpirun --bind-to none):
+         * each rank takes its own consecutive share of the cores, so that the ranks' workers do
+         * not pile up on the first cores */
+        char list[4096];
+        size_t len = 0;
+        int c0 = (int)((int64_t)usable * node_rank / ranks_on_node), c1 = (int)((int64_t)usable * (node_rank + 1) / ranks_on_node);
+        for (int c = c0; c < c1 && len + 16 < sizeof list; c++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", c > c0 ? "," : "", numa_topo_core_os(rt->topo, c));
+        canopy_err rerr = {0};
+        if (numa_topo_restrict(rt->topo, list, &rerr) == CANOPY_SUCCESS) usable = numa_topo_cores(rt->topo);
+    }
     rt->nthreads = o->threads > 0 ? o->threads : numa_default_threads(rt->topo);
     st = numa_workers_plan(rt->topo, rt->nthreads, o->bind, o->bind_list, &rt->workers, err);
     if (st != CANOPY_SUCCESS) return st;
@@ -106,6 +119,7 @@ void runtime_exec(const runtime *rt, const canopy_options *o, numeric_exec *x)
     x->comm_threads = o->comm_threads;
     x->tags = rt->have_tags ? &rt->tags : NULL;
     x->comm = rt->comm;
+    x->tree = o->tree;
     x->scheduler = o->scheduler;
     x->numa = o->numa;
     x->topo = rt->topo;

@@ -45,9 +45,11 @@ typedef struct runtime {
 
 /**
  * Topology and worker placement for @p o (threads, bind); no thread is started yet.
- * @p ranks_on_node: ranks of the communicator sharing this node (for the oversubscription warning).
+ * @p ranks_on_node: ranks of the communicator sharing this node (for the oversubscription warning);
+ * @p node_rank: this rank's index among them. When the launcher left every rank the whole node
+ * and bind=core, rank i of the node keeps the i-th consecutive share of the cores.
  */
-canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_node, canopy_err *err);
+canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_node, int node_rank, canopy_err *err);
 
 /** Cost model (once), plan and solve graph for @p S factorized with @p kind; starts the pool. */
 canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,

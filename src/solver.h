@@ -40,7 +40,31 @@ struct canopy_solver {
     canopy_err err;             /* last failure, agreed across ranks */
     size_t mem_base;            /* canopy_mem_current() when the solver was created */
     struct api_dist *dist;      /* distributed input layout (src/api_dist.c), NULL if centralized */
+    /* several ranks (src/phases_dist.c) */
+    canopy_arith arith;         /* of the matrix (rank 0's, shared at analysis) */
+    int ranks_on_node, node_rank;
+    int have_pingpong;
+    double predicted_bytes;     /* this rank's predicted factorization memory (analysis) */
+    int64_t *comm_bytes;        /* rank 0: [nranks^2] bytes sent from i to j (last factorization) */
+    int64_t *comm_msgs;
 };
+
+/* ---- several ranks (src/phases_dist.c); all collective ---- */
+
+/** canopy_create: the MPI thread level the options need, and the same thread count on every rank. */
+canopy_status dist_create(canopy_solver *s);
+/** canopy_analyze after rank 0's ordering and symbolic: share them, plan everywhere. */
+canopy_status dist_analyze(canopy_solver *s);
+/** canopy_factorize on every rank (memory check, entries, fan-in exchange, statistics). */
+canopy_status dist_factorize(canopy_solver *s);
+/** Solves of canopy_solve / canopy_refine: rank 0 drives (refine.c calls api_apply_solve), the
+ * others serve until rank 0 says it is done. */
+void dist_serve_solves(canopy_solver *s);
+void dist_end_solves(canopy_solver *s);
+/** One solve of y (n x nrhs, ld n, original numbering, on rank 0) with the factors, any rank count. */
+canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y);
+/** After a solve: its communication figures. */
+void dist_solve_stats(canopy_solver *s);
 
 /** Release what src/api_dist.c keeps for a distributed matrix (NULL-safe). */
 void api_dist_free(canopy_solver *s);

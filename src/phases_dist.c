@@ -1,0 +1,288 @@
+/*
+ * The phases on several ranks (see solver.h): what api.c does on top of the one-rank path when
+ * the communicator has more than one rank. Rank 0 reads, orders and analyzes; the block
+ * structure, the cost model and the communication model are then shared, so that every rank
+ * builds the same two-level plan and takes its share of it (sched/distribute.h). The factor is
+ * distributed; the solves are driven by rank 0 (refinement included) and run on all ranks.
+ */
+#include "solver.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/agree.h"
+#include "comm/peerstats.h"
+#include "comm/pingpong.h"
+#include "comm/share.h"
+#include "matrix.h"
+
+static const char *level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    default: return "MPI_THREAD_MULTIPLE";
+    }
+}
+
+canopy_status dist_create(canopy_solver *s)
+{
+    /* only the communication thread(s), or the workers under a lock (comm-threads=0), call MPI
+     * while a factorization runs; never two at once except with comm-threads=2 */
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    int need = comm_exchange_thread_level(s->opts.comm_threads);
+    if (s->err.status == CANOPY_SUCCESS && provided < need)
+        canopy_err_set(&s->err, CANOPY_ERR_MPI,
+                       "Canopy on %d ranks with comm-threads=%d needs MPI initialized with MPI_Init_thread at %s or "
+                       "higher; this MPI provides %s (use comm-threads=%d, or ask MPI_Init_thread for more)",
+                       s->nranks, s->opts.comm_threads, level_name(need), level_name(provided),
+                       provided >= MPI_THREAD_SERIALIZED ? 1 : 1);
+    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    /* every rank plans for the same thread count: the smallest */
+    int mine = s->have_rt ? s->rt.nthreads : 1, least = mine;
+    MPI_Allreduce(&mine, &least, 1, MPI_INT, MPI_MIN, s->comm);
+    if (s->have_rt && least != mine) {
+        canopy_options o = s->opts;
+        o.threads = least;
+        runtime_free(&s->rt);
+        runtime_init(&s->rt, &o, s->ranks_on_node, s->node_rank, &s->err);
+    }
+    s->rt.nranks = s->nranks;
+    s->rt.rank = s->rank;
+    s->rt.comm = s->comm;
+    s->stats.threads_per_rank = least;
+    return comm_agree(s->comm, &s->err);
+}
+
+/* A fingerprint of the plan: every rank must have built the same one. */
+static uint64_t plan_hash(const runtime *rt)
+{
+    uint64_t h = 1469598103934665603ull;
+    const sched_plan *P = &rt->plan;
+    for (cint k = 0; k < P->ncblk; k++) h = (h ^ (uint64_t)(P->cblk_rank[k] * 131 + P->cblk_owner[k])) * 1099511628211ull;
+    return (h ^ (uint64_t)P->factor.ntasks) * 1099511628211ull;
+}
+
+canopy_status dist_analyze(canopy_solver *s)
+{
+    canopy_status st = comm_share_symbolic(s->comm, &s->S, s->err.status, &s->err);
+    if (st < 0) return st;
+    int head[2] = {(int)s->fact, (int)s->A.arith};
+    MPI_Bcast(head, 2, MPI_INT, 0, s->comm);
+    s->fact = (canopy_factorization)head[0];
+    s->arith = (canopy_arith)head[1];
+    /* one cost model for all: rank 0's */
+    if (s->rank == 0 && !s->rt.have_cost) {
+        if (cost_model_load(&s->rt.cost, s->opts.cost_cache, &s->err) == CANOPY_SUCCESS) s->rt.have_cost = 1;
+    }
+    if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+    sched_cost_model cm = s->rt.cost;
+    MPI_Bcast(&cm, (int)sizeof cm, MPI_BYTE, 0, s->comm);
+    runtime_set_cost(&s->rt, &cm);
+    if (!s->have_pingpong) {
+        comm_pingpong(s->comm, &s->rt.comm_latency, &s->rt.comm_byte_time, &s->err);
+        s->have_pingpong = 1;
+    }
+    if (s->rt.have_tags) comm_tags_free(&s->rt.tags);
+    s->rt.have_tags = 0;
+    if (comm_tags_create(s->comm, (int64_t)s->S.ncblk * COMM_IDS_PER_CBLK, &s->rt.tags, &s->err) == CANOPY_SUCCESS)
+        s->rt.have_tags = 1;
+    if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+    runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->arith == CANOPY_COMPLEX, &s->err);
+    if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+    uint64_t h = plan_hash(&s->rt), lo = h, hi = h;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, s->comm);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, s->comm);
+    if (lo != hi)
+        return canopy_err_set(&s->err, CANOPY_ERR_INTERNAL,
+                              "the ranks built different plans (different cost models or binaries?)");
+    /* predicted memory: this rank's panels, fan-in buffers, workspaces and its share of A */
+    double own = 0, tot = (double)s->S.cblk_coef[s->S.ncblk];
+    for (cint k = 0; k < s->S.ncblk; k++)
+        if (s->rt.local.cblk_rank[k] == s->rank) own += (double)(s->S.cblk_coef[k + 1] - s->S.cblk_coef[k]);
+    double nnz = (double)s->stats.nnz;
+    MPI_Bcast(&nnz, 1, MPI_DOUBLE, 0, s->comm);
+    s->predicted_bytes =
+        numeric_predict_bytes(&s->S, &s->rt.local, s->fact, s->arith, (int64_t)(tot > 0 ? nnz * own / tot : 0));
+    double worst = s->predicted_bytes;
+    MPI_Allreduce(&s->predicted_bytes, &worst, 1, MPI_DOUBLE, MPI_MAX, s->comm);
+    s->stats.memory_predicted_rank_max = worst;
+    return CANOPY_SUCCESS;
+}
+
+/* Memory this process may use: the option, else MemAvailable shared by the ranks of the node. */
+static double memory_limit(const canopy_solver *s)
+{
+    if (s->opts.memory_limit > 0) return s->opts.memory_limit;
+    double avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &avail) == 1) {
+                avail *= 1024;
+                break;
+            }
+        fclose(f);
+    }
+    if (!(avail > 0)) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        avail = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+    }
+    /* the memory already held by our factors is reusable */
+    avail += (double)numeric_bytes(&s->F);
+    return avail > 0 ? avail / (s->ranks_on_node > 0 ? s->ranks_on_node : 1) : INFINITY;
+}
+
+static void summary_stats(MPI_Comm comm, double mine, double *min, double *max, double *median, double *stddev)
+{
+    comm_summary cs = {0};
+    canopy_err e = {0};
+    comm_summary_allranks(comm, mine, &cs, &e);
+    if (min) *min = cs.min;
+    if (max) *max = cs.max;
+    if (median) *median = cs.median;
+    if (stddev) *stddev = cs.stddev;
+}
+
+static canopy_status factorize_once(canopy_solver *s, double threshold)
+{
+    numeric_exec x;
+    runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->arith == CANOPY_COMPLEX, &s->err);
+    canopy_status st = comm_agree(s->comm, &s->err);
+    if (st < 0) return st;
+    runtime_exec(&s->rt, &s->opts, &x);
+    numeric_set_exec(&s->F, &x);
+    numeric_factorize_dist(&s->F, &s->S, s->rank == 0 ? &s->As : NULL, s->arith, s->fact, threshold, &s->err);
+    return comm_agree(s->comm, &s->err);
+}
+
+canopy_status dist_factorize(canopy_solver *s)
+{
+    double t0 = canopy_wtime();
+    /* memory: refuse before allocating, on every rank, when some rank would not fit */
+    double limit = memory_limit(s);
+    s->stats.memory_limit_rank = limit;
+    if (s->opts.memory_check && s->predicted_bytes > limit)
+        canopy_err_set(&s->err, CANOPY_ERR_NOMEM,
+                       "the factorization needs about %.3g GB on rank %d but only %.3g GB are available to it "
+                       "(option memory-limit, or memory-check=off to proceed anyway)",
+                       s->predicted_bytes * 1e-9, s->rank, limit * 1e-9);
+    canopy_status st = comm_agree(s->comm, &s->err);
+    if (st < 0) return st;
+    double threshold = 0;
+    if (s->rank == 0) {
+        s->anorm = matrix_norm_inf(&s->As);
+        if (!isfinite(s->anorm)) s->anorm = matrix_abs_max(&s->As);
+        if (!(s->anorm > 0)) canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
+        threshold = fmax(s->opts.pivot_threshold * s->anorm, DBL_MIN);
+    }
+    if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+    MPI_Bcast(&threshold, 1, MPI_DOUBLE, 0, s->comm);
+    st = factorize_once(s, threshold);
+    if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
+        /* the documented fallback of the one-rank path (api.c), agreed: every rank switches */
+        canopy_err_clear(&s->err);
+        numeric_free(&s->F);
+        int herm = 0;
+        if (s->rank == 0) herm = s->A.kind == CANOPY_KIND_HERMITIAN && s->A.arith == CANOPY_COMPLEX;
+        MPI_Bcast(&herm, 1, MPI_INT, 0, s->comm);
+        s->fact = herm ? CANOPY_FACT_LU : CANOPY_FACT_LDLT;
+        st = factorize_once(s, threshold);
+    }
+    if (st < 0) return st;
+    canopy_stats *sts = &s->stats;
+    int64_t perturbed = s->F.perturbed, all = 0;
+    MPI_Allreduce(&perturbed, &all, 1, MPI_INT64_T, MPI_SUM, s->comm);
+    s->F.perturbed = all;
+    sts->time_factorize = canopy_wtime() - t0;
+    sts->factorization = s->fact;
+    sts->perturbed_pivots = all;
+    sts->flops = s->F.flops;
+    sts->gflops_factorize = sts->time_factorize > 0 ? s->F.flops / sts->time_factorize * 1e-9 : 0;
+    sts->factor_bytes = numeric_bytes(&s->F);
+    runtime_report_factorize(&s->rt, &s->opts, &s->F, sts);
+    sts->comm_threads = s->opts.comm_threads;
+    sts->tree = s->opts.tree;
+    /* communication: per peer on rank 0 (heat map), per rank summaries, totals */
+    int R = s->nranks;
+    const int64_t *pc = s->F.peer_counts;
+    int64_t msent = 0, bsent = 0;
+    for (int r = 0; r < R; r++) {
+        msent += pc[r];
+        bsent += pc[R + r];
+    }
+    if (s->rank == 0 && s->comm_bytes == NULL) {
+        s->comm_bytes = canopy_calloc((size_t)R * R, sizeof(int64_t), "communication matrix", &s->err);
+        s->comm_msgs = canopy_calloc((size_t)R * R, sizeof(int64_t), "communication matrix", &s->err);
+    }
+    int64_t dummy[2];
+    int have = s->comm_bytes && s->comm_msgs;
+    MPI_Gather(pc + R, R, MPI_INT64_T, s->rank == 0 && have ? s->comm_bytes : dummy, s->rank == 0 && have ? R : 0,
+               MPI_INT64_T, 0, s->comm);
+    MPI_Gather(pc, R, MPI_INT64_T, s->rank == 0 && have ? s->comm_msgs : dummy, s->rank == 0 && have ? R : 0,
+               MPI_INT64_T, 0, s->comm);
+    summary_stats(s->comm, (double)bsent, &sts->comm_bytes_rank_min, &sts->comm_bytes_rank_max,
+                  &sts->comm_bytes_rank_median, &sts->comm_bytes_rank_stddev);
+    summary_stats(s->comm, (double)msent, &sts->comm_msgs_rank_min, &sts->comm_msgs_rank_max,
+                  &sts->comm_msgs_rank_median, &sts->comm_msgs_rank_stddev);
+    int64_t tot[2] = {msent, bsent}, sum[2] = {0, 0};
+    MPI_Allreduce(tot, sum, 2, MPI_INT64_T, MPI_SUM, s->comm);
+    sts->comm_msgs = sum[0];
+    sts->comm_bytes = sum[1];
+    double sb = s->arith == CANOPY_COMPLEX ? 16.0 : 8.0;
+    sts->comm_msgs_without_fanin = s->rt.local.update_msgs;
+    sts->comm_bytes_without_fanin = (int64_t)((double)s->rt.local.update_entries * sb);
+    summary_stats(s->comm, (double)sts->factor_bytes, &sts->factor_bytes_rank_min, &sts->factor_bytes_rank_max, NULL,
+                  NULL);
+    size_t peak = canopy_mem_peak();
+    double used = peak > s->mem_base ? (double)(peak - s->mem_base) : 0;
+    summary_stats(s->comm, used, &sts->peak_memory_rank_min, &sts->peak_memory_rank_max, NULL, NULL);
+    if (s->rank == 0 && have && s->opts.comm_heatmap[0]) {
+        canopy_err herr = {0};
+        if (comm_heatmap_write(s->opts.comm_heatmap, R, s->comm_bytes, "bytes sent, last factorization", &herr) !=
+            CANOPY_SUCCESS)
+            fprintf(stderr, "canopy: warning: %s\n", herr.msg);
+    }
+    return s->F.perturbed > 0 ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
+}
+
+canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y)
+{
+    if (s->nranks == 1) return numeric_solve(&s->F, nrhs, y, s->A.n, &s->err);
+    int cmd = (int)nrhs;
+    MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
+    return numeric_solve_dist(&s->F, nrhs, y, &s->err);
+}
+
+void dist_serve_solves(canopy_solver *s)
+{
+    for (;;) {
+        int cmd = -1;
+        MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
+        if (cmd < 0) return;
+        numeric_solve_dist(&s->F, cmd, NULL, &s->err);
+    }
+}
+
+void dist_end_solves(canopy_solver *s)
+{
+    int cmd = -1;
+    MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
+}
+
+void dist_solve_stats(canopy_solver *s)
+{
+    int64_t mine[2] = {s->F.solve_counts ? s->F.solve_counts[0] : 0, s->F.solve_counts ? s->F.solve_counts[1] : 0};
+    int64_t sum[2] = {0, 0};
+    MPI_Allreduce(mine, sum, 2, MPI_INT64_T, MPI_SUM, s->comm);
+    s->stats.solve_comm_msgs = sum[0];
+    s->stats.solve_comm_bytes = sum[1];
+    summary_stats(s->comm, (double)mine[1], &s->stats.solve_bytes_rank_min, &s->stats.solve_bytes_rank_max,
+                  &s->stats.solve_bytes_rank_median, &s->stats.solve_bytes_rank_stddev);
+}
