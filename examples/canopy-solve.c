@@ -20,6 +20,7 @@ typedef struct cli {
     long lap[3];       /* --laplacian NXxNYxNZ */
     long helm[2];      /* --helmholtz NXxNY */
     int have_lap, have_helm;
+    int distributed;   /* --distributed: every rank reads the input and passes its share of the columns */
 } cli;
 
 static void usage(FILE *f)
@@ -41,6 +42,8 @@ static void usage(FILE *f)
             "  --repeat R                factorize R times and report each\n"
             "  --json                    one JSON object per problem on stdout\n"
             "  --analyze-only            stop after the analysis (ordering, nnz(L), flops)\n"
+            "  --distributed             every rank reads the input and gives the solver its own block of\n"
+            "                            columns (canopy_set_matrix_distributed) instead of rank 0 all of it\n"
             "runtime options (also CANOPY_<NAME> in the environment):\n"
             "  --threads N  --bind none|core|LIST  --numa local|global|interleave\n"
             "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
@@ -104,6 +107,8 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
             c->json = 1;
         } else if (!strcmp(a, "--analyze-only")) {
             c->analyze_only = 1;
+        } else if (!strcmp(a, "--distributed")) {
+            c->distributed = 1;
         } else if (strncmp(a, "--", 2) == 0) {
             if (v == NULL) {
                 if (rank == 0) fprintf(stderr, "canopy-solve: option %s needs a value\n", a);
@@ -237,7 +242,31 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     canopy_status fst = CANOPY_SUCCESS, rst = CANOPY_SUCCESS;
     char fmsg[600] = ""; /* the factorization's warning, before later calls replace it */
     const char *stage = "set_matrix";
-    st = canopy_set_matrix(s, rank == 0 ? A : NULL);
+    if (c->distributed) {
+        /* this rank's consecutive block of columns, in global numbering */
+        int P, me;
+        MPI_Comm_size(comm, &P);
+        MPI_Comm_rank(comm, &me);
+        canopy_int j0 = (canopy_int)((int64_t)A->n * me / P), j1 = (canopy_int)((int64_t)A->n * (me + 1) / P);
+        canopy_int *cols = malloc(((size_t)(j1 - j0) + 1) * sizeof *cols);
+        canopy_int *cp = malloc(((size_t)(j1 - j0) + 1) * sizeof *cp);
+        if (!cols || !cp) MPI_Abort(comm, 1);
+        for (canopy_int j = j0; j < j1; j++) {
+            cols[j - j0] = j + A->base;
+            cp[j - j0] = A->colptr[j] - A->colptr[j0] + A->base;
+        }
+        cp[j1 - j0] = A->colptr[j1] - A->colptr[j0] + A->base;
+        size_t sz = A->arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
+        canopy_dist_csc D = {.n = A->n, .ncols = j1 - j0, .cols = cols, .colptr = cp,
+                             .rowind = A->rowind + (A->colptr[j0] - A->base),
+                             .values = (char *)A->values + (size_t)(A->colptr[j0] - A->base) * sz, .base = A->base,
+                             .arith = A->arith, .kind = A->kind, .triangle = A->triangle};
+        st = canopy_set_matrix_distributed(s, &D);
+        free(cols);
+        free(cp);
+    } else {
+        st = canopy_set_matrix(s, rank == 0 ? A : NULL);
+    }
     if (st >= 0) {
         stage = "analyze";
         st = canopy_analyze(s);
@@ -343,6 +372,31 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
             json_num("busy_fraction", S.busy_fraction, 0);
             json_num("time_lock_wait", S.time_lock_wait, 0);
+            printf("\"distributed_input\": %d, \"comm_threads\": %d, \"tree\": \"%s\", \"comm_msgs\": %lld, "
+                   "\"comm_bytes\": %lld, \"comm_msgs_without_fanin\": %lld, \"comm_bytes_without_fanin\": %lld, "
+                   "\"solve_comm_msgs\": %lld, \"solve_comm_bytes\": %lld, ",
+                   c->distributed, S.comm_threads,
+                   S.tree == CANOPY_TREE_FLAT ? "flat" : S.tree == CANOPY_TREE_BINARY ? "binary" : "shifted",
+                   (long long)S.comm_msgs, (long long)S.comm_bytes, (long long)S.comm_msgs_without_fanin,
+                   (long long)S.comm_bytes_without_fanin, (long long)S.solve_comm_msgs, (long long)S.solve_comm_bytes);
+            json_num("comm_bytes_rank_min", S.comm_bytes_rank_min, 0);
+            json_num("comm_bytes_rank_max", S.comm_bytes_rank_max, 0);
+            json_num("comm_bytes_rank_median", S.comm_bytes_rank_median, 0);
+            json_num("comm_bytes_rank_stddev", S.comm_bytes_rank_stddev, 0);
+            json_num("comm_msgs_rank_min", S.comm_msgs_rank_min, 0);
+            json_num("comm_msgs_rank_max", S.comm_msgs_rank_max, 0);
+            json_num("comm_msgs_rank_median", S.comm_msgs_rank_median, 0);
+            json_num("comm_msgs_rank_stddev", S.comm_msgs_rank_stddev, 0);
+            json_num("solve_bytes_rank_min", S.solve_bytes_rank_min, 0);
+            json_num("solve_bytes_rank_max", S.solve_bytes_rank_max, 0);
+            json_num("solve_bytes_rank_median", S.solve_bytes_rank_median, 0);
+            json_num("solve_bytes_rank_stddev", S.solve_bytes_rank_stddev, 0);
+            json_num("factor_bytes_rank_min", S.factor_bytes_rank_min, 0);
+            json_num("factor_bytes_rank_max", S.factor_bytes_rank_max, 0);
+            json_num("peak_memory_rank_min", S.peak_memory_rank_min, 0);
+            json_num("peak_memory_rank_max", S.peak_memory_rank_max, 0);
+            json_num("memory_predicted_rank_max", S.memory_predicted_rank_max, 0);
+            json_num("memory_limit_rank", S.memory_limit_rank, 0);
             printf("\"steals\": %lld, \"steals_remote\": %lld, \"factor_bytes_unlocated\": %lld, \"threads\": [",
                    (long long)S.steals, (long long)S.steals_remote, (long long)S.factor_bytes_unlocated);
             for (int t = 0; t < S.threads_per_rank; t++) {
@@ -400,7 +454,7 @@ static int load(const cli *c, int which, canopy_csc *A, char *name, size_t nlen,
 {
     canopy_status st = CANOPY_SUCCESS;
     char msg[1800] = "";
-    if (rank == 0) {
+    if (rank == 0 || c->distributed) {
         memset(A, 0, sizeof *A);
         if (which == 0 && c->file) {
             st = canopy_read_matrix(c->file, A, msg, sizeof msg);
@@ -436,9 +490,11 @@ static int load(const cli *c, int which, canopy_csc *A, char *name, size_t nlen,
             st = CANOPY_ERR_MATRIX;
         }
     }
-    int ist = (int)st;
-    MPI_Bcast(&ist, 1, MPI_INT, 0, comm);
-    if (ist < 0 && rank == 0) fprintf(stderr, "canopy-solve: %s\n", msg);
+    int ist = (int)st, worst = ist;
+    /* with --distributed every rank reads: the worst outcome stops all */
+    MPI_Allreduce(&ist, &worst, 1, MPI_INT, MPI_MIN, comm);
+    if (ist < 0 && (rank == 0 || c->distributed)) fprintf(stderr, "canopy-solve: %s\n", msg);
+    ist = worst;
     return ist < 0 ? 1 : 0;
 }
 
@@ -459,7 +515,9 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return worst == 1 ? 0 : 2;
     }
+    const char *my_file = c.file; /* a pointer into this rank's own argv */
     MPI_Bcast(&c, (int)sizeof c, MPI_BYTE, 0, MPI_COMM_WORLD);
+    c.file = my_file;
     int problems = (c.file || c.have_lap || c.have_helm) ? 1 : 2;
     int failed = 0;
     for (int p = 0; p < problems; p++) {
@@ -471,7 +529,7 @@ int main(int argc, char **argv)
             break;
         }
         failed |= run_problem(&c, MPI_COMM_WORLD, name, &A, rank);
-        if (rank == 0) canopy_csc_free(&A);
+        if (rank == 0 || c.distributed) canopy_csc_free(&A);
     }
     MPI_Finalize();
     return failed;

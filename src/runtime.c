@@ -25,6 +25,7 @@ canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_no
     if (st != CANOPY_SUCCESS) return st;
     int usable = numa_topo_cores(rt->topo);
     if (ranks_on_node > 1 && node_rank >= 0 && node_rank < ranks_on_node && usable >= ranks_on_node &&
+        (o->threads <= 0 || (int64_t)o->threads * ranks_on_node <= usable) &&
         usable == numa_topo_allowed_cores(rt->topo) && o->bind == CANOPY_BIND_CORE && !numa_topo_dry_run(rt->topo)) {
         /* several ranks share the node and the launcher did not split it (mpirun --bind-to none):
          * each rank takes its own consecutive share of the cores, so that the ranks' workers do
