@@ -23,7 +23,13 @@ canopy_status comm_agree(MPI_Comm comm, canopy_err *err)
         return CANOPY_SUCCESS;
     }
     char msg[sizeof err->msg + 32];
-    if (rank == root) snprintf(msg, sizeof msg, "rank %d: %s", rank, err->msg);
+    if (rank == root) {
+        /* a message agreed before already names its rank */
+        char head[32];
+        int hl = snprintf(head, sizeof head, "rank %d: ", rank);
+        if (strncmp(err->msg, head, (size_t)hl) == 0) snprintf(msg, sizeof msg, "%s", err->msg);
+        else snprintf(msg, sizeof msg, "%s%s", head, err->msg);
+    }
     if (MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, root, comm) != MPI_SUCCESS)
         return canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Bcast failed while agreeing on a status");
     err->status = (canopy_status)status;
