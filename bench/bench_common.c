@@ -257,6 +257,17 @@ static void put_str(const char *key, const char *s)
     printf("\", ");
 }
 
+void bench_report_extra(bench_report *r, const char *key, double v)
+{
+    size_t used = strlen(r->extra);
+    if (used + 64 >= sizeof(r->extra))
+        return;
+    if (isfinite(v))
+        snprintf(r->extra + used, sizeof(r->extra) - used, "%s\"%s\": %.6g", used ? ", " : "", key, v);
+    else
+        snprintf(r->extra + used, sizeof(r->extra) - used, "%s\"%s\": null", used ? ", " : "", key);
+}
+
 void bench_report_print(const bench_report *r)
 {
     double gflops = NAN;
@@ -282,6 +293,8 @@ void bench_report_print(const bench_report *r)
     printf("\"refinement_steps\": 0, ");
     put_int("perturbed_pivots", r->perturbed_pivots);
     put_num("peak_memory_bytes", r->peak_memory_bytes, 0);
+    if (r->extra[0] != '\0')
+        printf("%s, ", r->extra);
     printf("\"ranks\": %d, \"threads_per_rank\": %d}\n", r->ranks, r->threads_per_rank);
     fflush(stdout);
 }

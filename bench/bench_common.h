@@ -28,6 +28,7 @@ typedef struct bench_report {
     char factorization[16];
     char status[600];         /**< "ok", "n/a: <reason>" or "error: <reason>" */
     char note[160];           /**< driver-specific details (parameters changed, counts) */
+    char extra[1024];         /**< more keys, already JSON ("\"k\": v, ..."), printed as is; "" = none */
     int64_t n, nnz, nnz_factor;
     double flops;
     double time_analyze, time_factorize, time_solve;
@@ -69,6 +70,9 @@ double bench_now(void);
 
 /** Initialize a report with NaNs/zeros, the solver name and the matrix label. */
 void bench_report_init(bench_report *r, const char *solver, const bench_args *args);
+
+/** Add a numeric key to the report's extra keys (null when @p v is not finite). */
+void bench_report_extra(bench_report *r, const char *key, double v);
 
 /** Print the report as one JSON object on one line to stdout. */
 void bench_report_print(const bench_report *r);
