@@ -127,7 +127,6 @@ static int xch_post_sends(comm_exchange *x)
     int any = 0;
     while (h >= 0) {
         comm_msg *m = &x->msgs[x->nrecv + h];
-        if (getenv("CANOPY_DEBUG")) fprintf(stderr, "isend slot %d to %d tag %d\n", h, m->peer, m->tag);
         if (MPI_Isend(m->buf, m->count, MPI_DOUBLE, m->peer, m->tag, m->comm, &x->req[x->nrecv + h]) != MPI_SUCCESS)
             atomic_store(&x->failed, 1);
         atomic_fetch_add_explicit(&x->sends_posted, 1, memory_order_relaxed);
@@ -150,7 +149,6 @@ static int xch_test(comm_exchange *x, int a, int b)
     for (int q = 0; q < outcount; q++) {
         int i = a + x->idx[a + q];
         const comm_msg *m = &x->msgs[i];
-        if (getenv("CANOPY_DEBUG")) fprintf(stderr, "completed %d (%s)\n", i, i < x->nrecv ? "recv" : "send");
         int64_t bytes = (int64_t)m->count * (int64_t)sizeof(double);
         if (i < x->nrecv) {
             atomic_fetch_add_explicit(&x->counts[2 * x->nranks + m->peer], 1, memory_order_relaxed);

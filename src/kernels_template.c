@@ -618,7 +618,6 @@ static _Thread_local unsigned kstress_seed = 987654321u;
 static void ksend_fanin(kpar *pc, cint j)
 {
     int slot = pc->F->send_slot[j];
-    if (getenv("CANOPY_DEBUG")) fprintf(stderr, "rank %d sends fan-in of %d (slot %d)\n", pc->loc->rank, (int)j, slot);
     comm_exchange_send(pc->x, slot);
     if (pc->F->U) comm_exchange_send(pc->x, slot + 1);
 }
@@ -759,7 +758,6 @@ static void kfill_owned(void *arg, int t)
 /* Arrival of a fan-in message: one external dependency of the panel task less. */
 static void karrived(void *arg, int64_t task)
 {
-    if (getenv("CANOPY_DEBUG")) fprintf(stderr, "arrived for task %d\n", (int)task);
     sched_release(arg, (int)task);
 }
 

@@ -675,11 +675,6 @@ canopy_status numeric_exchange_begin(numeric *F, void (*arrived)(void *, int64_t
             m->cookie = -1;
         }
     }
-    if (getenv("CANOPY_DEBUG")) {
-        fprintf(stderr, "rank %d: %d receives, %d sends, %d local tasks\n", L->rank, nrecv, nsend, L->factor.ntasks);
-        for (int i = 0; i < nrecv; i++) fprintf(stderr, "  rank %d recv from %d tag %d count %d cookie %lld\n", L->rank, rv[i].peer, rv[i].tag, rv[i].count, (long long)rv[i].cookie);
-        for (int i = 0; i < nsend; i++) fprintf(stderr, "  rank %d send to %d tag %d count %d\n", L->rank, sd[i].peer, sd[i].tag, sd[i].count);
-    }
     st = comm_exchange_create(x->comm_threads, L->nranks, rv, nrecv, sd, nsend, arrived, arg, &F->xch, err);
     if (st == CANOPY_SUCCESS) st = comm_exchange_start(F->xch, err);
 out:

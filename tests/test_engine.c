@@ -672,6 +672,110 @@ static int nested_task(void *ctx, int task, sched_worker *w)
     return 0;
 }
 
+
+/*
+ * External dependencies (sched_prepare / sched_release / sched_go): a thread outside the pool
+ * releases them, some before the run starts and the rest while it runs, in random order; no task
+ * starts before its last release, and every task runs once, with both schedulers.
+ */
+typedef struct ext_ctx {
+    const sched_dag *d;
+    const int *ext;
+    atomic_int *released;
+    atomic_int *ran;
+} ext_ctx;
+
+static int ext_task(void *ctx, int task, sched_worker *w)
+{
+    (void)w;
+    ext_ctx *c = ctx;
+    if (atomic_load(&c->released[task]) != c->ext[task]) return 7;
+    atomic_fetch_add(&c->ran[task], 1);
+    return 0;
+}
+
+typedef struct ext_releaser {
+    sched_run *run;
+    int *order;
+    int n, from;
+    atomic_int *released;
+} ext_releaser;
+
+static void *ext_release_thread(void *arg)
+{
+    ext_releaser *r = arg;
+    for (int i = r->from; i < r->n; i++) {
+        int t = r->order[i];
+        atomic_fetch_add(&r->released[t], 1);
+        sched_release(r->run, t);
+        if (i % 7 == 0) sched_yield();
+    }
+    return NULL;
+}
+
+START_TEST(external_dependencies)
+{
+    canopy_err err = {0};
+    const int counts[] = {1, 2, 4};
+    for (size_t q = 0; q < sizeof counts / sizeof *counts; q++) {
+        int T = counts[q];
+        sched_pool *pool = NULL;
+        ck_assert(sched_pool_create(T, NULL, NULL, NULL, &pool, &err) == CANOPY_SUCCESS);
+        for (int sc = 0; sc < 2; sc++) {
+            canopy_scheduler sched = sc ? CANOPY_SCHED_DYNAMIC : CANOPY_SCHED_STATIC;
+            tgraph g;
+            tgraph_random(&g, 400, T, 900, 40, 1234u + (unsigned)(17 * q + sc));
+            int n = g.d.ntasks;
+            uint64_t st = 99u + q;
+            int *ext = xcalloc((size_t)n, sizeof(int));
+            int total = 0;
+            for (int i = 0; i < n; i++) total += ext[i] = rnd(&st, 3);
+            int *order = xcalloc((size_t)total + 1, sizeof(int));
+            for (int i = 0, p = 0; i < n; i++)
+                for (int e = 0; e < ext[i]; e++) order[p++] = i;
+            for (int i = total - 1; i > 0; i--) {
+                int j = rnd(&st, i + 1), t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+            atomic_int *released = xcalloc((size_t)n, sizeof(atomic_int));
+            atomic_int *ran = xcalloc((size_t)n, sizeof(atomic_int));
+            ext_ctx c = {&g.d, ext, released, ran};
+            sched_run_opts ro = {.ext = ext};
+            sched_run *run = NULL;
+            ck_assert_msg(sched_prepare(pool, &g.d, sched, ext_task, &c, &ro, NULL, &run, &err) == CANOPY_SUCCESS,
+                          "%s", err.msg);
+            /* a third before the start, the rest from another thread during the run */
+            ext_releaser rel = {run, order, total / 3, 0, released};
+            ext_release_thread(&rel);
+            rel.n = total;
+            rel.from = total / 3;
+            pthread_t th;
+            ck_assert_int_eq(pthread_create(&th, NULL, ext_release_thread, &rel), 0);
+            int result = -1;
+            ck_assert(sched_go(run, &result) == CANOPY_SUCCESS);
+            pthread_join(th, NULL);
+            ck_assert_int_eq(result, 0);
+            for (int i = 0; i < n; i++) ck_assert_int_eq(atomic_load(&ran[i]), 1);
+            free(ext);
+            free(order);
+            free(released);
+            free(ran);
+            tgraph_free(&g);
+        }
+        /* a prepared run can be dropped without running */
+        tgraph g;
+        tgraph_random(&g, 50, T, 80, 10, 7u);
+        sched_run *run = NULL;
+        ck_assert(sched_prepare(pool, &g.d, CANOPY_SCHED_DYNAMIC, ext_task, NULL, NULL, NULL, &run, &err) ==
+                  CANOPY_SUCCESS);
+        sched_discard(run);
+        tgraph_free(&g);
+        sched_pool_destroy(pool);
+    }
+}
+END_TEST
+
 START_TEST(bad_graphs_refused)
 {
     sched_pool *pool = NULL;
@@ -953,6 +1057,7 @@ int main(void)
     tcase_add_test(tc, stealing_order);
     tcase_add_test(tc, bad_graphs_refused);
     tcase_add_test(tc, allocation_failures);
+    tcase_add_test(tc, external_dependencies);
     tcase_add_test(tc, empty_task_throughput);
     suite_add_tcase(s, tc);
     return testutil_run(s);

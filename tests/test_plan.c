@@ -7,6 +7,7 @@
  */
 #include "testutil.h"
 #include "sched/plan.h"
+#include "sched/distribute.h"
 #include "symbolic.h"
 
 static const int thread_counts[] = {1, 2, 3, 4, 8, 16};
@@ -91,7 +92,7 @@ static int is_group_start(const symbolic *S, cint k, cint b)
 
 static int build(const symbolic *S, int T, canopy_factorization kind, sched_plan *P)
 {
-    sched_plan_opts o = {T, kind, 0, 0};
+    sched_plan_opts o = {.nthreads = T, .kind = kind};
     canopy_err err = {0};
     int st = sched_plan_build(S, NULL, &o, P, &err);
     ck_assert_msg(st == CANOPY_SUCCESS, "T=%d: %s", T, err.msg);
@@ -625,7 +626,7 @@ START_TEST(complex_costs_scale)
     laplacian_structure(10, 10, 10, 0, &S);
     sched_plan R, Z;
     canopy_err err = {0};
-    sched_plan_opts o = {4, CANOPY_FACT_LU, 0, 0};
+    sched_plan_opts o = {.nthreads = 4, .kind = CANOPY_FACT_LU};
     ck_assert_int_eq(sched_plan_build(&S, NULL, &o, &R, &err), CANOPY_SUCCESS);
     o.complex_arith = 1;
     ck_assert_int_eq(sched_plan_build(&S, NULL, &o, &Z, &err), CANOPY_SUCCESS);
@@ -686,7 +687,7 @@ START_TEST(errors)
     laplacian_structure(6, 6, 1, 0, &S);
     sched_plan P;
     canopy_err err = {0};
-    sched_plan_opts o = {2, CANOPY_FACT_LLT, 0, 0};
+    sched_plan_opts o = {.nthreads = 2, .kind = CANOPY_FACT_LLT};
     ck_assert_int_eq(sched_plan_build(NULL, NULL, &o, &P, &err), CANOPY_ERR_ARGUMENT);
     ck_assert_int_eq(sched_plan_build(&S, NULL, NULL, &P, NULL), CANOPY_ERR_ARGUMENT);
     o.nthreads = 0;
@@ -748,7 +749,7 @@ START_TEST(allocation_failures)
     for (long k = 0;; k++) {
         sched_plan P;
         canopy_err err = {0};
-        sched_plan_opts o = {3, CANOPY_FACT_LDLT, 0, 0};
+        sched_plan_opts o = {.nthreads = 3, .kind = CANOPY_FACT_LDLT};
         canopy_alloc_fail_after(k);
         canopy_status st = sched_plan_build(&S, NULL, &o, &P, &err);
         canopy_alloc_fail_after(-1);
@@ -782,6 +783,116 @@ START_TEST(allocation_failures)
 }
 END_TEST
 
+
+/*
+ * Two-level mapping and each rank's share (sched/distribute.c): every cblk and every task on one
+ * rank, inside that rank's threads; the shares partition the tasks; the fan-in messages equal an
+ * independent count of the (target, source rank) pairs that cross ranks, each sent by exactly one
+ * rank and expected by the owner; local contribution numbers are 0..m-1 per target; the local
+ * graphs pass the engine's checks; communication costs only delay the simulation.
+ */
+static void check_ranks(const symbolic *S, int R, int T, canopy_factorization kind)
+{
+    sched_plan P;
+    canopy_err err = {0};
+    sched_plan_opts o = {.nthreads = T, .kind = kind, .nranks = R, .comm_latency = 1e-5, .comm_byte_time = 1e-9};
+    ck_assert_msg(sched_plan_build(S, NULL, &o, &P, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert_int_eq(P.nthreads, R * T);
+    cint n = S->ncblk;
+    for (cint k = 0; k < n; k++) {
+        int r = P.cblk_rank[k];
+        ck_assert(r >= 0 && r < R);
+        ck_assert_msg(P.cblk_t0[k] >= r * T && P.cblk_t1[k] <= r * T + T, "cblk %d range outside rank %d", (int)k, r);
+        ck_assert(P.cblk_owner[k] >= P.cblk_t0[k] && P.cblk_owner[k] < P.cblk_t1[k]);
+    }
+    for (int i = 0; i < P.factor.ntasks; i++)
+        ck_assert_int_eq(P.factor.owner[i] / T, P.cblk_rank[P.factor.cblk[i]]);
+    int parts = kind == CANOPY_FACT_LU ? 2 : 1;
+    /* independent count of the crossing pairs */
+    unsigned char *cross = calloc((size_t)n * R + 1, 1);
+    int64_t pairs = 0;
+    for (cint k = 0; k < n; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (P.cblk_rank[k] != P.cblk_rank[j] && !cross[(size_t)j * R + P.cblk_rank[k]]) {
+                cross[(size_t)j * R + P.cblk_rank[k]] = 1;
+                pairs++;
+            }
+        }
+    int tasks = 0;
+    int64_t sends = 0, recvs = 0;
+    int *seen = calloc((size_t)P.factor.ntasks + 1, sizeof(int));
+    for (int r = 0; r < R; r++) {
+        sched_local L;
+        ck_assert_msg(sched_plan_local(S, &P, r, parts, &L, &err) == CANOPY_SUCCESS, "%s", err.msg);
+        char why[256];
+        ck_assert_msg(sched_dag_check(&L.factor, why, sizeof why) == 0, "rank %d: %s", r, why);
+        ck_assert_int_eq(L.fanin_msgs, pairs * parts);
+        tasks += L.factor.ntasks;
+        for (int i = 0; i < L.factor.ntasks; i++) {
+            int g = L.task_global[i];
+            ck_assert_int_eq(seen[g]++, 0);
+            ck_assert_int_eq(P.cblk_rank[P.factor.cblk[g]], r);
+        }
+        for (cint q = 0; q < L.nsend; q++) {
+            cint j = L.send_cblk[q];
+            ck_assert(P.cblk_rank[j] != r && cross[(size_t)j * R + r]);
+            ck_assert(L.cblk_ncontrib[j] > 0);
+        }
+        sends += L.nsend;
+        for (cint j = 0; j < n; j++) {
+            cint c = L.recv_ptr[j + 1] - L.recv_ptr[j];
+            recvs += c;
+            if (c > 0) {
+                ck_assert_int_eq(P.cblk_rank[j], r);
+                ck_assert_int_eq(L.ext[L.cblk_task[j]], (int)c * parts);
+            }
+            for (cint q = L.recv_ptr[j]; q < L.recv_ptr[j + 1]; q++) ck_assert(cross[(size_t)j * R + L.recv_rank[q]]);
+        }
+        /* local contribution numbers: a permutation of 0..m-1 per target */
+        int *used = calloc((size_t)S->nblok + 1, sizeof(int));
+        for (cint k = 0; k < n; k++)
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+                int c = L.blok_contrib[b];
+                if (c < 0) continue;
+                ck_assert_int_eq(P.cblk_rank[k], r);
+                cint j = S->blok_fcblk[b];
+                ck_assert(c < L.cblk_ncontrib[j]);
+                used[S->cblk_fblok[j] + 0]++;
+            }
+        free(used);
+        sched_local_free(&L);
+    }
+    ck_assert_int_eq(tasks, P.factor.ntasks);
+    ck_assert_int_eq(sends, pairs);
+    ck_assert_int_eq(recvs, pairs);
+    free(seen);
+    free(cross);
+    /* messages cost time: the same plan without communication costs is never slower */
+    sched_plan Q;
+    sched_plan_opts o0 = o;
+    o0.comm_latency = o0.comm_byte_time = 0;
+    ck_assert(sched_plan_build(S, NULL, &o0, &Q, &err) == CANOPY_SUCCESS);
+    ck_assert(Q.factor.predicted_time <= P.factor.predicted_time * (1 + 1e-12));
+    sched_plan_free(&Q);
+    sched_plan_free(&P);
+}
+
+START_TEST(two_level_mapping)
+{
+    symbolic S;
+    laplacian_structure(14, 13, 12, 32, &S);
+    const int ranks[] = {1, 2, 3, 4, 7};
+    for (size_t a = 0; a < sizeof ranks / sizeof *ranks; a++)
+        for (int T = 1; T <= 3; T++)
+            for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) check_ranks(&S, ranks[a], T, kinds[q]);
+    symbolic_free(&S);
+    forest_structure(&S);
+    check_ranks(&S, 3, 2, CANOPY_FACT_LU);
+    symbolic_free(&S);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plan");
@@ -796,6 +907,7 @@ int main(void)
     tcase_add_test(tc, tiny_and_empty);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, allocation_failures);
+    tcase_add_test(tc, two_level_mapping);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }
