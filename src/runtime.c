@@ -188,7 +188,11 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     st->factor_bytes_unlocated = unknown;
     if (o->trace_file[0]) {
         canopy_err terr = {0};
-        (void)sched_trace_write(o->trace_file, 0, "factorize", scheduler_name(o->scheduler), &rt->local.factor,
+        /* several ranks: one file per rank, FILE.<rank> */
+        char path[CANOPY_PATH_MAX + 16];
+        if (rt->nranks > 1) snprintf(path, sizeof path, "%s.%d", o->trace_file, rt->rank);
+        else snprintf(path, sizeof path, "%s", o->trace_file);
+        (void)sched_trace_write(path, 0, "factorize", scheduler_name(o->scheduler), &rt->local.factor,
                                 r->events, T, rt->workers.core_os, rt->workers.node, r->wall, &terr);
     }
 }
