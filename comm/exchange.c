@@ -32,6 +32,7 @@ struct comm_exchange {
     atomic_int recv_done, send_done, sends_posted;
     atomic_int failed;              /* an MPI call failed */
     atomic_int finishing;           /* the workers are done: no more hand-overs */
+    atomic_int go;                  /* 1: receives posted, threads may run; -1: cancelled */
     pthread_mutex_t poll_mu;        /* comm-threads=0: one progress step at a time */
     pthread_mutex_t sleep_mu;
     pthread_cond_t sleep_cv;
@@ -43,6 +44,8 @@ struct comm_exchange {
     int stress;
     int sync_ready;                 /* the mutexes and condition exist */
 };
+
+static canopy_status xch_spawn(comm_exchange *x, canopy_err *err);
 
 int comm_exchange_thread_level(int comm_threads)
 {
@@ -106,10 +109,16 @@ canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg 
     atomic_init(&x->failed, 0);
     atomic_init(&x->finishing, 0);
     atomic_init(&x->sleeping, 0);
+    atomic_init(&x->go, 0);
     pthread_mutex_init(&x->poll_mu, NULL);
     pthread_mutex_init(&x->sleep_mu, NULL);
     pthread_cond_init(&x->sleep_cv, NULL);
     x->sync_ready = 1;
+    canopy_status st = xch_spawn(x, err);
+    if (st != CANOPY_SUCCESS) {
+        comm_exchange_free(x);
+        return st;
+    }
     *out = x;
     return CANOPY_SUCCESS;
 }
@@ -195,8 +204,20 @@ static double xch_sleep_for_work(comm_exchange *x)
 }
 
 /* part: 0 = everything (one thread), 1 = sends only, 2 = receives only */
+/* Threads are created with the exchange (so that a failure to create them is known before any
+ * message) and wait here until comm_exchange_start posted the receives, or the exchange is
+ * freed unused. Returns 0 when cancelled. */
+static int xch_wait_go(comm_exchange *x)
+{
+    pthread_mutex_lock(&x->sleep_mu);
+    while (atomic_load(&x->go) == 0) pthread_cond_wait(&x->sleep_cv, &x->sleep_mu);
+    pthread_mutex_unlock(&x->sleep_mu);
+    return atomic_load(&x->go) > 0;
+}
+
 static void xch_loop(comm_exchange *x, int part, double *idle)
 {
+    if (!xch_wait_go(x)) return;
     long backoff = XCH_BACKOFF_MIN_NS;
     unsigned seed = 12345u + 77u * (unsigned)part;
     for (;;) {
@@ -246,14 +267,8 @@ static void *xch_main_recv(void *arg)
     return NULL;
 }
 
-canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err)
+static canopy_status xch_spawn(comm_exchange *x, canopy_err *err)
 {
-    if (x == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_start: NULL");
-    for (int i = 0; i < x->nrecv; i++) {
-        comm_msg *m = &x->msgs[i];
-        if (MPI_Irecv(m->buf, m->count, MPI_DOUBLE, m->peer, m->tag, m->comm, &x->req[i]) != MPI_SUCCESS)
-            return canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Irecv failed for a message from rank %d", m->peer);
-    }
     if (x->mode == 1) {
         if (pthread_create(&x->thr[0], NULL, xch_main_all, x) != 0)
             return canopy_err_set(err, CANOPY_ERR_NOMEM, "cannot start the communication thread");
@@ -267,6 +282,29 @@ canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err)
         x->nthr = 2;
     }
     return CANOPY_SUCCESS;
+}
+
+static void xch_release(comm_exchange *x, int value)
+{
+    pthread_mutex_lock(&x->sleep_mu);
+    atomic_store(&x->go, value);
+    pthread_cond_broadcast(&x->sleep_cv);
+    pthread_mutex_unlock(&x->sleep_mu);
+}
+
+canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err)
+{
+    if (x == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_start: NULL");
+    canopy_status st = CANOPY_SUCCESS;
+    for (int i = 0; i < x->nrecv && st == CANOPY_SUCCESS; i++) {
+        comm_msg *m = &x->msgs[i];
+        if (MPI_Irecv(m->buf, m->count, MPI_DOUBLE, m->peer, m->tag, m->comm, &x->req[i]) != MPI_SUCCESS) {
+            atomic_store(&x->failed, 1);
+            st = canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Irecv failed for a message from rank %d", m->peer);
+        }
+    }
+    xch_release(x, 1);
+    return st;
 }
 
 void comm_exchange_poll(comm_exchange *x)
@@ -339,6 +377,7 @@ double comm_exchange_idle_time(const comm_exchange *x)
 void comm_exchange_free(comm_exchange *x)
 {
     if (x == NULL) return;
+    if (x->nthr > 0 && atomic_load(&x->go) == 0) xch_release(x, -1); /* never started */
     for (int t = 0; t < x->nthr; t++) pthread_join(x->thr[t], NULL);
     if (x->sync_ready) {
         pthread_mutex_destroy(&x->poll_mu);

@@ -43,12 +43,14 @@ int comm_exchange_thread_level(int comm_threads);
 /**
  * Create an exchange of @p nrecv receives and @p nsend sends (arrays copied; buffers borrowed)
  * among @p nranks ranks. @p on_recv(arg, cookie) runs on the thread that saw the arrival.
+ * Everything that can fail for lack of resources happens here, threads included (they wait for
+ * comm_exchange_start): a caller can agree with the other ranks before any message moves.
  */
 canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg *recvs, int nrecv,
                                    const comm_msg *sends, int nsend, void (*on_recv)(void *arg, int64_t cookie),
                                    void *arg, comm_exchange **out, canopy_err *err);
 
-/** Post every receive and start the communication thread(s). From the calling thread. */
+/** Post every receive and let the communication thread(s) run. From the calling thread. */
 canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err);
 
 /** Send @p slot (index into the sends): its buffer is complete. Any thread; lock-free. */

@@ -158,14 +158,14 @@ canopy_status comm_tree_build(const int *members, int p, int me, canopy_tree sha
  * Restricted collectives over a tree, driven by test calls so that the communication thread can
  * keep many of them in flight at once (pipelined over supernodes) instead of blocking in one.
  */
-canopy_status comm_tree_op_start(comm_tree_op *op, const comm_tree *t, const int *members, MPI_Comm comm,
-                                 int tag, comm_tree_opkind kind, double *buf, int count, canopy_err *err)
+canopy_status comm_tree_op_init(comm_tree_op *op, const comm_tree *t, const int *members, comm_tree_opkind kind,
+                                int count, canopy_err *err)
 {
-    if (op == NULL || t == NULL || members == NULL || (buf == NULL && count > 0) || count < 0)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_tree_op_start: bad argument");
+    if (op == NULL || t == NULL || members == NULL || count < 0)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_tree_op_init: bad argument");
     if (kind != COMM_TREE_BCAST && kind != COMM_TREE_REDUCE_SUM)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "unknown tree operation %d", (int)kind);
-    *op = (comm_tree_op){.t = *t, .kind = kind, .comm = comm, .tag = tag, .buf = buf, .count = count};
+    *op = (comm_tree_op){.t = *t, .kind = kind, .count = count, .stage = -1};
     int nk = t->nchildren;
     op->kids = canopy_alloc((size_t)nk + 1, sizeof *op->kids, "tree children", err);
     op->req = canopy_alloc((size_t)nk + 1, sizeof *op->req, "tree requests", err);
@@ -181,15 +181,25 @@ canopy_status comm_tree_op_start(comm_tree_op *op, const comm_tree *t, const int
     }
     for (int k = 0; k <= nk; k++) op->req[k] = MPI_REQUEST_NULL;
     for (int k = 0; k < nk; k++) op->kids[k] = comm_tree_child(t, members, k);
+    return CANOPY_SUCCESS;
+}
 
-    int rc = MPI_SUCCESS;
-    if (kind == COMM_TREE_BCAST) {
-        if (t->parent < 0) {
+canopy_status comm_tree_op_post(comm_tree_op *op, MPI_Comm comm, int tag, double *buf, canopy_err *err)
+{
+    if (op == NULL || op->stage != -1 || (buf == NULL && op->count > 0))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_tree_op_post: operation not initialized, or no buffer");
+    op->comm = comm;
+    op->tag = tag;
+    op->buf = buf;
+    op->stage = 0;
+    int nk = op->t.nchildren, count = op->count, rc = MPI_SUCCESS;
+    if (op->kind == COMM_TREE_BCAST) {
+        if (op->t.parent < 0) {
             for (int k = 0; k < nk && rc == MPI_SUCCESS; k++)
                 rc = MPI_Isend(buf, count, MPI_DOUBLE, op->kids[k], tag, comm, &op->req[k]);
             op->stage = 1;
         } else {
-            rc = MPI_Irecv(buf, count, MPI_DOUBLE, t->parent, tag, comm, &op->req[nk]);
+            rc = MPI_Irecv(buf, count, MPI_DOUBLE, op->t.parent, tag, comm, &op->req[nk]);
         }
     } else {
         /* receives from every child are posted at once: children finish in any order */
@@ -199,6 +209,19 @@ canopy_status comm_tree_op_start(comm_tree_op *op, const comm_tree *t, const int
     }
     if (rc != MPI_SUCCESS) return canopy_err_set(err, CANOPY_ERR_MPI, "posting a tree message failed (tag %d)", tag);
     return CANOPY_SUCCESS;
+}
+
+/*
+ * Restricted collectives over a tree, driven by test calls so that the communication thread can
+ * keep many of them in flight at once (pipelined over supernodes) instead of blocking in one.
+ */
+canopy_status comm_tree_op_start(comm_tree_op *op, const comm_tree *t, const int *members, MPI_Comm comm,
+                                 int tag, comm_tree_opkind kind, double *buf, int count, canopy_err *err)
+{
+    if (op == NULL || t == NULL || members == NULL || (buf == NULL && count > 0) || count < 0)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_tree_op_start: bad argument");
+    canopy_status st = comm_tree_op_init(op, t, members, kind, count, err);
+    return st == CANOPY_SUCCESS ? comm_tree_op_post(op, comm, tag, buf, err) : st;
 }
 
 /* MPI_Testall one request at a time: the same semantics, and it avoids a false stringop-overflow

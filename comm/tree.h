@@ -89,6 +89,15 @@ typedef struct comm_tree_op {
 canopy_status comm_tree_op_start(comm_tree_op *op, const comm_tree *t, const int *members, MPI_Comm comm,
                                  int tag, comm_tree_opkind kind, double *buf, int count, canopy_err *err);
 
+/**
+ * comm_tree_op_start in two steps: init allocates (nothing is sent; the only step that can run out
+ * of memory), post starts the messages. Lets a caller allocate every operation, agree that all
+ * ranks could, and only then communicate.
+ */
+canopy_status comm_tree_op_init(comm_tree_op *op, const comm_tree *t, const int *members, comm_tree_opkind kind,
+                                int count, canopy_err *err);
+canopy_status comm_tree_op_post(comm_tree_op *op, MPI_Comm comm, int tag, double *buf, canopy_err *err);
+
 /** Progress @p op without blocking; @p done becomes true once this member's part is finished. */
 canopy_status comm_tree_op_test(comm_tree_op *op, bool *done, canopy_err *err);
 

@@ -28,6 +28,7 @@
 #include "numa/placement.h"
 #include "comm/exchange.h"
 #include "comm/tree.h"
+#include "comm/agree.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -808,16 +809,24 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     sched_run_opts ro = {.ext = pc.dist ? L->ext : NULL,
                          .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = &F->xch};
     canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
-    if (st != CANOPY_SUCCESS) return st;
     if (pc.dist) {
-        /* the receives are posted before any worker can send */
-        st = numeric_exchange_begin(F, karrived, run, err);
+        /* everything allocated (run, messages, threads) before any rank sends: agree first */
+        if (st == CANOPY_SUCCESS) st = numeric_exchange_create(F, karrived, run, err);
         pc.x = F->xch;
-        if (st != CANOPY_SUCCESS) {
-            /* nothing was sent: every rank learns it from the agreement after */
+        if (comm_agree(x->comm, err) < 0) {
             sched_discard(run);
-            return st;
+            comm_exchange_free(F->xch);
+            F->xch = NULL;
+            return err->status;
         }
+        /* the receives are posted before any worker can send */
+        st = comm_exchange_start(F->xch, err);
+    }
+    if (st != CANOPY_SUCCESS) {
+        sched_discard(run);
+        comm_exchange_free(F->xch); /* an MPI failure: its threads stop on the failed flag */
+        F->xch = NULL;
+        return st;
     }
     st = sched_go(run, &result);
     r->wall = rs.wall;
@@ -1023,8 +1032,10 @@ canopy_status KSFX(numeric_solve)(numeric *F, cint nrhs, SCALAR *b, cint ldb, ca
  */
 typedef struct ksop {
     cint j;
-    int active;
-    comm_tree_op op;
+    int active;         /* 0 not posted, 1 in flight, 2 done, 3 done and unpacked */
+    comm_tree t;
+    comm_tree_op fwd, bwd;
+    comm_tree_op *cur;  /* the operation of the current phase */
     SCALAR *buf;
 } ksop;
 
@@ -1044,7 +1055,7 @@ static void kds_progress(kdsolve *d)
     for (int a = 0; a < d->nact;) {
         ksop *o = &d->ops[d->act[a]];
         bool done = false;
-        if (comm_tree_op_test(&o->op, &done, d->err) != CANOPY_SUCCESS) {
+        if (comm_tree_op_test(o->cur, &done, d->err) != CANOPY_SUCCESS) {
             d->failed = 1;
             done = true;
         }
@@ -1062,30 +1073,39 @@ static void kds_wait(kdsolve *d, ksop *o)
     while (o->active == 1 && !d->failed) kds_progress(d);
 }
 
-static void kds_start(kdsolve *d, int idx, comm_tree_opkind kind, int64_t id)
+/* Every operation of both phases is allocated before the first message (kds_prepare), so that a
+ * rank short of memory fails before the others can wait for it; posting allocates nothing. */
+static canopy_status kds_prepare(kdsolve *d, int idx)
 {
     numeric *F = d->F;
     ksop *o = &d->ops[idx];
-    const sched_local *L = F->exec.local;
-    cint j = o->j;
     const int *mem = F->sol_members + F->sol_mptr[idx];
     int p = (int)(F->sol_mptr[idx + 1] - F->sol_mptr[idx]);
-    comm_tree t;
+    cint j = o->j, w = F->S->cblk_fcol[j + 1] - F->S->cblk_fcol[j];
+    int count = (int)((int64_t)w * d->nrhs * (int64_t)(sizeof(SCALAR) / sizeof(double)));
+    canopy_status st = comm_tree_build(mem, p, F->exec.local->rank, F->exec.tree, (unsigned)j, &o->t, d->err);
+    if (st == CANOPY_SUCCESS) st = comm_tree_op_init(&o->fwd, &o->t, mem, COMM_TREE_REDUCE_SUM, count, d->err);
+    if (st == CANOPY_SUCCESS) st = comm_tree_op_init(&o->bwd, &o->t, mem, COMM_TREE_BCAST, count, d->err);
+    return st;
+}
+
+static void kds_start(kdsolve *d, int idx, comm_tree_op *op, int64_t id)
+{
+    numeric *F = d->F;
+    ksop *o = &d->ops[idx];
     MPI_Comm comm;
     int tag;
     comm_tags_get(F->exec.tags, id, &comm, &tag);
-    cint w = F->S->cblk_fcol[j + 1] - F->S->cblk_fcol[j];
-    int count = (int)((int64_t)w * d->nrhs * (int64_t)(sizeof(SCALAR) / sizeof(double)));
-    if (comm_tree_build(mem, p, L->rank, F->exec.tree, (unsigned)j, &t, d->err) != CANOPY_SUCCESS ||
-        comm_tree_op_start(&o->op, &t, mem, comm, tag, kind, (double *)o->buf, count, d->err) != CANOPY_SUCCESS) {
+    o->cur = op;
+    if (comm_tree_op_post(op, comm, tag, (double *)o->buf, d->err) != CANOPY_SUCCESS) {
         d->failed = 1;
         return;
     }
     o->active = 1;
     d->act[d->nact++] = idx;
-    int sends = kind == COMM_TREE_BCAST ? t.nchildren : t.parent >= 0;
+    int sends = op->kind == COMM_TREE_BCAST ? o->t.nchildren : o->t.parent >= 0;
     F->solve_counts[0] += sends;
-    F->solve_counts[1] += (int64_t)sends * count * (int64_t)sizeof(double);
+    F->solve_counts[1] += (int64_t)sends * op->count * (int64_t)sizeof(double);
 }
 
 /* buf (w x nrhs) += contributions of this rank's cblks facing j */
@@ -1142,23 +1162,23 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
     d.ops = canopy_calloc((size_t)nm + 1, sizeof(ksop), "solve messages", err);
     d.act = canopy_alloc((size_t)nm + 1, sizeof(int), "solve messages", err);
     int *left = canopy_calloc((size_t)nm + 1, sizeof(int), "solve messages", err);
-    int okbuf = d.ops && d.act && left;
-    for (int i = 0; okbuf && i < nm; i++) {
+    canopy_status st = d.ops && d.act && left ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
         cint j = F->sol_cblk[i];
         d.ops[i].j = j;
         d.ops[i].buf = canopy_calloc((size_t)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * (size_t)nrhs + 1,
                                      sizeof(SCALAR), "solve messages", err);
-        if (d.ops[i].buf == NULL) okbuf = 0;
+        st = d.ops[i].buf ? kds_prepare(&d, i) : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
     }
-    canopy_status st = CANOPY_SUCCESS;
-    if (!okbuf) {
-        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    /* nothing has been sent yet: every rank learns here whether all could allocate */
+    if (comm_agree(F->exec.comm, err) < 0) {
+        st = err->status;
         goto out;
     }
-    /* forward: the owners post their reductions first; this rank's sources facing each j counted */
+    /* forward: the owners post their reductions first; this rank's bloks facing each j counted */
     for (int i = 0; i < nm; i++) {
         cint j = d.ops[i].j;
-        if (L->cblk_rank[j] == me) kds_start(&d, i, COMM_TREE_REDUCE_SUM, comm_tags_id(j, COMM_ID_FORWARD));
+        if (L->cblk_rank[j] == me) kds_start(&d, i, &d.ops[i].fwd, comm_tags_id(j, COMM_ID_FORWARD));
         else
             for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++)
                 if (L->cblk_rank[F->blok_cblk[F->fan_blok[q]]] == me) left[i]++;
@@ -1168,27 +1188,24 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
         int i = F->sol_op[j];
         if (i >= 0) kds_wait(&d, &d.ops[i]);
         kds_forward(F, j, nrhs, y, i >= 0 ? d.ops[i].buf : NULL);
-        /* remote targets whose last source on this rank is j: their partial sums leave now */
+        /* remote targets whose last bloks on this rank are j's: their partial sums leave now */
         for (cint b = S->cblk_fblok[j] + 1; b < S->cblk_fblok[j + 1]; b++) {
             cint t = S->blok_fcblk[b];
             if (L->cblk_rank[t] == me || (b > S->cblk_fblok[j] + 1 && S->blok_fcblk[b - 1] == t)) continue;
             int it = F->sol_op[t];
-            /* left counts bloks: subtract all of j's bloks facing t at once */
             for (cint e = b; e < S->cblk_fblok[j + 1] && S->blok_fcblk[e] == t; e++) left[it]--;
             if (left[it] == 0) {
                 kds_partial(F, t, nrhs, y, d.ops[it].buf);
-                kds_start(&d, it, COMM_TREE_REDUCE_SUM, comm_tags_id(t, COMM_ID_FORWARD));
+                kds_start(&d, it, &d.ops[it].fwd, comm_tags_id(t, COMM_ID_FORWARD));
             }
         }
         kds_progress(&d);
     }
     while (d.nact > 0 && !d.failed) kds_progress(&d);
-    /* backward: readers post their broadcasts first */
+    /* backward: the readers post their broadcasts first */
     for (int i = 0; i < nm && !d.failed; i++) {
         d.ops[i].active = 0;
-        comm_tree_op_free(&d.ops[i].op);
-        memset(&d.ops[i].op, 0, sizeof d.ops[i].op);
-        if (L->cblk_rank[d.ops[i].j] != me) kds_start(&d, i, COMM_TREE_BCAST, comm_tags_id(d.ops[i].j, COMM_ID_BACKWARD));
+        if (L->cblk_rank[d.ops[i].j] != me) kds_start(&d, i, &d.ops[i].bwd, comm_tags_id(d.ops[i].j, COMM_ID_BACKWARD));
     }
     for (cint k = nc - 1; k >= 0 && !d.failed; k--) {
         if (L->cblk_rank[k] != me) continue;
@@ -1201,7 +1218,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
             cint fj = S->cblk_fcol[j], wj = S->cblk_fcol[j + 1] - fj;
             for (cint r = 0; r < nrhs; r++)
                 memcpy(y + fj + (size_t)r * n, o->buf + (size_t)r * wj, (size_t)wj * sizeof(SCALAR));
-            o->active = 3; /* unpacked */
+            o->active = 3;
         }
         kbackward(F, k, nrhs, y);
         int i = F->sol_op[k];
@@ -1209,18 +1226,16 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
             cint fk = S->cblk_fcol[k], wk = S->cblk_fcol[k + 1] - fk;
             for (cint r = 0; r < nrhs; r++)
                 memcpy(d.ops[i].buf + (size_t)r * wk, y + fk + (size_t)r * n, (size_t)wk * sizeof(SCALAR));
-            kds_start(&d, i, COMM_TREE_BCAST, comm_tags_id(k, COMM_ID_BACKWARD));
+            kds_start(&d, i, &d.ops[i].bwd, comm_tags_id(k, COMM_ID_BACKWARD));
         }
         kds_progress(&d);
     }
     while (d.nact > 0 && !d.failed) kds_progress(&d);
-    if (d.failed && (err == NULL || err->status == CANOPY_SUCCESS))
-        st = canopy_err_set(err, CANOPY_ERR_MPI, "the distributed solve's messages failed");
-    else if (d.failed)
-        st = err->status;
+    if (d.failed) st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_MPI, "the distributed solve's messages failed");
 out:
     for (int i = 0; d.ops && i < nm; i++) {
-        comm_tree_op_free(&d.ops[i].op);
+        comm_tree_op_free(&d.ops[i].fwd);
+        comm_tree_op_free(&d.ops[i].bwd);
         canopy_free(d.ops[i].buf);
     }
     canopy_free(d.ops);

@@ -640,7 +640,7 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy
     return st;
 }
 
-canopy_status numeric_exchange_begin(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err)
+canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err)
 {
     const numeric_exec *x = &F->exec;
     const sched_local *L = x->local;
@@ -676,7 +676,6 @@ canopy_status numeric_exchange_begin(numeric *F, void (*arrived)(void *, int64_t
         }
     }
     st = comm_exchange_create(x->comm_threads, L->nranks, rv, nrecv, sd, nsend, arrived, arg, &F->xch, err);
-    if (st == CANOPY_SUCCESS) st = comm_exchange_start(F->xch, err);
 out:
     canopy_free(rv);
     canopy_free(sd);
@@ -701,9 +700,33 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void solve_setup_free(numeric *F)
+{
+    canopy_free(F->sol_cblk);
+    canopy_free(F->sol_op);
+    canopy_free(F->sol_mptr);
+    canopy_free(F->sol_members);
+    canopy_free(F->solve_counts);
+    F->sol_cblk = NULL;
+    F->sol_op = NULL;
+    F->sol_mptr = NULL;
+    F->sol_members = NULL;
+    F->solve_counts = NULL;
+    F->sol_nops = 0;
+}
+
 /* Members of the solve's collectives: for each cblk j, its owner and the ranks whose bloks face
- * it; kept for the cblks that include this rank among several members. */
+ * it; kept for the cblks that include this rank among several members. All or nothing. */
+static canopy_status solve_setup_build(numeric *F, canopy_err *err);
+
 static canopy_status solve_setup(numeric *F, canopy_err *err)
+{
+    canopy_status st = solve_setup_build(F, err);
+    if (st != CANOPY_SUCCESS) solve_setup_free(F);
+    return st;
+}
+
+static canopy_status solve_setup_build(numeric *F, canopy_err *err)
 {
     const symbolic *S = F->S;
     const sched_local *L = F->exec.local;

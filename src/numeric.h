@@ -166,7 +166,7 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
                              int64_t local_entries);
 
 /* used by the kernels: the fan-in exchange of one factorization */
-canopy_status numeric_exchange_begin(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err);
+canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err);
 canopy_status numeric_exchange_end(numeric *F, canopy_err *err);
 
 /**

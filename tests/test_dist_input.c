@@ -541,14 +541,17 @@ static void check_alloc_failures(const canopy_csc *G)
     make_piece(G, SPLIT_HALVES, 1.0, &P);
     for (int pass = 0; pass < (size > 1 ? 2 : 1); pass++) {
         const int victim = pass == 0 ? 0 : size - 1;
-        for (int call = 0; call < 4; call++) {
-            static const char *const names[4] = {"set_matrix_distributed", "update_values_distributed",
-                                                 "solve_distributed", "refine_distributed"};
+        for (int call = 0; call < 6; call++) {
+            static const char *const names[6] = {"set_matrix_distributed", "update_values_distributed",
+                                                 "solve_distributed", "refine_distributed", "analyze",
+                                                 "factorize"};
             canopy_solver *s = make_solver();
             if (call > 0) {
+                /* analyze and factorize (calls 4 and 5) take the distributed analysis and
+                 * factorization through every allocation as well */
                 canopy_status st = canopy_set_matrix_distributed(s, &P);
-                if (st >= 0) st = canopy_analyze(s);
-                if (st >= 0) st = canopy_factorize(s);
+                if (st >= 0 && call != 4) st = canopy_analyze(s);
+                if (st >= 0 && call < 4) st = canopy_factorize(s);
                 CHECK(st >= 0, "allocation failures: setup: %s", canopy_last_error(s));
             }
             bool done = false;
@@ -558,7 +561,9 @@ static void check_alloc_failures(const canopy_csc *G)
                 canopy_status st = call == 0 ? canopy_set_matrix_distributed(s, &P)
                                    : call == 1 ? canopy_update_values_distributed(s, P.values)
                                    : call == 2 ? canopy_solve_distributed(s, 1, nloc, rows, x, ld)
-                                               : canopy_refine_distributed(s, 1, nloc, rows, b, ld, x, ld);
+                                   : call == 3 ? canopy_refine_distributed(s, 1, nloc, rows, b, ld, x, ld)
+                                   : call == 4 ? canopy_analyze(s)
+                                               : canopy_factorize(s);
                 canopy_alloc_fail_after(-1);
                 char what[160];
                 snprintf(what, sizeof what, "%s, allocation %ld failing on rank %d", names[call], count, victim);
@@ -574,6 +579,13 @@ static void check_alloc_failures(const canopy_csc *G)
                 }
             }
             CHECK(done, "%s: still failing after 1000 allocations", names[call]);
+            if (call >= 4 && done) { /* and the solver still solves after all those failures */
+                canopy_status st = call == 4 ? canopy_factorize(s) : CANOPY_SUCCESS;
+                if (st >= 0) st = canopy_solve_distributed(s, 1, nloc, rows, x, ld);
+                CHECK(st >= 0, "%s: solve after the failures: %s", names[call], canopy_last_error(s));
+                free(x);
+                x = local_rows(B, n, 1, 1, nloc, rows, ld);
+            }
             if (rank == 0 && getenv("CANOPY_TEST_VERBOSE"))
                 printf("  %s: %ld allocations made to fail on rank %d\n", names[call], count - 1, victim);
             canopy_destroy(&s);
