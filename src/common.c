@@ -37,6 +37,7 @@ static atomic_size_t mem_peak;
 static atomic_long fail_countdown = -1;
 
 void canopy_alloc_fail_after(long count) { atomic_store(&fail_countdown, count); }
+long canopy_alloc_fail_pending(void) { return atomic_load(&fail_countdown); }
 size_t canopy_mem_current(void) { return atomic_load(&mem_current); }
 size_t canopy_mem_peak(void) { return atomic_load(&mem_peak); }
 void canopy_mem_reset_peak(void) { atomic_store(&mem_peak, atomic_load(&mem_current)); }

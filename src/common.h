@@ -53,6 +53,8 @@ void *canopy_realloc(void *p, size_t n, size_t sz, const char *what, canopy_err 
  * (-1 disables). Not exported from the shared library; used by the unit tests on the static one.
  */
 void canopy_alloc_fail_after(long count);
+/** What is left of the countdown: >= 0 when the planned failure has not happened (yet), -1 after it. */
+long canopy_alloc_fail_pending(void);
 
 /** Bytes currently allocated through canopy_alloc/calloc/realloc and the peak since reset. */
 size_t canopy_mem_current(void);
