@@ -25,6 +25,8 @@ struct comm_exchange {
     comm_msg *msgs;                 /* [nrecv + nsend] */
     MPI_Request *req;               /* [nrecv + nsend] */
     int *idx;                       /* Testsome output */
+    MPI_Status *status;             /* Testsome output (a real array: GCC flags MPI_STATUSES_IGNORE
+                                       with MPICH's headers as an overflow) */
     void (*on_recv)(void *, int64_t);
     void *arg;
     atomic_int head;                /* stack of sends handed over, -1 = empty */
@@ -84,9 +86,10 @@ canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg 
     x->msgs = canopy_alloc(m, sizeof *x->msgs, "communication", err);
     x->req = canopy_alloc(m, sizeof *x->req, "communication", err);
     x->idx = canopy_alloc(m, sizeof *x->idx, "communication", err);
+    x->status = canopy_alloc(m, sizeof *x->status, "communication", err);
     x->next = canopy_alloc((size_t)nsend + 1, sizeof *x->next, "communication", err);
     x->counts = canopy_calloc(4 * (size_t)nranks, sizeof *x->counts, "communication", err);
-    if (!x->msgs || !x->req || !x->idx || !x->next || !x->counts) {
+    if (!x->msgs || !x->req || !x->idx || !x->status || !x->next || !x->counts) {
         comm_exchange_free(x);
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     }
@@ -150,7 +153,7 @@ static int xch_test(comm_exchange *x, int a, int b)
 {
     if (b <= a) return 0;
     int outcount = 0;
-    if (MPI_Testsome(b - a, x->req + a, &outcount, x->idx + a, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+    if (MPI_Testsome(b - a, x->req + a, &outcount, x->idx + a, x->status + a) != MPI_SUCCESS) {
         atomic_store(&x->failed, 1);
         return 0;
     }
@@ -387,6 +390,7 @@ void comm_exchange_free(comm_exchange *x)
     canopy_free(x->msgs);
     canopy_free(x->req);
     canopy_free(x->idx);
+    canopy_free(x->status);
     canopy_free(x->next);
     canopy_free(x->counts);
     canopy_free(x);
