@@ -39,9 +39,11 @@ canopy_status dist_create(canopy_solver *s)
     if (s->err.status == CANOPY_SUCCESS && provided < need)
         canopy_err_set(&s->err, CANOPY_ERR_MPI,
                        "Canopy on %d ranks with comm-threads=%d needs MPI initialized with MPI_Init_thread at %s or "
-                       "higher; this MPI provides %s (use comm-threads=%d, or ask MPI_Init_thread for more)",
+                       "higher; this MPI provides %s (%s)",
                        s->nranks, s->opts.comm_threads, level_name(need), level_name(provided),
-                       provided >= MPI_THREAD_SERIALIZED ? 1 : 1);
+                       provided >= MPI_THREAD_SERIALIZED ? "use comm-threads=1 or 0, or ask MPI_Init_thread for "
+                                                           "MPI_THREAD_MULTIPLE"
+                                                         : "ask MPI_Init_thread for MPI_THREAD_SERIALIZED or more");
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
     /* every rank plans for the same thread count: the smallest */
     int mine = s->have_rt ? s->rt.nthreads : 1, least = mine;
