@@ -16,8 +16,11 @@
 #include <string.h>
 #include <time.h>
 
-#define XCH_BACKOFF_MIN_NS 1000L
-#define XCH_BACKOFF_MAX_NS 64000L
+#define XCH_BACKOFF_MIN_NS 1000L     /* first nap after a progress step found nothing */
+#define XCH_BACKOFF_MAX_NS 64000L    /* longest nap while workers wait for data */
+#define XCH_SENDS_MAX_NS 256000L     /* longest nap while our own sends are in flight */
+#define XCH_CALM_NS 2000000L         /* nap while every worker has work: a hand-over or a worker
+                                        running out of work cuts it short */
 
 struct comm_exchange {
     int mode, nranks;
@@ -44,6 +47,8 @@ struct comm_exchange {
     atomic_llong *counts;           /* [4 * nranks]: msgs sent, bytes sent, msgs received, bytes received */
     double idle[2];
     int stress;
+    int (*starving)(void *);        /* workers waiting for work right now (NULL: always assume so) */
+    void *starving_arg;
     int sync_ready;                 /* the mutexes and condition exist */
 };
 
@@ -176,16 +181,9 @@ static int xch_test(comm_exchange *x, int a, int b)
     return 1;
 }
 
-static double xch_sleep_ns(long ns)
-{
-    struct timespec ts = {0, ns};
-    double t0 = canopy_wtime();
-    nanosleep(&ts, NULL);
-    return canopy_wtime() - t0;
-}
-
-/* Wait for a hand-over (or the end of the workers), at most a millisecond. */
-static double xch_sleep_for_work(comm_exchange *x)
+/* Sleep up to @p ns, woken early by a hand-over (comm_exchange_send), a starving worker
+ * (comm_exchange_nudge) or the end of the workers; returns the time slept. */
+static double xch_nap(comm_exchange *x, long ns)
 {
     double t0 = canopy_wtime();
     pthread_mutex_lock(&x->sleep_mu);
@@ -194,8 +192,8 @@ static double xch_sleep_for_work(comm_exchange *x)
         !atomic_load_explicit(&x->finishing, memory_order_seq_cst)) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_nsec += ns;
+        while (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
@@ -206,7 +204,6 @@ static double xch_sleep_for_work(comm_exchange *x)
     return canopy_wtime() - t0;
 }
 
-/* part: 0 = everything (one thread), 1 = sends only, 2 = receives only */
 /* Threads are created with the exchange (so that a failure to create them is known before any
  * message) and wait here until comm_exchange_start posted the receives, or the exchange is
  * freed unused. Returns 0 when cancelled. */
@@ -238,14 +235,18 @@ static void xch_loop(comm_exchange *x, int part, double *idle)
             backoff = XCH_BACKOFF_MIN_NS;
             continue;
         }
+        /*
+         * Adaptive polling: poll hard (1 to 64 us naps) only while some worker waits for work,
+         * a bit less while our own sends are in flight, and otherwise nap for milliseconds:
+         * every worker then has work, and a wake-up every few microseconds would take their
+         * core. Hand-overs and starving workers end a nap at once.
+         */
         int posted = atomic_load_explicit(&x->sends_posted, memory_order_relaxed);
-        int sends_in_flight = posted > atomic_load_explicit(&x->send_done, memory_order_relaxed);
-        if (part == 1 && !sends_in_flight) {
-            *idle += xch_sleep_for_work(x); /* only a worker's hand-over can give work */
-        } else {
-            *idle += xch_sleep_ns(backoff);
-            backoff = backoff * 2 > XCH_BACKOFF_MAX_NS ? XCH_BACKOFF_MAX_NS : backoff * 2;
-        }
+        int sends_in_flight = part != 2 && posted > atomic_load_explicit(&x->send_done, memory_order_relaxed);
+        int starving = part != 1 && (x->starving == NULL || x->starving(x->starving_arg) > 0);
+        long nap = starving ? backoff : sends_in_flight ? CANOPY_MIN(4 * backoff, XCH_SENDS_MAX_NS) : XCH_CALM_NS;
+        *idle += xch_nap(x, nap);
+        backoff = backoff * 2 > XCH_BACKOFF_MAX_NS ? XCH_BACKOFF_MAX_NS : backoff * 2;
     }
 }
 
@@ -318,6 +319,21 @@ void comm_exchange_poll(comm_exchange *x)
     pthread_mutex_unlock(&x->poll_mu);
 }
 
+void comm_exchange_set_urgency(comm_exchange *x, int (*starving)(void *arg), void *arg)
+{
+    if (x == NULL) return;
+    x->starving = starving;
+    x->starving_arg = arg;
+}
+
+void comm_exchange_nudge(comm_exchange *x)
+{
+    if (x == NULL || x->mode == 0 || !atomic_load_explicit(&x->sleeping, memory_order_seq_cst)) return;
+    pthread_mutex_lock(&x->sleep_mu);
+    pthread_cond_broadcast(&x->sleep_cv);
+    pthread_mutex_unlock(&x->sleep_mu);
+}
+
 void comm_exchange_send(comm_exchange *x, int slot)
 {
     if (x == NULL || slot < 0 || slot >= x->nsend) return;
@@ -349,7 +365,7 @@ canopy_status comm_exchange_finish(comm_exchange *x, canopy_err *err)
             int progress = xch_post_sends(x) | xch_test(x, 0, x->nrecv + x->nsend);
             pthread_mutex_unlock(&x->poll_mu);
             if (!progress) {
-                x->idle[0] += xch_sleep_ns(backoff);
+                x->idle[0] += xch_nap(x, backoff);
                 backoff = backoff * 2 > XCH_BACKOFF_MAX_NS ? XCH_BACKOFF_MAX_NS : backoff * 2;
             }
         }

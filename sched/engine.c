@@ -90,6 +90,8 @@ typedef struct sched_run {
     void *ctx;
     void (*idle)(void *arg, int thread);  /* instead of sleeping (workers that poll MPI), or NULL */
     void *idle_arg;
+    void (*on_wait)(void *arg);           /* before a worker sleeps, or NULL */
+    void *on_wait_arg;
     sched_pool *pool;
     sched_run_stats *stats;
     sched_event *events;
@@ -204,6 +206,7 @@ static int sched_wait_until(sched_worker *w, const atomic_int *c, int value)
         unsigned key = sched_evc_prepare(evc);
         if (atomic_load_explicit(c, memory_order_acquire) == value) return 0;
         if (run && atomic_load_explicit(&run->abort, memory_order_acquire)) return 1;
+        if (run && run->on_wait) run->on_wait(run->on_wait_arg);
         sched_evc_wait(evc, key);
     }
 }
@@ -375,6 +378,7 @@ static void sched_worker_dynamic(sched_worker *w, sched_run *run)
             run->idle(run->idle_arg, w->id);
             sched_relax(spin < SCHED_SPIN ? spin++ : spin);
         } else if (armed) {
+            if (run->on_wait) run->on_wait(run->on_wait_arg);
             sched_evc_wait(evc, key);
             armed = false;
         } else if (spin < SCHED_SPIN) {
@@ -989,6 +993,8 @@ canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_sched
     run->stats = stats;
     run->idle = ro ? ro->idle : NULL;
     run->idle_arg = ro ? ro->idle_arg : NULL;
+    run->on_wait = ro ? ro->on_wait : NULL;
+    run->on_wait_arg = ro ? ro->on_wait_arg : NULL;
     run->events = stats ? stats->events : NULL;
     if (dag->ntasks > 0) {
         canopy_status st = sched_setup(pool, dag, ro ? ro->ext : NULL, run, err);
@@ -1002,6 +1008,11 @@ canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_sched
         for (int i = 0; i < dag->ntasks; i++) run->events[i] = (sched_event){i, -1, -1, 0.0, 0.0};
     *out = run;
     return CANOPY_SUCCESS;
+}
+
+int sched_run_sleepers(const sched_run *run)
+{
+    return run ? atomic_load_explicit(&run->pool->evc.sleepers, memory_order_relaxed) : 0;
 }
 
 void sched_release(sched_run *run, int task)

@@ -90,6 +90,9 @@ typedef struct sched_run_opts {
                                               over (yielding the core in between) instead of sleeping:
                                               for workers that must drive MPI progress themselves */
     void *idle_arg;
+    void (*on_wait)(void *arg); /**< if not NULL, called by a worker just before it goes to sleep for
+                                     lack of work (a communication thread may then poll harder) */
+    void *on_wait_arg;
 } sched_run_opts;
 
 typedef struct sched_run sched_run;
@@ -103,6 +106,9 @@ typedef struct sched_run sched_run;
 canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler, sched_task_fn fn,
                             void *ctx, const sched_run_opts *ro, sched_run_stats *stats, sched_run **run,
                             canopy_err *err);
+/** Workers of the run asleep for lack of work right now (any thread may ask). */
+int sched_run_sleepers(const sched_run *run);
+
 /** One external dependency of @p task is satisfied; thread-safe, from any thread. */
 void sched_release(sched_run *run, int task);
 canopy_status sched_go(sched_run *run, int *task_result);

@@ -762,6 +762,16 @@ static void karrived(void *arg, int64_t task)
     sched_release(arg, (int)task);
 }
 
+static int kstarving(void *run)
+{
+    return sched_run_sleepers(run);
+}
+
+static void knudge(void *arg)
+{
+    comm_exchange_nudge(*(comm_exchange **)arg);
+}
+
 static void kpoll(void *arg, int thread)
 {
     (void)thread;
@@ -807,12 +817,14 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     int result = 0;
     sched_run *run = NULL;
     sched_run_opts ro = {.ext = pc.dist ? L->ext : NULL,
-                         .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = &F->xch};
+                         .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = &F->xch,
+                         .on_wait = pc.dist && x->comm_threads > 0 ? knudge : NULL, .on_wait_arg = &F->xch};
     canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
     if (pc.dist) {
         /* everything allocated (run, messages, threads) before any rank sends: agree first */
         if (st == CANOPY_SUCCESS) st = numeric_exchange_create(F, karrived, run, err);
         pc.x = F->xch;
+        comm_exchange_set_urgency(F->xch, kstarving, run);
         if (comm_agree(x->comm, err) < 0) {
             sched_discard(run);
             comm_exchange_free(F->xch);
