@@ -258,6 +258,7 @@ canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y)
 {
     if (s->nranks == 1) return numeric_solve(&s->F, nrhs, y, s->A.n, &s->err);
     int cmd = (int)nrhs;
+    comm_quiet_barrier(s->comm);
     MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
     return numeric_solve_dist(&s->F, nrhs, y, &s->err);
 }
@@ -266,6 +267,8 @@ void dist_serve_solves(canopy_solver *s)
 {
     for (;;) {
         int cmd = -1;
+        /* rank 0 may be computing a residual: wait without taking a core */
+        comm_quiet_barrier(s->comm);
         MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
         if (cmd < 0) return;
         numeric_solve_dist(&s->F, cmd, NULL, &s->err);
@@ -275,6 +278,7 @@ void dist_serve_solves(canopy_solver *s)
 void dist_end_solves(canopy_solver *s)
 {
     int cmd = -1;
+    comm_quiet_barrier(s->comm);
     MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
 }
 

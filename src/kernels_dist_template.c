@@ -1,0 +1,230 @@
+/*
+ * Part of kernels_template.c (included at its end, compiled once per arithmetic): the triangular
+ * solves over the factors of several ranks. Not compiled on its own.
+ */
+/* ---- solve over several ranks ------------------------------------------------------------- */
+
+/*
+ * Message-driven substitution on the calling thread of each rank, over y (n x nrhs, new
+ * numbering; every rank has the right-hand side and fills the rows of its own cblks).
+ * Forward: the contributions of one rank's cblks to a cblk j of another rank are summed into one
+ * w_j x nrhs block and reduced along the tree of j's members (owner first, then the ranks holding
+ * bloks facing j); the owner subtracts the sum before its diagonal solve. Backward: the owner of
+ * j broadcasts x_j along the same members' tree to the ranks whose bloks face j. A rank only
+ * ever waits inside a progress loop that advances every operation in flight, so the smallest
+ * (forward) or largest (backward) awaited cblk always completes: no deadlock, whatever the
+ * buffering of MPI.
+ */
+typedef struct ksop {
+    cint j;
+    int active;         /* 0 not posted, 1 in flight, 2 done, 3 done and unpacked */
+    comm_tree t;
+    comm_tree_op fwd, bwd;
+    comm_tree_op *cur;  /* the operation of the current phase */
+    SCALAR *buf;
+} ksop;
+
+typedef struct kdsolve {
+    numeric *F;
+    cint nrhs;
+    SCALAR *y;
+    ksop *ops;          /* [nmember_cblks] in cblk order */
+    int *act;           /* active operations */
+    int nact;
+    canopy_err *err;
+    int failed;
+} kdsolve;
+
+static void kds_progress(kdsolve *d)
+{
+    for (int a = 0; a < d->nact;) {
+        ksop *o = &d->ops[d->act[a]];
+        bool done = false;
+        if (comm_tree_op_test(o->cur, &done, d->err) != CANOPY_SUCCESS) {
+            d->failed = 1;
+            done = true;
+        }
+        if (done) {
+            o->active = 2;
+            d->act[a] = d->act[--d->nact];
+        } else {
+            a++;
+        }
+    }
+}
+
+static void kds_wait(kdsolve *d, ksop *o)
+{
+    while (o->active == 1 && !d->failed) kds_progress(d);
+}
+
+/* Every operation of both phases is allocated before the first message (kds_prepare), so that a
+ * rank short of memory fails before the others can wait for it; posting allocates nothing. */
+static canopy_status kds_prepare(kdsolve *d, int idx)
+{
+    numeric *F = d->F;
+    ksop *o = &d->ops[idx];
+    const int *mem = F->sol_members + F->sol_mptr[idx];
+    int p = (int)(F->sol_mptr[idx + 1] - F->sol_mptr[idx]);
+    cint j = o->j, w = F->S->cblk_fcol[j + 1] - F->S->cblk_fcol[j];
+    int count = (int)((int64_t)w * d->nrhs * (int64_t)(sizeof(SCALAR) / sizeof(double)));
+    canopy_status st = comm_tree_build(mem, p, F->exec.local->rank, F->exec.tree, (unsigned)j, &o->t, d->err);
+    if (st == CANOPY_SUCCESS) st = comm_tree_op_init(&o->fwd, &o->t, mem, COMM_TREE_REDUCE_SUM, count, d->err);
+    if (st == CANOPY_SUCCESS) st = comm_tree_op_init(&o->bwd, &o->t, mem, COMM_TREE_BCAST, count, d->err);
+    return st;
+}
+
+static void kds_start(kdsolve *d, int idx, comm_tree_op *op, int64_t id)
+{
+    numeric *F = d->F;
+    ksop *o = &d->ops[idx];
+    MPI_Comm comm;
+    int tag;
+    comm_tags_get(F->exec.tags, id, &comm, &tag);
+    o->cur = op;
+    if (comm_tree_op_post(op, comm, tag, (double *)o->buf, d->err) != CANOPY_SUCCESS) {
+        d->failed = 1;
+        return;
+    }
+    o->active = 1;
+    d->act[d->nact++] = idx;
+    int sends = op->kind == COMM_TREE_BCAST ? o->t.nchildren : o->t.parent >= 0;
+    F->solve_counts[0] += sends;
+    F->solve_counts[1] += (int64_t)sends * op->count * (int64_t)sizeof(double);
+}
+
+/* buf (w x nrhs) += contributions of this rank's cblks facing j */
+static void kds_partial(const numeric *F, cint j, cint nrhs, const SCALAR *y, SCALAR *buf)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
+    for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
+        cint b = F->fan_blok[q], k = F->blok_cblk[b];
+        if (L->cblk_rank[k] != L->rank) continue;
+        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
+        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
+        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_ONE), Pb,
+               (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), buf + (S->blok_frow[b] - fcol),
+               (int)w);
+    }
+}
+
+/* forward(j) restricted to this rank's sources, after subtracting the other ranks' sum */
+static void kds_forward(const numeric *F, cint j, cint nrhs, SCALAR *y, const SCALAR *remote)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
+    if (remote)
+        for (cint r = 0; r < nrhs; r++)
+            for (cint i = 0; i < w; i++) y[fcol + i + (size_t)r * n] -= remote[i + (size_t)r * w];
+    for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
+        cint b = F->fan_blok[q], k = F->blok_cblk[b];
+        if (L->cblk_rank[k] != L->rank) continue;
+        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
+        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
+        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_MONE), Pb,
+               (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), y + S->blok_frow[b], (int)n);
+    }
+    SCALAR *ys = y + fcol;
+    if (F->kind != CANOPY_FACT_LLT) {
+        const cint *ipiv = F->ipiv + fcol;
+        for (cint c = 0; c < w; c++)
+            if (ipiv[c] >= 0 && ipiv[c] != c) kswap_rows(ys, n, c, ipiv[c], 0, nrhs);
+    }
+    K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, F->kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit,
+           (int)w, (int)nrhs, K_BS(K_ONE), (const SCALAR *)F->L + F->coef[j], (int)S->cblk_stride[j], ys, (int)n);
+}
+
+canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint n = S->n, nc = S->ncblk;
+    int me = L->rank, nm = F->sol_nops;
+    kdsolve d = {.F = F, .nrhs = nrhs, .y = y, .err = err};
+    d.ops = canopy_calloc((size_t)nm + 1, sizeof(ksop), "solve messages", err);
+    d.act = canopy_alloc((size_t)nm + 1, sizeof(int), "solve messages", err);
+    int *left = canopy_calloc((size_t)nm + 1, sizeof(int), "solve messages", err);
+    canopy_status st = d.ops && d.act && left ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
+        cint j = F->sol_cblk[i];
+        d.ops[i].j = j;
+        d.ops[i].buf = canopy_calloc((size_t)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * (size_t)nrhs + 1,
+                                     sizeof(SCALAR), "solve messages", err);
+        st = d.ops[i].buf ? kds_prepare(&d, i) : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    }
+    /* nothing has been sent yet: every rank learns here whether all could allocate */
+    if (comm_agree(F->exec.comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    /* forward: the owners post their reductions first; this rank's bloks facing each j counted */
+    for (int i = 0; i < nm; i++) {
+        cint j = d.ops[i].j;
+        if (L->cblk_rank[j] == me) kds_start(&d, i, &d.ops[i].fwd, comm_tags_id(j, COMM_ID_FORWARD));
+        else
+            for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++)
+                if (L->cblk_rank[F->blok_cblk[F->fan_blok[q]]] == me) left[i]++;
+    }
+    for (cint j = 0; j < nc && !d.failed; j++) {
+        if (L->cblk_rank[j] != me) continue;
+        int i = F->sol_op[j];
+        if (i >= 0) kds_wait(&d, &d.ops[i]);
+        kds_forward(F, j, nrhs, y, i >= 0 ? d.ops[i].buf : NULL);
+        /* remote targets whose last bloks on this rank are j's: their partial sums leave now */
+        for (cint b = S->cblk_fblok[j] + 1; b < S->cblk_fblok[j + 1]; b++) {
+            cint t = S->blok_fcblk[b];
+            if (L->cblk_rank[t] == me || (b > S->cblk_fblok[j] + 1 && S->blok_fcblk[b - 1] == t)) continue;
+            int it = F->sol_op[t];
+            for (cint e = b; e < S->cblk_fblok[j + 1] && S->blok_fcblk[e] == t; e++) left[it]--;
+            if (left[it] == 0) {
+                kds_partial(F, t, nrhs, y, d.ops[it].buf);
+                kds_start(&d, it, &d.ops[it].fwd, comm_tags_id(t, COMM_ID_FORWARD));
+            }
+        }
+        kds_progress(&d);
+    }
+    while (d.nact > 0 && !d.failed) kds_progress(&d);
+    /* backward: the readers post their broadcasts first */
+    for (int i = 0; i < nm && !d.failed; i++) {
+        d.ops[i].active = 0;
+        if (L->cblk_rank[d.ops[i].j] != me) kds_start(&d, i, &d.ops[i].bwd, comm_tags_id(d.ops[i].j, COMM_ID_BACKWARD));
+    }
+    for (cint k = nc - 1; k >= 0 && !d.failed; k--) {
+        if (L->cblk_rank[k] != me) continue;
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (L->cblk_rank[j] == me) continue;
+            ksop *o = &d.ops[F->sol_op[j]];
+            if (o->active == 3) continue;
+            kds_wait(&d, o);
+            cint fj = S->cblk_fcol[j], wj = S->cblk_fcol[j + 1] - fj;
+            for (cint r = 0; r < nrhs; r++)
+                memcpy(y + fj + (size_t)r * n, o->buf + (size_t)r * wj, (size_t)wj * sizeof(SCALAR));
+            o->active = 3;
+        }
+        kbackward(F, k, nrhs, y);
+        int i = F->sol_op[k];
+        if (i >= 0) {
+            cint fk = S->cblk_fcol[k], wk = S->cblk_fcol[k + 1] - fk;
+            for (cint r = 0; r < nrhs; r++)
+                memcpy(d.ops[i].buf + (size_t)r * wk, y + fk + (size_t)r * n, (size_t)wk * sizeof(SCALAR));
+            kds_start(&d, i, &d.ops[i].bwd, comm_tags_id(k, COMM_ID_BACKWARD));
+        }
+        kds_progress(&d);
+    }
+    while (d.nact > 0 && !d.failed) kds_progress(&d);
+    if (d.failed) st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_MPI, "the distributed solve's messages failed");
+out:
+    for (int i = 0; d.ops && i < nm; i++) {
+        comm_tree_op_free(&d.ops[i].fwd);
+        comm_tree_op_free(&d.ops[i].bwd);
+        canopy_free(d.ops[i].buf);
+    }
+    canopy_free(d.ops);
+    canopy_free(d.act);
+    canopy_free(left);
+    return st;
+}

@@ -1,0 +1,264 @@
+/*
+ * Part of kernels_template.c (included in its middle, compiled once per arithmetic): the
+ * threaded factorization, with the ticket protocol of numeric.h and the fan-in buffers and
+ * messages of several ranks (comm/README.md). Not compiled on its own.
+ */
+/* ---- threaded factorization (protocol in numeric.h) -------------------------------------- */
+
+typedef struct kpar {
+    kctx c;
+    numeric *F;
+    const sched_local *loc;
+    const sched_dag *dag;
+    int dynamic;
+    int dist;                        /* several ranks: fan-in messages, never abort (see drain) */
+    comm_exchange *x;
+    atomic_int drain;                /* several ranks, after a failure: run every task without
+                                        computing, so that every message is still sent */
+    atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
+    atomic_llong failed_info;
+} kpar;
+
+static _Thread_local unsigned kstress_seed = 987654321u;
+
+/* The fan-in buffers of remote cblk j are complete: hand them to the communication. */
+static void ksend_fanin(kpar *pc, cint j)
+{
+    int slot = pc->F->send_slot[j];
+    comm_exchange_send(pc->x, slot);
+    if (pc->F->U) comm_exchange_send(pc->x, slot + 1);
+}
+
+/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order. */
+static void kfanin_add(kpar *pc, cint j)
+{
+    const sched_local *L = pc->loc;
+    const symbolic *S = pc->c.S;
+    int64_t size = S->cblk_coef[j + 1] - S->cblk_coef[j];
+    SCALAR *Lj = pc->c.L + pc->c.coef[j], *Uj = pc->c.U ? pc->c.U + pc->c.coef[j] : NULL;
+    for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++) {
+        const SCALAR *B = (const SCALAR *)pc->F->R + pc->F->recv_off[q];
+        for (int64_t i = 0; i < size; i++) Lj[i] += B[i];
+        if (Uj)
+            for (int64_t i = 0; i < size; i++) Uj[i] += B[size + i];
+    }
+}
+
+/*
+ * One contribution under the ticket lock of its target. Static runs hold the plan's number and
+ * always compute the product into the worker's buffer first, then wait for their turn and subtract
+ * it: the same arithmetic whatever the timing, so the factors are bitwise reproducible. Dynamic
+ * runs draw the next ticket; when the lock is free at once they update the target directly (the
+ * cheapest path), otherwise they spend the wait computing their product into the buffer.
+ * A target on another rank is this rank's fan-in buffer of it: the last contribution sends it.
+ * Returns nonzero if the run was aborted while waiting.
+ */
+static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, int contrib, SCALAR *W, SCALAR *buf)
+{
+    cint j = pc->c.S->blok_fcblk[fb0];
+    numeric *F = pc->F;
+    int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
+    int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
+    if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
+        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_ALL);
+    } else {
+        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_COMPUTE);
+        if (atomic_load_explicit(&F->serving[j], memory_order_acquire) != ticket) {
+            /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
+            double t0 = canopy_wtime();
+            int aborted = sched_wait_equal(wk, &F->serving[j], ticket);
+            F->run.lock_wait[sched_worker_id(wk)] += canopy_wtime() - t0;
+            if (aborted) return 1;
+        }
+        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_APPLY);
+    }
+    atomic_store_explicit(&F->serving[j], ticket + 1, memory_order_release);
+    sched_wake(wk);
+    if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank && ticket + 1 == pc->loc->cblk_ncontrib[j])
+        ksend_fanin(pc, j);
+    return 0;
+}
+
+/* Panel of cblk k by worker t; nonzero aborts the run (one rank only: with several, a failure
+ * switches to draining so that the other ranks still get every message). */
+static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W)
+{
+    if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) return 0;
+    int64_t r = kpanel(&pc->c, k, W);
+    if (r < 0) {
+        int none = -1;
+        if (atomic_compare_exchange_strong(&pc->failed_cblk, &none, (int)k))
+            atomic_store(&pc->failed_info, (long long)(-r - 1));
+        if (!pc->dist) return 1;
+        atomic_store(&pc->drain, 1);
+        return 0;
+    }
+    pc->F->thread_perturbed[t] += r;
+    return 0;
+}
+
+static int ktask(void *ctx, int task, sched_worker *wk)
+{
+    kpar *pc = ctx;
+    const symbolic *S = pc->c.S;
+    const sched_dag *d = pc->dag;
+    int t = sched_worker_id(wk);
+    SCALAR *buf = pc->F->thread_work[t];
+    SCALAR *W = buf + S->max_update_buf;
+    cint k = d->cblk[task];
+    if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
+    switch (d->kind[task]) {
+    case SCHED_TASK_PANEL:
+        if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k] &&
+            !atomic_load_explicit(&pc->drain, memory_order_relaxed))
+            kfanin_add(pc, k);
+        return kpar_panel(pc, k, t, W);
+    case SCHED_TASK_UPDATE: {
+        cint fb0 = d->first[task], fb1 = fb0 + 1, bend = S->cblk_fblok[k + 1];
+        while (fb1 < bend && S->blok_fcblk[fb1] == S->blok_fcblk[fb0]) fb1++;
+        return kupdate_guarded(pc, wk, k, fb0, fb1, pc->loc->blok_contrib[fb0], W, buf);
+    }
+    case SCHED_TASK_SUBTREE:
+        for (cint q = d->first[task]; q <= k; q++) {
+            if (kpar_panel(pc, q, t, W) != 0) return 1;
+            for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
+                cint e = b + 1;
+                while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+                int contrib = pc->loc->blok_contrib[b];
+                if (contrib < 0) { /* target inside this subtree */
+                    if (!atomic_load_explicit(&pc->drain, memory_order_relaxed)) kupdate(&pc->c, q, b, e, W, buf, KC_ALL);
+                } else if (kupdate_guarded(pc, wk, q, b, e, contrib, W, buf) != 0) {
+                    return 1;
+                }
+                b = e;
+            }
+        }
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+typedef struct kfill {
+    numeric *F;
+    const SCALAR *Ax;
+} kfill;
+
+/* First touch: worker t zeroes and assembles the cblks it owns, and zeroes its share of the
+ * fan-in buffers this rank sends. */
+static void kfill_owned(void *arg, int t)
+{
+    kfill *kf = arg;
+    numeric *F = kf->F;
+    const sched_local *L = F->exec.local;
+    for (cint k = 0; k < F->S->ncblk; k++)
+        if (L->cblk_owner[k] == t) kassemble(F, kf->Ax, k);
+    int T = L->nthreads;
+    for (cint q = t; q < L->nsend; q += T) {
+        cint j = L->send_cblk[q];
+        int64_t c0 = F->coef[j], c1 = c0 + (F->S->cblk_coef[j + 1] - F->S->cblk_coef[j]);
+        kzero(F->L, c0, c1, F->fresh);
+        if (F->U) kzero(F->U, c0, c1, F->fresh);
+    }
+}
+
+/* Arrival of a fan-in message: one external dependency of the panel task less. */
+static void karrived(void *arg, int64_t task)
+{
+    sched_release(arg, (int)task);
+}
+
+static int kstarving(void *run)
+{
+    return sched_run_sleepers(run);
+}
+
+static void knudge(void *arg)
+{
+    comm_exchange_nudge(*(comm_exchange **)arg);
+}
+
+static void kpoll(void *arg, int thread)
+{
+    (void)thread;
+    comm_exchange_poll(*(comm_exchange **)arg); /* created after the run was prepared */
+}
+
+static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
+    if (x->numa == CANOPY_NUMA_INTERLEAVE && x->topo) {
+        canopy_status st = numa_interleave(x->topo, F->L, F->coef_bytes, err);
+        if (st == CANOPY_SUCCESS && F->U) st = numa_interleave(x->topo, F->U, F->coef_bytes, err);
+        if (st != CANOPY_SUCCESS) return st;
+    }
+    if (x->numa == CANOPY_NUMA_GLOBAL) {
+        /* the "V0" baseline: the calling thread allocates and fills everything */
+        for (int t = 0; t < L->nthreads; t++) {
+            kfill kf = {F, Ax};
+            kfill_owned(&kf, t);
+        }
+    } else {
+        kfill kf = {F, Ax};
+        sched_pool_run_all(x->pool, kfill_owned, &kf);
+    }
+    F->fresh = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&F->tickets[k], 0, memory_order_relaxed);
+    }
+    for (int t = 0; t < F->nthreads; t++) {
+        F->thread_perturbed[t] = 0;
+        F->run.lock_wait[t] = 0;
+    }
+    kpar pc = {.c = *c, .F = F, .loc = L, .dag = &L->factor, .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC,
+               .dist = L->nranks > 1, .x = F->xch};
+    atomic_init(&pc.drain, 0);
+    atomic_init(&pc.failed_cblk, -1);
+    atomic_init(&pc.failed_info, 0);
+    numeric_run *r = &F->run;
+    sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
+    int result = 0;
+    sched_run *run = NULL;
+    sched_run_opts ro = {.ext = pc.dist ? L->ext : NULL,
+                         .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = &F->xch,
+                         .on_wait = pc.dist && x->comm_threads > 0 ? knudge : NULL, .on_wait_arg = &F->xch};
+    canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
+    if (pc.dist) {
+        /* everything allocated (run, messages, threads) before any rank sends: agree first */
+        if (st == CANOPY_SUCCESS) st = numeric_exchange_create(F, karrived, run, err);
+        pc.x = F->xch;
+        comm_exchange_set_urgency(F->xch, kstarving, run);
+        if (comm_agree(x->comm, err) < 0) {
+            sched_discard(run);
+            comm_exchange_free(F->xch);
+            F->xch = NULL;
+            return err->status;
+        }
+        /* the receives are posted before any worker can send */
+        st = comm_exchange_start(F->xch, err);
+    }
+    if (st != CANOPY_SUCCESS) {
+        sched_discard(run);
+        comm_exchange_free(F->xch); /* an MPI failure: its threads stop on the failed flag */
+        F->xch = NULL;
+        return st;
+    }
+    st = sched_go(run, &result);
+    r->wall = rs.wall;
+    if (pc.dist) {
+        canopy_status fs = numeric_exchange_end(F, err);
+        if (st == CANOPY_SUCCESS) st = fs;
+    }
+    if (st != CANOPY_SUCCESS) return st;
+    int bad = atomic_load(&pc.failed_cblk);
+    if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);
+    if (result != 0) return canopy_err_set(err, CANOPY_ERR_INTERNAL, "factorization task failed (%d)", result);
+    int64_t perturbed = 0;
+    for (int t = 0; t < F->nthreads; t++) perturbed += F->thread_perturbed[t];
+    F->perturbed = perturbed;
+    return perturbed > 0 ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
+}
+
