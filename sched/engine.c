@@ -1057,8 +1057,6 @@ canopy_status sched_go(sched_run *run, int *task_result)
         }
         if (task_result) *task_result = atomic_load_explicit(&run->result, memory_order_relaxed);
     }
-    sched_run_free(run);
-    canopy_free(run);
     return CANOPY_SUCCESS;
 }
 
@@ -1069,5 +1067,7 @@ canopy_status sched_execute(sched_pool *pool, const sched_dag *dag, canopy_sched
     sched_run *run = NULL;
     canopy_status st = sched_prepare(pool, dag, scheduler, fn, ctx, NULL, stats, &run, err);
     if (st != CANOPY_SUCCESS) return st;
-    return sched_go(run, task_result);
+    st = sched_go(run, task_result);
+    sched_discard(run);
+    return st;
 }

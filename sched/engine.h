@@ -98,10 +98,11 @@ typedef struct sched_run_opts {
 typedef struct sched_run sched_run;
 
 /**
- * sched_execute in two steps, so that another thread (the communication thread) can release
+ * sched_execute in steps, so that another thread (the communication thread) can release
  * external dependencies from before the workers start until the run ends: sched_prepare checks
- * and sets up (nothing runs), sched_go runs, waits, fills @p stats and frees the run. Every
- * prepared run must be handed to sched_go exactly once.
+ * and sets up (nothing runs), sched_go runs and waits and fills @p stats (at most once),
+ * sched_discard frees the run, which other threads may use until then. Every prepared run must
+ * be handed to sched_discard exactly once.
  */
 canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_scheduler scheduler, sched_task_fn fn,
                             void *ctx, const sched_run_opts *ro, sched_run_stats *stats, sched_run **run,
@@ -112,7 +113,7 @@ int sched_run_sleepers(const sched_run *run);
 /** One external dependency of @p task is satisfied; thread-safe, from any thread. */
 void sched_release(sched_run *run, int task);
 canopy_status sched_go(sched_run *run, int *task_result);
-/** Free a prepared run without running it. */
+/** Free a prepared run (run or not). */
 void sched_discard(sched_run *run);
 
 /** Worker running the current task. */

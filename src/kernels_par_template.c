@@ -249,9 +249,11 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     st = sched_go(run, &result);
     r->wall = rs.wall;
     if (pc.dist) {
+        /* the communication thread may look at the run until the exchange ends */
         canopy_status fs = numeric_exchange_end(F, err);
         if (st == CANOPY_SUCCESS) st = fs;
     }
+    sched_discard(run);
     if (st != CANOPY_SUCCESS) return st;
     int bad = atomic_load(&pc.failed_cblk);
     if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);

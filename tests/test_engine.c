@@ -755,6 +755,7 @@ START_TEST(external_dependencies)
             int result = -1;
             ck_assert(sched_go(run, &result) == CANOPY_SUCCESS);
             pthread_join(th, NULL);
+            sched_discard(run);
             ck_assert_int_eq(result, 0);
             for (int i = 0; i < n; i++) ck_assert_int_eq(atomic_load(&ran[i]), 1);
             free(ext);
