@@ -114,27 +114,11 @@ static void kds_partial(const numeric *F, cint j, cint nrhs, const SCALAR *y, SC
 static void kds_forward(const numeric *F, cint j, cint nrhs, SCALAR *y, const SCALAR *remote)
 {
     const symbolic *S = F->S;
-    const sched_local *L = F->exec.local;
     cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
     if (remote)
         for (cint r = 0; r < nrhs; r++)
             for (cint i = 0; i < w; i++) y[fcol + i + (size_t)r * n] -= remote[i + (size_t)r * w];
-    for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
-        cint b = F->fan_blok[q], k = F->blok_cblk[b];
-        if (L->cblk_rank[k] != L->rank) continue;
-        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
-        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
-        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_MONE), Pb,
-               (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), y + S->blok_frow[b], (int)n);
-    }
-    SCALAR *ys = y + fcol;
-    if (F->kind != CANOPY_FACT_LLT) {
-        const cint *ipiv = F->ipiv + fcol;
-        for (cint c = 0; c < w; c++)
-            if (ipiv[c] >= 0 && ipiv[c] != c) kswap_rows(ys, n, c, ipiv[c], 0, nrhs);
-    }
-    K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, F->kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit,
-           (int)w, (int)nrhs, K_BS(K_ONE), (const SCALAR *)F->L + F->coef[j], (int)S->cblk_stride[j], ys, (int)n);
+    kforward_from(F, j, nrhs, y, F->exec.local->rank);
 }
 
 canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_err *err)

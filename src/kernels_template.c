@@ -639,13 +639,14 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
  * block (U for LU) and undoes the interchanges. Each task writes only its own rows, so the solve
  * needs no lock and gives the same bits for any thread count and scheduler.
  */
-static void kforward(const numeric *F, cint j, cint nrhs, SCALAR *y)
+static void kforward_from(const numeric *F, cint j, cint nrhs, SCALAR *y, int rank)
 {
     const symbolic *S = F->S;
     cint n = S->n;
     const SCALAR *L = F->L;
     for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
         cint b = F->fan_blok[q], k = F->blok_cblk[b];
+        if (rank >= 0 && F->exec.local->cblk_rank[k] != rank) continue; /* another rank's block */
         cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
         const SCALAR *Pb = L + F->coef[k] + S->blok_coefrow[b];
         K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_MONE), Pb,
@@ -661,6 +662,12 @@ static void kforward(const numeric *F, cint j, cint nrhs, SCALAR *y)
     }
     K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, F->kind == CANOPY_FACT_LLT ? CblasNonUnit : CblasUnit,
            (int)w, (int)nrhs, K_BS(K_ONE), L + F->coef[j], (int)S->cblk_stride[j], ys, (int)n);
+}
+
+/* forward(j) with every source (one rank); kforward_from(..., rank) takes only that rank's */
+static void kforward(const numeric *F, cint j, cint nrhs, SCALAR *y)
+{
+    kforward_from(F, j, nrhs, y, -1);
 }
 
 /* z_k <- D_k^-1 z_k (LDL^T: 1x1 and 2x2 pivots, never across cblks). */
