@@ -40,6 +40,9 @@ int main(int argc, char **argv)
         o.threads = 1;
         o.comm_threads = ct;
         snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
+        char map[64];
+        snprintf(map, sizeof map, "test_mpi_level-%d.svg", size);
+        if (ct == 1) snprintf(o.comm_heatmap, sizeof o.comm_heatmap, "%s", map);
         canopy_solver *s = NULL;
         canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
         int need = ct == 2 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
@@ -70,10 +73,35 @@ int main(int argc, char **argv)
         if (st >= 0) st = canopy_refine(s, 1, b, n, x, n);
         canopy_stats S;
         canopy_get_stats(s, &S);
+        /* the rank x rank volume adds up to the totals; nobody sends to itself */
+        int64_t *bytes = calloc((size_t)size * size, sizeof *bytes), *msgs = calloc((size_t)size * size, sizeof *msgs);
+        CHECK(canopy_get_comm_matrix(s, bytes, msgs) == CANOPY_SUCCESS, "canopy_get_comm_matrix: %s", canopy_last_error(s));
+        if (rank == 0) {
+            int64_t tb = 0, tm = 0;
+            for (int i = 0; i < size; i++)
+                for (int j = 0; j < size; j++) {
+                    tb += bytes[i * size + j];
+                    tm += msgs[i * size + j];
+                    if (i == j) CHECK(bytes[i * size + j] == 0 && msgs[i * size + j] == 0, "rank %d sends to itself", i);
+                }
+            CHECK(tb == S.comm_bytes && tm == S.comm_msgs, "comm matrix sums %lld bytes %lld msgs, stats %lld %lld",
+                  (long long)tb, (long long)tm, (long long)S.comm_bytes, (long long)S.comm_msgs);
+            CHECK(size == 1 || tm > 0, "no fan-in message on %d ranks", size);
+            CHECK(S.comm_msgs <= S.comm_msgs_without_fanin, "fan-in sends more messages than one per update");
+        }
+        free(bytes);
+        free(msgs);
         CHECK(st >= 0 && S.backward_error <= 1e-12, "comm-threads=%d: status %d (%s), backward error %g", ct, (int)st,
               canopy_last_error(s), S.backward_error);
         if (rank == 0) printf("comm-threads=%d, level %d, %d ranks: backward error %.2e\n", ct, provided, size,
                               S.backward_error);
+        if (ct == 1 && rank == 0 && size > 1) {
+            FILE *f = fopen(map, "r");
+            char head[64] = "";
+            CHECK(f && fgets(head, sizeof head, f) && strstr(head, "<?xml"), "heat map %s not written", map);
+            if (f) fclose(f);
+            remove(map);
+        }
         canopy_destroy(&s);
         free(b);
         free(x);
