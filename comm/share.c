@@ -88,8 +88,7 @@ canopy_status comm_share_scatter(MPI_Comm comm, const void *send, const int64_t 
     /* rank 0 sends each rank its part with point-to-point messages of at most SHARE_CHUNK
      * elements; its own part is a copy */
     if (rank == 0) {
-        MPI_Request *req = canopy_alloc((size_t)nranks * 2 + 2, sizeof(MPI_Request), "scatter", err);
-        int nreq = 0, ok = 1;
+        int ok = 1;
         for (int r = 0; r < nranks; r++) {
             const char *p = (const char *)send + (size_t)displs[r] * 8;
             if (r == 0) {
@@ -101,8 +100,6 @@ canopy_status comm_share_scatter(MPI_Comm comm, const void *send, const int64_t 
                 if (MPI_Send(p + (size_t)off * 8, (int)c, MPI_DOUBLE, r, 77, comm) != MPI_SUCCESS) ok = 0;
             }
         }
-        (void)nreq;
-        canopy_free(req);
         return ok ? CANOPY_SUCCESS : canopy_err_set(err, CANOPY_ERR_MPI, "scatter of the matrix entries failed");
     }
     for (int64_t off = 0; off < recv_count; off += SHARE_CHUNK) {

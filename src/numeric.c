@@ -525,8 +525,6 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
         st = err->status;
         goto out;
     }
-    int64_t ones[1] = {1};
-    (void)ones;
     {
         int64_t *c1 = NULL, *d1 = NULL;
         if (L->rank == 0) {
@@ -583,8 +581,7 @@ static canopy_status numeric_share_values(numeric *F, const canopy_csc *A, canop
     double *send = NULL;
     int64_t *counts = NULL, *displs = NULL;
     if (L->rank == 0) {
-        send = canopy_alloc((size_t)F->root_counts ? (size_t)matrix_nnz(A) * (size_t)dps + 1 : 1, sizeof(double),
-                            "entry distribution", err);
+        send = canopy_alloc((size_t)matrix_nnz(A) * (size_t)dps + 1, sizeof(double), "entry distribution", err);
         counts = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
         displs = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
         if (send && counts && displs) {
