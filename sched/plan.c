@@ -350,18 +350,18 @@ static void plan_split(plan_build *B, cint node)
 }
 
 /*
- * Two-level mapping (plan.h): ranks first, in rank units in t0/t1, then threads. A shared cblk goes
- * to its least loaded candidate rank (load: the rank-local subtrees' costs, then the shared cblks
- * given so far, bottom up); each rank's part is split over its threads top-down.
+ * Two-level mapping (plan.h): ranks first, in rank units in t0/t1, then threads. A cblk with one
+ * candidate rank is that rank's, and the top of each rank's part gets all the rank's threads; a
+ * shared cblk keeps every thread of its candidate ranks, and the simulation decides its rank
+ * (sched_simulate's groups); below the top, each rank's part is split over its threads.
  */
 static canopy_status plan_map_ranks(plan_build *B, sched_plan *P, canopy_err *err)
 {
+    (void)P;
+    (void)err;
     const symbolic *S = B->S;
     cint n = B->n;
     int R = B->R, TR = B->T / R;
-    double *load = canopy_calloc((size_t)R, sizeof(double), "plan scratch", err);
-    if (load == NULL) return plan_nomem(err);
-    /* rank units: plan_split on R "threads" */
     int T = B->T;
     B->T = R;
     B->t0[n] = 0;
@@ -371,29 +371,19 @@ static canopy_status plan_map_ranks(plan_build *B, sched_plan *P, canopy_err *er
     B->T = T;
     for (cint k = 0; k < n; k++) {
         B->shared[k] = B->t1[k] - B->t0[k] > 1;
-        if (!B->shared[k]) {
-            B->rank[k] = B->t0[k];
-            load[B->t0[k]] += P->cblk_cost[k];
-        }
+        B->rank[k] = B->shared[k] ? -1 : B->t0[k];
     }
-    for (cint k = 0; k < n; k++) {
-        if (!B->shared[k]) continue;
-        int best = B->t0[k];
-        for (int r = B->t0[k] + 1; r < B->t1[k]; r++)
-            if (load[r] < load[best]) best = r;
-        B->rank[k] = best;
-        load[best] += P->cblk_cost[k];
-    }
-    canopy_free(load);
-    /* thread units, top-down: a shared cblk or the top of a rank's subtree gets all the threads of
-     * its rank; below that, the one-rank mapping */
+    /* thread units, top-down (a parent's plan_split sets its children's thread ranges) */
     B->t0[n] = 0;
     B->t1[n] = T;
     for (cint k = n - 1; k >= 0; k--) {
         cint par = S->cblk_parent[k];
-        if (B->shared[k] || par < 0 || B->shared[par]) {
+        if (B->shared[k]) {
+            B->t0[k] *= TR;
+            B->t1[k] *= TR;
+        } else if (par < 0 || B->shared[par]) {
             B->t0[k] = B->rank[k] * TR;
-            B->t1[k] = B->rank[k] * TR + TR;
+            B->t1[k] = B->t0[k] + TR;
         }
         if (!B->shared[k]) plan_split(B, k);
     }
@@ -436,9 +426,13 @@ static canopy_status plan_snodes(plan_build *B, sched_plan *P, canopy_err *err)
     for (size_t i = 0; i < cap; i++) hkey[i] = -1;
     int nr = 0;
     /* pass 0 collects the ranges, pass 1 finds each cblk's Snode */
+    /* the ranks' thread blocks are Snodes too (the simulation moves shared cblks' updates there) */
+    int TR = T / B->R, nblocks = B->R > 1 && TR > 1 ? B->R : 0;
     for (int pass = 0; pass < 2; pass++) {
-        for (cint k = -1; k < n; k++) {
-            int a = k < 0 ? 0 : B->t0[k], b = k < 0 ? T : B->t1[k];
+        for (cint k = -1 - nblocks; k < n; k++) {
+            if (k < -1 && pass == 1) continue;
+            int a = k < -1 ? (int)(-2 - k) * TR : k < 0 ? 0 : B->t0[k];
+            int b = k < -1 ? a + TR : k < 0 ? T : B->t1[k];
             if (b - a == 1 && k >= 0) {
                 if (pass == 1) P->cblk_snode[k] = leaf[a];
                 continue;
@@ -755,7 +749,7 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     B.tload = canopy_alloc((size_t)T, sizeof(double), "plan scratch", err);
     B.theap = canopy_alloc((size_t)T, sizeof(int), "plan scratch", err);
     stamp = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
-    int *scount = NULL, *group = NULL;
+    int *scount = NULL, *group = NULL, *follow = NULL, *gsnode = NULL;
     double *delay = NULL;
     if (!P->cblk_rank || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
         !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
@@ -773,7 +767,7 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     } else if ((st = plan_map_ranks(&B, P, err)) != CANOPY_SUCCESS) {
         goto out;
     }
-    for (cint k = 0; k < n; k++) P->cblk_rank[k] = B.t0[k] / TR;
+    for (cint k = 0; k < n; k++) P->cblk_rank[k] = B.shared[k] ? -1 : B.t0[k] / TR; /* shared: below */
     for (cint k = 0; k < n; k++) {
         P->cblk_t0[k] = B.t0[k];
         P->cblk_t1[k] = B.t1[k];
@@ -803,13 +797,27 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
         int ntk = P->factor.ntasks;
         group = canopy_alloc((size_t)ntk + 1, sizeof(int), "plan scratch", err);
         delay = canopy_calloc((size_t)ntk + 1, sizeof(double), "plan scratch", err);
-        if (!group || !delay) {
+        follow = canopy_alloc((size_t)ntk + 1, sizeof(int), "plan scratch", err);
+        gsnode = canopy_alloc((size_t)R, sizeof(int), "plan scratch", err);
+        if (!group || !delay || !follow || !gsnode) {
             st = plan_nomem(err);
             goto out;
         }
+        for (int r = 0; r < R; r++) {
+            gsnode[r] = -1;
+            for (int q = 0; q < P->factor.nsnodes; q++)
+                if (P->factor.snode_t0[q] == r * TR && P->factor.snode_t1[q] == r * TR + TR) gsnode[r] = q;
+            if (gsnode[r] < 0) {
+                st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "plan: rank %d has no Snode", r);
+                goto out;
+            }
+        }
         double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
         for (int i = 0; i < ntk; i++) {
-            group[i] = X.cand_t0[i] / TR;
+            cint src = P->factor.cblk[i];
+            int shared_src = P->factor.kind[i] != SCHED_TASK_SUBTREE && B.shared[src];
+            group[i] = shared_src ? -1 : X.cand_t0[i] / TR;
+            follow[i] = shared_src && P->factor.kind[i] == SCHED_TASK_UPDATE ? P->cblk_task[src] : -1;
             if (P->factor.kind[i] == SCHED_TASK_PANEL) {
                 cint j = P->factor.cblk[i];
                 double bytes = sb * (double)S->cblk_stride[j] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
@@ -817,9 +825,23 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
             }
         }
     }
-    if ((st = sched_simulate(&P->factor, X.pref, X.serial, n, group, delay, P->task_seq, P->task_start,
+    sched_sim_groups sg = {.size = TR, .ngroups = R, .group = group, .delay = delay, .follow = follow,
+                           .group_snode = gsnode};
+    if ((st = sched_simulate(&P->factor, X.pref, X.serial, n, R > 1 ? &sg : NULL, P->task_seq, P->task_start,
                              P->task_end, err)) != CANOPY_SUCCESS)
         goto out;
+    /* a shared cblk belongs to the rank its panel went to: all its data and tasks are there */
+    for (cint k = 0; R > 1 && k < n; k++) {
+        if (!B.shared[k]) continue;
+        int pt = P->cblk_task[k], own = P->factor.owner[pt], r = own / TR;
+        P->cblk_rank[k] = r;
+        P->cblk_t0[k] = r * TR;
+        P->cblk_t1[k] = r * TR + TR;
+        P->cblk_snode[k] = gsnode[r];
+        P->cblk_owner[k] = own;
+        P->factor.snode[pt] = gsnode[r];
+    }
+    for (int i = 0; R > 1 && i < P->factor.ntasks; i++) P->factor.level[i] = P->factor.snode_depth[P->factor.snode[i]];
     st = plan_contributions(&B, P, err);
 out:
     canopy_free(B.ucost);
@@ -839,6 +861,8 @@ out:
     canopy_free(B.shared);
     canopy_free(group);
     canopy_free(delay);
+    canopy_free(follow);
+    canopy_free(gsnode);
     canopy_free(X.cand_t0);
     canopy_free(X.cand_t1);
     canopy_free(X.pref);

@@ -94,9 +94,10 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
 
 /*
  * Two-level mapping (nranks > 1, papers/numa-scheduler-pastix.txt section 4): proportional mapping
- * of the tree onto the ranks first; a cblk with one candidate rank belongs to it, a cblk shared by
- * several ranks (high in the tree) goes to the candidate holding the least work so far (bottom
- * up). Every task of a cblk (its panel and the updates it sends) runs on that rank: the
+ * of the tree onto the ranks first; a cblk with one candidate rank belongs to it; for a cblk shared
+ * by several ranks (high in the tree) the simulation decides: its panel may start on any thread
+ * of the candidate ranks, and its updates follow it. Every task of a cblk (its panel and the
+ * updates it sends) runs on that rank: the
  * factorization is fan-in, and a cblk's updates into a cblk of another rank are summed into one
  * buffer per (target, rank), sent once complete. Then each rank's part is mapped onto its own
  * threads as in the one-rank case (the top of each rank's part gets all its threads). The

@@ -88,7 +88,9 @@ static int sim_pop(int *h, int *n, const double *key, int mode)
 }
 
 typedef struct sim_state {
-    const sched_dag *d;
+    sched_dag *d;
+    int *pref;
+    sched_sim_groups *g;
     const cint *serial;
     int *hoff, *hn, *hpool;   /* ready heap of each Snode */
     int *poff, *pn, *ppool;   /* parked updates of each serial key (target busy) */
@@ -161,6 +163,14 @@ static void sim_touch(sim_state *S, int s)
  * contribution into its target. */
 static void sim_release(sim_state *S, int i)
 {
+    sched_sim_groups *g = S->g;
+    if (g && g->follow[i] >= 0) {
+        /* an update of a shared cblk: on the rank its panel went to, near the panel's thread */
+        int owner = S->d->owner[g->follow[i]];
+        g->group[i] = owner / g->size;
+        S->d->snode[i] = g->group_snode[g->group[i]];
+        if (S->pref) S->pref[i] = owner;
+    }
     cint key = S->serial ? S->serial[i] : -1;
     if (key >= 0 && S->busy[key]) {
         sim_push(S->ppool + S->poff[key], &S->pn[key], i, S->d->prio, 0);
@@ -181,13 +191,18 @@ static void sim_idle(sim_state *S, int leaf, int delta)
     }
 }
 
-canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, const int *group,
-                             const double *delay, int *seq, double *start, double *end, canopy_err *err)
+canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint nserial, sched_sim_groups *groups,
+                             int *seq, double *start, double *end, canopy_err *err)
 {
     int n = d->ntasks, T = d->nthreads, ns = d->nsnodes;
     canopy_status st = CANOPY_SUCCESS;
-    size_t n1 = (size_t)n + 1, k1 = (size_t)(nserial > 0 ? nserial : 0) + 1;
-    sim_state S = {.d = d, .serial = serial};
+    const int *group = groups ? groups->group : NULL;
+    const double *delay = groups ? groups->delay : NULL;
+    /* a follower may land in any group's Snode: room for all of them in every group's heap */
+    int nfollow = 0;
+    for (int i = 0; groups && i < n; i++) nfollow += groups->follow[i] >= 0;
+    size_t n1 = (size_t)n + 1 + (size_t)nfollow * (size_t)(groups ? groups->ngroups : 0), k1 = (size_t)(nserial > 0 ? nserial : 0) + 1;
+    sim_state S = {.d = d, .pref = pref, .g = groups, .serial = serial};
     int *cnt = canopy_alloc(n1, sizeof(int), "simulation", err);
     int *order = canopy_alloc(n1, sizeof(int), "simulation", err);
     int *ev = canopy_alloc(n1, sizeof(int), "simulation", err);
@@ -219,7 +234,10 @@ canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, 
         goto out;
     }
     for (int i = 0; i < n; i++) {
-        S.hoff[d->snode[i] + 1]++;
+        if (groups && groups->follow[i] >= 0)
+            for (int gg = 0; gg < groups->ngroups; gg++) S.hoff[groups->group_snode[gg] + 1]++;
+        else
+            S.hoff[d->snode[i] + 1]++;
         if (serial && serial[i] >= 0) S.poff[serial[i] + 1]++;
     }
     for (int s = 0; s < ns; s++) S.hoff[s + 1] += S.hoff[s];
@@ -269,6 +287,7 @@ canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, 
             for (int t = a; t < b && who < 0; t++)
                 if (idle[t]) who = t;
             d->owner[bi] = who;
+            if (groups && groups->group[bi] < 0) groups->group[bi] = who / groups->size; /* a shared panel placed */
             idle[who] = 0;
             sim_idle(&S, leaf[who], -1);
             if (key >= 0) S.busy[key] = 1;
@@ -297,7 +316,10 @@ canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, 
             }
             for (int q = d->succ_ptr[i]; q < d->succ_ptr[i + 1]; q++) {
                 int sq = d->succ[q];
-                if (group && group[sq] != group[i] && delay[sq] > 0) {
+                int gs = group ? group[sq] : -1;
+                if (group && gs < 0 && groups->follow[sq] >= 0 && groups->follow[sq] == i)
+                    gs = d->owner[i] / groups->size; /* the panel's own updates stay on its rank */
+                if (group && (gs < 0 || gs != group[i]) && delay[sq] > 0) {
                     mt[q] = now + delay[sq];
                     sim_push(mh, &nmh, q, mt, 1);
                 } else if (--cnt[sq] == 0) {

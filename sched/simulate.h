@@ -26,11 +26,26 @@ canopy_status sched_bottom_level(sched_dag *d, canopy_err *err);
  * Fills d->owner, d->predicted_time (makespan) and d->list_ptr / d->list (allocated here if
  * NULL): each thread's tasks in assignment order, which is one topological order of the whole
  * graph and nondecreasing in start time. Fills seq (assignment order), start and end (seconds)
- * when not NULL. @p group (may be NULL): [ntasks] the rank of each task; an edge between tasks of
- * different groups delivers its dependency @p delay[successor] seconds after the predecessor ends
- * (the message of a fan-in buffer).
+ * when not NULL. @p groups: see sched_sim_groups.
  */
-canopy_status sched_simulate(sched_dag *d, const int *pref, const cint *serial, cint nserial, const int *group,
-                             const double *delay, int *seq, double *start, double *end, canopy_err *err);
+/**
+ * Ranks in the simulation (may be NULL: one rank). group[i] is task i's rank, -1 while undecided
+ * (a shared cblk's panel: the simulation picks a thread among all its candidate ranks, and its
+ * rank becomes the panel's); follow[i] >= 0 makes task i run on the rank of task follow[i] (the
+ * panel of its cblk), which has ended before i is released: i's Snode becomes that rank's
+ * group_snode and its preferred thread the panel's. An edge from group a to a different or
+ * undecided group b delivers after delay[successor] seconds.
+ */
+typedef struct sched_sim_groups {
+    int size;                 /**< threads per group */
+    int ngroups;
+    int *group;               /**< [ntasks], updated as undecided tasks are placed */
+    const double *delay;      /**< [ntasks] */
+    const int *follow;        /**< [ntasks] */
+    const int *group_snode;   /**< [ngroups] Snode of each group's threads */
+} sched_sim_groups;
+
+canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint nserial, sched_sim_groups *groups,
+                             int *seq, double *start, double *end, canopy_err *err);
 
 #endif
