@@ -250,12 +250,18 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
         canopy_int j0 = (canopy_int)((int64_t)A->n * me / P), j1 = (canopy_int)((int64_t)A->n * (me + 1) / P);
         canopy_int *cols = malloc(((size_t)(j1 - j0) + 1) * sizeof *cols);
         canopy_int *cp = malloc(((size_t)(j1 - j0) + 1) * sizeof *cp);
-        if (!cols || !cp) MPI_Abort(comm, 1);
-        for (canopy_int j = j0; j < j1; j++) {
-            cols[j - j0] = j + A->base;
-            cp[j - j0] = A->colptr[j] - A->colptr[j0] + A->base;
+        if (cols && cp) {
+            for (canopy_int j = j0; j < j1; j++) {
+                cols[j - j0] = j + A->base;
+                cp[j - j0] = A->colptr[j] - A->colptr[j0] + A->base;
+            }
+            cp[j1 - j0] = A->colptr[j1] - A->colptr[j0] + A->base;
+        } else {
+            /* out of memory here: a piece without arrays, which every rank's call refuses alike */
+            free(cols);
+            free(cp);
+            cols = cp = NULL;
         }
-        cp[j1 - j0] = A->colptr[j1] - A->colptr[j0] + A->base;
         size_t sz = A->arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
         canopy_dist_csc D = {.n = A->n, .ncols = j1 - j0, .cols = cols, .colptr = cp,
                              .rowind = A->rowind + (A->colptr[j0] - A->base),
