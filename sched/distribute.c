@@ -78,7 +78,12 @@ static canopy_status dist_snodes(const sched_dag *G, int lo, int hi, sched_dag *
         }
     int sp = 0;
     for (int s = 0; s < ns; s++) {
-        while (sp > 0 && D->snode_t1[stack[sp - 1]] < D->snode_t1[s]) sp--;
+        while (sp > 0 && D->snode_t1[stack[sp - 1]] <= D->snode_t0[s]) sp--;
+        if (sp > 0 && D->snode_t1[stack[sp - 1]] < D->snode_t1[s]) {
+            canopy_free(stack);
+            return canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: Snodes [%d, %d) and [%d, %d) overlap",
+                                  D->snode_t0[stack[sp - 1]], D->snode_t1[stack[sp - 1]], D->snode_t0[s], D->snode_t1[s]);
+        }
         D->snode_parent[s] = sp > 0 ? stack[sp - 1] : -1;
         D->snode_depth[s] = sp > 0 ? D->snode_depth[stack[sp - 1]] + 1 : 0;
         stack[sp++] = s;
@@ -260,6 +265,10 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         }
         L->ext[t] = (int)cnt * parts;
     }
+    /* what the engine will check at the factorization, found here at the analysis (agreed) */
+    char why[160];
+    if (sched_dag_check(D, why, sizeof why) != 0)
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan of rank %d: %s", rank, why);
 out:
     canopy_free(g2l);
     canopy_free(gmap);

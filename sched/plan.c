@@ -268,11 +268,9 @@ static void plan_heap_down(int *h, int n, int i, const double *load)
  * threads of a big child starting with that child's per-thread load: sharing a thread between
  * several small subtrees balances better than giving each a thread of its own.
  */
-static void plan_split(plan_build *B, cint node)
+static void plan_split_list(plan_build *B, int a, int b, const cint *ch, cint nc)
 {
-    int a = B->t0[node], b = B->t1[node], p = b - a;
-    cint c0 = B->child_ptr[node], c1 = B->child_ptr[node + 1], nc = c1 - c0;
-    const cint *ch = B->child + c0;
+    int p = b - a;
     if (nc == 0) return;
     if (p == 1) {
         for (cint q = 0; q < nc; q++) {
@@ -349,6 +347,12 @@ static void plan_split(plan_build *B, cint node)
     }
 }
 
+static void plan_split(plan_build *B, cint node)
+{
+    cint c0 = B->child_ptr[node];
+    plan_split_list(B, B->t0[node], B->t1[node], B->child + c0, B->child_ptr[node + 1] - c0);
+}
+
 /*
  * Two-level mapping (plan.h): ranks first, in rank units in t0/t1, then threads. A cblk with one
  * candidate rank is that rank's, and the top of each rank's part gets all the rank's threads; a
@@ -358,7 +362,6 @@ static void plan_split(plan_build *B, cint node)
 static canopy_status plan_map_ranks(plan_build *B, sched_plan *P, canopy_err *err)
 {
     (void)P;
-    (void)err;
     const symbolic *S = B->S;
     cint n = B->n;
     int R = B->R, TR = B->T / R;
@@ -373,19 +376,42 @@ static canopy_status plan_map_ranks(plan_build *B, sched_plan *P, canopy_err *er
         B->shared[k] = B->t1[k] - B->t0[k] > 1;
         B->rank[k] = B->shared[k] ? -1 : B->t0[k];
     }
-    /* thread units, top-down (a parent's plan_split sets its children's thread ranges) */
+    /* thread units. The tops of a rank's part (its cblks under a shared cblk or at a root) may
+     * be several subtrees; they share the rank's threads as the children of one node would, so
+     * that their ranges nest (mapping each onto all TR threads on its own gives overlapping,
+     * non-laminar ranges as soon as TR > 2). Then top-down (a parent's plan_split sets its
+     * children's thread ranges). */
+    cint *tops = canopy_alloc((size_t)n + 1, sizeof(cint), "plan scratch", err);
+    cint *tptr = canopy_alloc((size_t)R + 1, sizeof(cint), "plan scratch", err);
+    if (!tops || !tptr) {
+        canopy_free(tops);
+        canopy_free(tptr);
+        return plan_nomem(err);
+    }
+    for (int r = 0; r <= R; r++) tptr[r] = 0;
+    for (cint k = 0; k < n; k++) {
+        cint par = S->cblk_parent[k];
+        if (!B->shared[k] && (par < 0 || B->shared[par])) tptr[B->rank[k] + 1]++;
+    }
+    for (int r = 0; r < R; r++) tptr[r + 1] += tptr[r];
+    for (cint k = 0; k < n; k++) {
+        cint par = S->cblk_parent[k];
+        if (!B->shared[k] && (par < 0 || B->shared[par])) tops[tptr[B->rank[k]]++] = k;
+    }
+    for (int r = R; r > 0; r--) tptr[r] = tptr[r - 1];
+    tptr[0] = 0;
+    for (int r = 0; r < R; r++) plan_split_list(B, r * TR, r * TR + TR, tops + tptr[r], tptr[r + 1] - tptr[r]);
+    canopy_free(tops);
+    canopy_free(tptr);
     B->t0[n] = 0;
     B->t1[n] = T;
     for (cint k = n - 1; k >= 0; k--) {
-        cint par = S->cblk_parent[k];
         if (B->shared[k]) {
             B->t0[k] *= TR;
             B->t1[k] *= TR;
-        } else if (par < 0 || B->shared[par]) {
-            B->t0[k] = B->rank[k] * TR;
-            B->t1[k] = B->t0[k] + TR;
+        } else {
+            plan_split(B, k);
         }
-        if (!B->shared[k]) plan_split(B, k);
     }
     return CANOPY_SUCCESS;
 }
@@ -472,11 +498,18 @@ static canopy_status plan_snodes(plan_build *B, sched_plan *P, canopy_err *err)
             st = plan_nomem(err);
             goto out;
         }
-        /* containment tree along the preorder: the parent is the innermost open range */
+        /* containment tree along the preorder: the parent is the innermost open range, which
+         * must contain the new one (an overlap would give a thread two paths to the root: the
+         * simulation's idle counts and the engine's queues would then disagree) */
         int sp = 0;
         for (int s = 0; s < nr; s++) {
             int a = rng[2 * s], b = rng[2 * s + 1];
-            while (sp > 0 && D->snode_t1[stack[sp - 1]] < b) sp--;
+            while (sp > 0 && D->snode_t1[stack[sp - 1]] <= a) sp--;
+            if (sp > 0 && D->snode_t1[stack[sp - 1]] < b) {
+                st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "plan: candidate ranges [%d, %d) and [%d, %d) overlap",
+                                    D->snode_t0[stack[sp - 1]], D->snode_t1[stack[sp - 1]], a, b);
+                goto out;
+            }
             D->snode_t0[s] = a;
             D->snode_t1[s] = b;
             D->snode_parent[s] = sp > 0 ? stack[sp - 1] : -1;

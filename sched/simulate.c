@@ -286,6 +286,11 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
             if (pref && pref[bi] >= a && pref[bi] < b && idle[pref[bi]]) who = pref[bi];
             for (int t = a; t < b && who < 0; t++)
                 if (idle[t]) who = t;
+            if (who < 0) { /* the idle counts say otherwise: the Snodes do not nest */
+                st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "simulation: Snode [%d, %d) counts an idle thread but has none",
+                                    a, b);
+                goto out;
+            }
             d->owner[bi] = who;
             if (groups && groups->group[bi] < 0) groups->group[bi] = who / groups->size; /* a shared panel placed */
             idle[who] = 0;
