@@ -355,7 +355,7 @@ static void plan_split(plan_build *B, cint node)
 
 /*
  * Two-level mapping (plan.h): ranks first, in rank units in t0/t1, then threads. A cblk with one
- * candidate rank is that rank's, and the top of each rank's part gets all the rank's threads; a
+ * candidate rank is that rank's, and the tops of each rank's part share the rank's threads; a
  * shared cblk keeps every thread of its candidate ranks, and the simulation decides its rank
  * (sched_simulate's groups); below the top, each rank's part is split over its threads.
  */

@@ -100,7 +100,9 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
  * updates it sends) runs on that rank: the
  * factorization is fan-in, and a cblk's updates into a cblk of another rank are summed into one
  * buffer per (target, rank), sent once complete. Then each rank's part is mapped onto its own
- * threads as in the one-rank case (the top of each rank's part gets all its threads). The
+ * threads as in the one-rank case: the subtrees at the top of a rank's part (under shared cblks
+ * or at roots, possibly several) are mapped together onto its threads as the children of one
+ * node would be, so that every candidate range nests in the rank's block. The
  * simulation covers all ranks' threads, and an edge between ranks costs latency + bytes x
  * byte_time (the target's fan-in buffer).
  */

@@ -7,6 +7,10 @@
  *                                     figure and one recomputed here from A, X, B), same solution as
  *                                     the first layout; rank 0 writes the first layout's solutions
  *                                     to FILE
+ *   test_mpi --sweep T [--quick]      the layout sweep: every shared matrix (sweep_cases) under the
+ *                                     sweep layouts of this rank count with T threads per rank
+ *                                     (--sweep 1 on one rank: the 1 x 1 reference); --only NAME
+ *                                     runs one matrix
  *   test_mpi --errors                 error agreement: bad input on one rank only, LL^T forced on a
  *                                     symmetric indefinite matrix: every rank returns the same
  *                                     negative status and the same canopy_last_error text
@@ -24,50 +28,21 @@
  * them; while they return CANOPY_ERR_UNSUPPORTED the layouts (or the distributed solve) are
  * skipped with a note and the test still passes.
  */
-#include <canopy.h>
-
-#include <complex.h>
-#include <math.h>
-#include <stdarg.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define NRHS 3
-#define BERR_TOL 1e-12
-/*
- * Tolerance of "the same solution up to rounding" (between layouts here and between rank counts
- * in --compare). Every layout refines to a backward error of about eps (refine-tolerance 1e-15:
- * with the default 1e-14 some layouts stop at 1e-14 and others at 1e-16, and their solutions of
- * ACTIVSg200_AC_kkt differed by 1e-9), so two solutions differ by about cond(A) * eps, which the
- * first layout's distance to the known X (its forward error, printed as ferr) measures. 1e-9 is
- * far above that for most of the list (forward errors <= 1e-10; differences seen <= 2e-11) and far
- * below what a wrong factor or a lost contribution gives (O(1)); an ill-conditioned matrix gets 100
- * x its forward error instead (hangGlider_2: 7.6e-8, differences seen <= 6e-8).
- */
-#define SAME_TOL 1e-9
-#define TEXT_LEN 1024
-
-typedef struct mcase {
-    const char *name;    /* file under the shared matrices, or "laplacian" (generated) */
-    int kind;            /* canopy_matrix_kind to force, -1: as the file says */
-    int quick;           /* kept with --quick / CANOPY_TEST_QUICK */
-} mcase;
+#include "mpitest.h"
 
 /* SPD (2 + the Laplacian), symmetric indefinite (2), unsymmetric (2), complex (unsymmetric and
  * Hermitian): each factorizes in a few milliseconds at one thread. The quick list: real LL^T and
  * complex LU (MPICH's busy waiting makes each layout cost about a second on 4 ranks over 2 cores). */
 static const mcase cases[] = {
-    {"laplacian", -1, 1},                      /* 3D 7-point 10x10x10, SPD */
-    {"nos5.mtx", CANOPY_KIND_SPD, 0},          /* structural, SPD, n = 468 */
-    {"bcsstk14.rsa", CANOPY_KIND_SPD, 0},      /* structural, SPD, n = 1806 */
-    {"hangGlider_2.mtx", -1, 0},               /* KKT, symmetric indefinite, 733 zero diagonals */
-    {"ACTIVSg200_AC_kkt.mtx", -1, 0},          /* KKT, symmetric indefinite, n = 4644 */
-    {"orsirr_1.rua", -1, 0},                   /* unsymmetric, symmetric pattern */
-    {"west0479.mtx", -1, 0},                   /* unsymmetric, 471 zero diagonals (matching) */
-    {"young1c.mtx", -1, 1},                    /* complex unsymmetric */
-    {"mhd1280b.cua", CANOPY_KIND_HERMITIAN, 0}, /* complex Hermitian positive definite (LL^H) */
+    {"laplacian", -1, 1, 0, 0},                      /* 3D 7-point 10x10x10, SPD */
+    {"nos5.mtx", CANOPY_KIND_SPD, 0, 0, 0},          /* structural, SPD, n = 468 */
+    {"bcsstk14.rsa", CANOPY_KIND_SPD, 0, 0, 0},      /* structural, SPD, n = 1806 */
+    {"hangGlider_2.mtx", -1, 0, 0, 0},               /* KKT, symmetric indefinite, 733 zero diagonals */
+    {"ACTIVSg200_AC_kkt.mtx", -1, 0, 0, 0},          /* KKT, symmetric indefinite, n = 4644 */
+    {"orsirr_1.rua", -1, 0, 0, 0},                   /* unsymmetric, symmetric pattern */
+    {"west0479.mtx", -1, 0, 0, 0},                   /* unsymmetric, 471 zero diagonals (matching) */
+    {"young1c.mtx", -1, 1, 0, 0},                    /* complex unsymmetric */
+    {"mhd1280b.cua", CANOPY_KIND_HERMITIAN, 0, 0, 0}, /* complex Hermitian positive definite (LL^H) */
 };
 
 /* One configuration of the runtime options. */
@@ -90,7 +65,7 @@ typedef struct layout {
  * check_covering() verifies both claims. The first layout is the reference of the solution
  * comparisons (centralized, one thread, static, the default comm-threads = 1).
  */
-static const layout layouts[] = {
+static const layout base_layouts[] = {
     {1, "static", 0, 1, "flat"},   /* reference */
     {2, "dynamic", 0, 0, "flat"},   {1, "dynamic", 0, 0, "binary"}, {2, "static", 0, 0, "shifted"},
     {2, "dynamic", 0, 1, "binary"}, {2, "dynamic", 0, 1, "shifted"}, {2, "dynamic", 0, 2, "flat"},
@@ -98,28 +73,81 @@ static const layout layouts[] = {
     {1, "static", 1, 1, "flat"},    {2, "dynamic", 1, 0, "binary"}, {1, "dynamic", 1, 2, "shifted"},
     {2, "static", 1, 2, "binary"},
 };
-#define NLAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
-
-static int rank = 0, nranks = 1;
-static int failures = 0; /* on this rank */
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL (rank %d): ", rank);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    failures++;
-}
+#define NLAYOUTS ((int)(sizeof base_layouts / sizeof base_layouts[0]))
 
 static int env_quick(void)
 {
     const char *q = getenv("CANOPY_TEST_QUICK");
     return q && *q && strcmp(q, "0") != 0;
 }
+
+/*
+ * The layout sweep (--sweep T, run by tests/test_layouts.sh once per shape): every shared matrix
+ * on P ranks x T threads for the shapes 2x4, 2x8, 3x3, 4x4 and 8x2, far more threads than this
+ * machine's cores. Three layouts per shape; the 15 cover every pair of values of shape,
+ * scheduler, comm-threads, input and tree (check_sweep_covering). A large matrix gets the first
+ * layout of each shape only. --sweep 1 on one rank writes the 1 x 1 reference.
+ */
+static const mcase sweep_cases[] = {
+    {"laplacian", -1, 1, 0, 0},
+    {"lund_a.rsa", CANOPY_KIND_SPD, 0, 0, 0},
+    {"nos5.mtx", CANOPY_KIND_SPD, 0, 0, 0},
+    {"494_bus.mtx", CANOPY_KIND_SPD, 0, 0, 0},
+    {"g20.rua", CANOPY_KIND_SPD, 0, 0, 0},
+    {"1138_bus.mtx", CANOPY_KIND_SPD, 0, 0, 0},
+    {"bcsstk14.rsa", CANOPY_KIND_SPD, 0, 0, 0},
+    {"bcsstk26.mtx", CANOPY_KIND_SPD, 0, 0, 0},
+    {"bcsstk13.mtx.gz", CANOPY_KIND_SPD, 0, 0, 0},
+    {"bcsstk24.rsa.gz", CANOPY_KIND_SPD, 0, 0, 0},
+    {"bcsstk16.mtx.gz", CANOPY_KIND_SPD, 0, 0, 0},
+    {"G3_circuit.mtx.gz", CANOPY_KIND_SPD, 0, 1, 0},
+    {"Andrews.mtx.gz", CANOPY_KIND_SPD, 0, 1, 0}, /* singular PSD, consistent right-hand sides */
+    {"hangGlider_2.mtx", -1, 1, 0, 0},
+    {"ex14.rua.gz", CANOPY_KIND_SYMMETRIC, 0, 0, 0},
+    {"ACTIVSg200_AC_kkt.mtx", -1, 0, 0, 0},
+    {"c-62.mtx.gz", -1, 0, 0, 0},
+    {"utm300.rua", -1, 0, 0, 0},
+    {"west0479.mtx", -1, 1, 0, 0},
+    {"orsirr_1.rua", -1, 0, 0, 0},
+    {"rajat19.mtx", -1, 0, 0, 0},
+    {"nnc1374.mtx", -1, 0, 0, 0},
+    {"fuego1.mtx", -1, 0, 0, 0},
+    {"adder_dcop_05.mtx", -1, 0, 0, 0},
+    {"watt_2.mtx", -1, 0, 0, 0},
+    {"cryg2500.mtx", -1, 0, 0, 0},
+    {"sherman5.rua", -1, 0, 0, 0},
+    {"gemat12.mtx", -1, 0, 0, 0},
+    {"add32.rua", -1, 0, 0, 0},
+    {"sherman3.mtx", -1, 0, 0, 0},
+    {"cage10.mtx.gz", -1, 0, 0, 0},
+    {"bayer10.mtx.gz", -1, 0, 0, 0},
+    {"nsjac.mtx.gz", -1, 0, 0, 0},
+    {"ScaleMicrogrid_N1000.mtx.gz", -1, 0, 0, 0},
+    {"xenon1.mtx.gz", -1, 0, 0, 0},
+    {"basker_matrix1.mtx.gz", -1, 0, 0, 0},
+    {"cg20.cua", CANOPY_KIND_SYMMETRIC, 0, 0, 0},
+    {"qc324.cua.gz", CANOPY_KIND_SYMMETRIC, 0, 0, 0},
+    {"helmholtz_2D.mtx.gz", CANOPY_KIND_SYMMETRIC, 0, 0, 0},
+    {"mhd1280b.cua", CANOPY_KIND_HERMITIAN, 0, 0, 0},
+    {"young1c.mtx", -1, 1, 0, 0},
+    {"mhd1280a.cua.gz", -1, 0, 0, 0},
+    {"mbeacxc.mtx.gz", -1, 1, 0, 1}, /* structurally singular */
+};
+
+typedef struct sweep_layout {
+    int ranks;
+    layout L;
+} sweep_layout;
+
+static const sweep_layout sweep[] = {
+    {2, {4, "dynamic", 1, 0, "flat"}},    {2, {4, "static", 1, 1, "shifted"}},   {2, {4, "static", 0, 2, "binary"}},
+    {2, {8, "dynamic", 1, 0, "binary"}},  {2, {8, "dynamic", 0, 1, "shifted"}},  {2, {8, "static", 1, 2, "flat"}},
+    {3, {3, "dynamic", 1, 0, "binary"}},  {3, {3, "static", 0, 1, "flat"}},      {3, {3, "dynamic", 0, 2, "shifted"}},
+    {4, {4, "static", 0, 0, "shifted"}},  {4, {4, "dynamic", 0, 1, "flat"}},     {4, {4, "dynamic", 1, 2, "binary"}},
+    {8, {2, "static", 1, 0, "flat"}},     {8, {2, "dynamic", 0, 1, "binary"}},   {8, {2, "dynamic", 0, 2, "shifted"}},
+};
+#define NSWEEP ((int)(sizeof sweep / sizeof sweep[0]))
+static const layout sweep_reference = {1, "static", 0, 1, "flat"};
 
 /* ---- the covering design ------------------------------------------------------------------ */
 
@@ -147,407 +175,44 @@ static void check_covering(void)
                     for (int vb = 0; vb < levels[b]; vb++) {
                         int seen = 0;
                         for (int l = 0; l < NLAYOUTS && !seen; l++)
-                            seen = (!central_only || !layouts[l].dist) && option_value(&layouts[l], a) == va &&
-                                   option_value(&layouts[l], b) == vb;
+                            seen = (!central_only || !base_layouts[l].dist) && option_value(&base_layouts[l], a) == va &&
+                                   option_value(&base_layouts[l], b) == vb;
                         if (!seen)
                             fail("layout list does not cover option %d = %d with option %d = %d%s", a, va, b, vb,
                                  central_only ? " among the centralized layouts" : "");
                     }
             }
-    if (strcmp(layouts[0].scheduler, "static") || layouts[0].dist) fail("the reference layout must be centralized");
+    if (strcmp(base_layouts[0].scheduler, "static") || base_layouts[0].dist) fail("the reference layout must be centralized");
+}
+
+/* Every pair of values of (shape, scheduler, comm-threads, input, tree) in some sweep layout. */
+static void check_sweep_covering(void)
+{
+    int shape[NSWEEP], nshape = 0, levels[5] = {0, 2, 3, 2, 3};
+    for (int l = 0; l < NSWEEP; l++) {
+        int q = 0;
+        while (q < l && (sweep[q].ranks != sweep[l].ranks || sweep[q].L.threads != sweep[l].L.threads)) q++;
+        shape[l] = q < l ? shape[q] : nshape++;
+    }
+    levels[0] = nshape;
+    for (int a = 0; a < 5; a++)
+        for (int b = a + 1; b < 5; b++)
+            for (int va = 0; va < levels[a]; va++)
+                for (int vb = 0; vb < levels[b]; vb++) {
+                    int seen = 0;
+                    for (int l = 0; l < NSWEEP && !seen; l++) {
+                        int v[5] = {shape[l], option_value(&sweep[l].L, 1), option_value(&sweep[l].L, 3),
+                                    option_value(&sweep[l].L, 2), option_value(&sweep[l].L, 4)};
+                        seen = v[a] == va && v[b] == vb;
+                    }
+                    if (!seen) fail("the sweep does not cover value %d of option %d with value %d of option %d", va, a, vb, b);
+                }
 }
 
 static void layout_name(const layout *L, char *buf, size_t len)
 {
     snprintf(buf, len, "T%d %-7s %-4s comm%d %-7s", L->threads, L->scheduler, L->dist ? "dist" : "cent",
              L->comm_threads, L->tree);
-}
-
-/* ---- matrices, right-hand sides, residuals (independent of the library) ------------------ */
-
-static size_t scalar_size(const canopy_csc *A)
-{
-    return A->arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
-}
-
-static double complex entry(const canopy_csc *A, int64_t p)
-{
-    const double *v = A->values;
-    return A->arith == CANOPY_COMPLEX ? CMPLX(v[2 * p], v[2 * p + 1]) : v[p];
-}
-
-static double complex get(const canopy_csc *A, const void *x, int64_t i)
-{
-    const double *v = x;
-    return A->arith == CANOPY_COMPLEX ? CMPLX(v[2 * i], v[2 * i + 1]) : v[i];
-}
-
-static void put(const canopy_csc *A, void *x, int64_t i, double complex z)
-{
-    double *v = x;
-    if (A->arith == CANOPY_COMPLEX) {
-        v[2 * i] = creal(z);
-        v[2 * i + 1] = cimag(z);
-    } else {
-        v[i] = creal(z);
-    }
-}
-
-/* Does entry (i, j) stand for (j, i) too (one triangle of a symmetric matrix stored)? */
-static int mirrored(const canopy_csc *A, int64_t i, int64_t j)
-{
-    return A->kind != CANOPY_KIND_GENERAL && A->triangle != CANOPY_TRIANGLE_BOTH && i != j;
-}
-
-/* y = A x for nrhs columns (leading dimension n), and the row sums of |A| in rowabs (if not NULL). */
-static void spmv(const canopy_csc *A, int nrhs, const void *x, void *y, double *rowabs)
-{
-    int64_t n = A->n;
-    double complex *acc = calloc((size_t)(n * nrhs) + 1, sizeof *acc);
-    if (rowabs) memset(rowabs, 0, (size_t)n * sizeof *rowabs);
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t p = A->colptr[j] - A->base; p < A->colptr[j + 1] - A->base; p++) {
-            int64_t i = A->rowind[p] - A->base;
-            double complex a = entry(A, p);
-            int mir = mirrored(A, i, j);
-            double complex at = A->kind == CANOPY_KIND_HERMITIAN ? conj(a) : a;
-            for (int k = 0; k < nrhs; k++) {
-                acc[i + k * n] += a * get(A, x, j + k * n);
-                if (mir) acc[j + k * n] += at * get(A, x, i + k * n);
-            }
-            if (rowabs) {
-                rowabs[i] += cabs(a);
-                if (mir) rowabs[j] += cabs(a);
-            }
-        }
-    for (int64_t i = 0; i < n * nrhs; i++) put(A, y, i, acc[i]);
-    free(acc);
-}
-
-/* The known solution: entries of both signs and of different sizes, a different column each. */
-static void *make_xtrue(const canopy_csc *A)
-{
-    void *x = malloc((size_t)A->n * NRHS * scalar_size(A) + 16);
-    for (int k = 0; k < NRHS; k++)
-        for (int64_t i = 0; i < A->n; i++) {
-            double re = (1.0 + (double)((i * 7 + k) % 13) / 13.0) * ((i + k) % 3 == 0 ? -1.0 : 1.0) + 0.25 * k;
-            double im = (double)((i * 5 + 3 * k) % 11) / 11.0 - 0.5;
-            put(A, x, i + k * A->n, A->arith == CANOPY_COMPLEX ? CMPLX(re, im) : re);
-        }
-    return x;
-}
-
-/* max over columns of ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), like stats.backward_error */
-static double backward_error(const canopy_csc *A, const void *x, const void *b)
-{
-    int64_t n = A->n;
-    void *ax = malloc((size_t)n * NRHS * scalar_size(A) + 16);
-    double *rowabs = malloc((size_t)n * sizeof *rowabs + 8), anorm = 0, berr = 0;
-    spmv(A, NRHS, x, ax, rowabs);
-    for (int64_t i = 0; i < n; i++) anorm = fmax(anorm, rowabs[i]);
-    for (int k = 0; k < NRHS; k++) {
-        double r = 0, xn = 0, bn = 0;
-        for (int64_t i = 0; i < n; i++) {
-            r = fmax(r, cabs(get(A, b, i + k * n) - get(A, ax, i + k * n)));
-            xn = fmax(xn, cabs(get(A, x, i + k * n)));
-            bn = fmax(bn, cabs(get(A, b, i + k * n)));
-        }
-        double d = anorm * xn + bn;
-        berr = fmax(berr, d > 0 ? r / d : r);
-        if (!isfinite(r)) berr = INFINITY;
-    }
-    free(ax);
-    free(rowabs);
-    return berr;
-}
-
-/* max over columns of max_i |x_i - y_i| / max_i |y_i| */
-static double rel_diff(const canopy_csc *A, const void *x, const void *y)
-{
-    double worst = 0;
-    for (int k = 0; k < NRHS; k++) {
-        double d = 0, m = 0;
-        for (int64_t i = 0; i < A->n; i++) {
-            double complex yi = get(A, y, i + k * A->n);
-            d = fmax(d, cabs(get(A, x, i + k * A->n) - yi));
-            m = fmax(m, cabs(yi));
-        }
-        worst = fmax(worst, m > 0 ? d / m : d);
-        if (!isfinite(d)) worst = INFINITY;
-    }
-    return worst;
-}
-
-static const char *matrix_dir(void)
-{
-    static char buf[4096];
-    const char *env = getenv("CANOPY_TEST_MATRICES");
-    if (env && *env) return env;
-    const char *top = getenv("top_srcdir");
-    snprintf(buf, sizeof buf, "%s/../shared/matrices", top ? top : ".");
-    char probe[4200];
-    snprintf(probe, sizeof probe, "%s/MANIFEST.md", buf);
-    FILE *f = fopen(probe, "r");
-    if (f == NULL) return NULL;
-    fclose(f);
-    return buf;
-}
-
-/* Every rank loads the matrix (the distributed layouts cut their pieces from it). 1: loaded,
- * 0: not available (skipped), -1: error. The outcome is the same on every rank (same files). */
-static int load(const mcase *mc, canopy_csc *A)
-{
-    memset(A, 0, sizeof *A);
-    if (strcmp(mc->name, "laplacian") == 0) {
-        if (canopy_generate_laplacian(10, 10, 10, 7, A) != CANOPY_SUCCESS) {
-            fail("canopy_generate_laplacian failed");
-            return -1;
-        }
-        return 1;
-    }
-    const char *dir = matrix_dir();
-    if (dir == NULL) return 0;
-    char path[4400], msg[512];
-    snprintf(path, sizeof path, "%s/%s", dir, mc->name);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return 0;
-    fclose(f);
-    if (canopy_read_matrix(path, A, msg, sizeof msg) != CANOPY_SUCCESS) {
-        fail("%s: %s", mc->name, msg);
-        return -1;
-    }
-    if (mc->kind >= 0) A->kind = (canopy_matrix_kind)mc->kind;
-    return 1;
-}
-
-/* ---- distributed pieces ------------------------------------------------------------------- */
-
-typedef struct piece {
-    canopy_dist_csc d;
-    int64_t *jcol;       /* 0-based global column of each local column */
-} piece;
-
-static void piece_free(piece *P)
-{
-    free(P->d.cols);
-    free(P->d.colptr);
-    free(P->d.rowind);
-    free(P->d.values);
-    free(P->jcol);
-    memset(P, 0, sizeof *P);
-}
-
-/*
- * This rank's piece of A, 1-based. Columns in contiguous blocks of uneven sizes (rank r weighs
- * r + 1; with 3 ranks or more rank 1 holds no column at all). To exercise the assembly rule (an
- * entry given by several ranks is summed), the first column of every other rank's block is split
- * with rank 0: rank 0 gives half of its even-numbered entries, the owner the other half and all
- * odd-numbered entries (halves of doubles add up exactly). Rank 0 lists those extra columns after
- * its own, so local columns are not in increasing order either. With even = 1: equal blocks, no
- * sharing (the error tests).
- */
-static void make_piece(const canopy_csc *A, int even, piece *P)
-{
-    int64_t n = A->n, *lo = malloc(((size_t)nranks + 1) * sizeof *lo), wsum = 0, acc = 0;
-    for (int r = 0; r < nranks; r++) wsum += even ? 1 : (nranks >= 3 && r == 1) ? 0 : r + 1;
-    lo[0] = 0;
-    for (int r = 0; r < nranks; r++) {
-        acc += even ? 1 : (nranks >= 3 && r == 1) ? 0 : r + 1;
-        lo[r + 1] = n * acc / wsum;
-    }
-    /* local column list: own block, then (rank 0, shared mode) the first column of the others */
-    int64_t ncols = lo[rank + 1] - lo[rank], extra = 0;
-    if (!even && rank == 0)
-        for (int r = 1; r < nranks; r++) extra += lo[r + 1] > lo[r];
-    memset(P, 0, sizeof *P);
-    P->jcol = malloc((size_t)(ncols + extra + 1) * sizeof *P->jcol);
-    int64_t m = 0;
-    for (int64_t j = lo[rank]; j < lo[rank + 1]; j++) P->jcol[m++] = j;
-    if (!even && rank == 0)
-        for (int r = 1; r < nranks; r++)
-            if (lo[r + 1] > lo[r]) P->jcol[m++] = lo[r];
-    size_t sz = scalar_size(A);
-    int64_t nnz = 0;
-    for (int64_t c = 0; c < m; c++) nnz += A->colptr[P->jcol[c] + 1] - A->colptr[P->jcol[c]];
-    P->d.n = A->n;
-    P->d.ncols = (canopy_int)m;
-    P->d.cols = malloc((size_t)(m + 1) * sizeof(canopy_int));
-    P->d.colptr = malloc((size_t)(m + 1) * sizeof(canopy_int));
-    P->d.rowind = malloc((size_t)(nnz + 1) * sizeof(canopy_int));
-    P->d.values = malloc((size_t)(nnz + 1) * sz);
-    P->d.base = 1;
-    P->d.arith = A->arith;
-    P->d.kind = A->kind;
-    P->d.triangle = A->triangle;
-    int64_t q = 0;
-    P->d.colptr[0] = 1;
-    for (int64_t c = 0; c < m; c++) {
-        int64_t j = P->jcol[c];
-        /* a shared column: the first of another rank's block (seen from rank 0 or from its owner) */
-        int owner_side = !even && rank > 0 && j == lo[rank] && j < lo[rank + 1];
-        int zero_side = !even && rank == 0 && c >= ncols;
-        P->d.cols[c] = (canopy_int)(j + 1);
-        for (int64_t p = A->colptr[j] - A->base, k = 0; p < A->colptr[j + 1] - A->base; p++, k++) {
-            double complex v = entry(A, p);
-            if (zero_side || owner_side) {
-                if (k % 2 == 0) v *= 0.5;
-                else if (zero_side) continue;
-            }
-            P->d.rowind[q] = (canopy_int)(A->rowind[p] - A->base + 1);
-            double *dv = P->d.values;
-            if (A->arith == CANOPY_COMPLEX) {
-                dv[2 * q] = creal(v);
-                dv[2 * q + 1] = cimag(v);
-            } else {
-                dv[q] = creal(v);
-            }
-            q++;
-        }
-        P->d.colptr[c + 1] = (canopy_int)(q + 1);
-    }
-    free(lo);
-}
-
-/* The pieces of every rank add up to A exactly (a check of make_piece itself, gathered on rank 0). */
-static void check_pieces(const canopy_csc *A, const piece *P, const char *name)
-{
-    int64_t nnz = P->d.colptr[P->d.ncols] - 1;
-    int cpx = A->arith == CANOPY_COMPLEX;
-    /* (column, row, re, im) of every local entry, 0-based */
-    double *mine = malloc((size_t)(4 * nnz + 4) * sizeof *mine);
-    for (int64_t c = 0, q = 0; c < P->d.ncols; c++)
-        for (int64_t p = P->d.colptr[c] - 1; p < P->d.colptr[c + 1] - 1; p++, q++) {
-            const double *dv = P->d.values;
-            mine[4 * q] = (double)(P->d.cols[c] - 1);
-            mine[4 * q + 1] = (double)(P->d.rowind[p] - 1);
-            mine[4 * q + 2] = cpx ? dv[2 * p] : dv[p];
-            mine[4 * q + 3] = cpx ? dv[2 * p + 1] : 0.0;
-        }
-    int cnt = (int)(4 * nnz), *counts = NULL, *displs = NULL;
-    double *all = NULL;
-    if (rank == 0) counts = malloc((size_t)nranks * sizeof *counts), displs = malloc((size_t)nranks * sizeof *displs);
-    MPI_Gather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    int total = 0;
-    if (rank == 0) {
-        for (int r = 0; r < nranks; r++) displs[r] = total, total += counts[r];
-        all = malloc((size_t)total * sizeof *all + 8);
-    }
-    MPI_Gatherv(mine, cnt, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        int64_t annz = A->colptr[A->n] - A->base, bad = 0;
-        double complex *sum = calloc((size_t)annz + 1, sizeof *sum);
-        for (int t = 0; t < total / 4; t++) {
-            int64_t j = (int64_t)all[4 * t], i = (int64_t)all[4 * t + 1], p;
-            for (p = A->colptr[j] - A->base; p < A->colptr[j + 1] - A->base; p++)
-                if (A->rowind[p] - A->base == i) break;
-            if (p == A->colptr[j + 1] - A->base) bad++;
-            else sum[p] += CMPLX(all[4 * t + 2], all[4 * t + 3]);
-        }
-        for (int64_t p = 0; p < annz; p++) bad += sum[p] != entry(A, p);
-        if (bad) fail("%s: the distributed pieces do not add up to the matrix (%lld entries differ)", name,
-                      (long long)bad);
-        free(sum);
-    }
-    free(mine);
-    free(counts);
-    free(displs);
-    free(all);
-}
-
-/* ---- solution files ----------------------------------------------------------------------- */
-
-static void write_solution(FILE *f, const char *name, const canopy_csc *A, const void *x, double ferr)
-{
-    fprintf(f, "matrix %s n %lld nrhs %d arith %s ferr %.3e\n", name, (long long)A->n, NRHS,
-            A->arith == CANOPY_COMPLEX ? "complex" : "real", ferr);
-    for (int64_t i = 0; i < A->n * NRHS; i++) {
-        double complex z = get(A, x, i);
-        if (A->arith == CANOPY_COMPLEX) fprintf(f, "%.17g %.17g\n", creal(z), cimag(z));
-        else fprintf(f, "%.17g\n", creal(z));
-    }
-}
-
-typedef struct solfile {
-    int count;
-    char name[32][128];
-    long long n[32];
-    int nrhs[32], cpx[32];
-    double ferr[32];
-    double *val[32];
-} solfile;
-
-static int read_solutions(const char *path, solfile *S)
-{
-    memset(S, 0, sizeof *S);
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "cannot open %s\n", path);
-        return -1;
-    }
-    char ar[16];
-    while (S->count < 32) {
-        int c = S->count;
-        int got = fscanf(f, " matrix %127s n %lld nrhs %d arith %15s ferr %lg", S->name[c], &S->n[c], &S->nrhs[c], ar,
-                         &S->ferr[c]);
-        if (got == EOF) break;
-        if (got != 5 || S->n[c] < 0 || S->nrhs[c] < 1) {
-            fprintf(stderr, "%s: malformed header of solution %d\n", path, c + 1);
-            fclose(f);
-            return -1;
-        }
-        S->cpx[c] = strcmp(ar, "complex") == 0;
-        long long m = S->n[c] * S->nrhs[c] * (S->cpx[c] ? 2 : 1);
-        S->val[c] = malloc((size_t)m * sizeof(double) + 8);
-        for (long long i = 0; i < m; i++)
-            if (fscanf(f, "%lg", &S->val[c][i]) != 1) {
-                fprintf(stderr, "%s: %s: truncated values\n", path, S->name[c]);
-                fclose(f);
-                return -1;
-            }
-        S->count++;
-    }
-    fclose(f);
-    return 0;
-}
-
-/* Every matrix of OTHER is in REF with the same solution up to rounding. */
-static int compare_files(const char *ref, const char *other)
-{
-    static solfile R, O;
-    if (read_solutions(ref, &R) || read_solutions(other, &O)) return 1;
-    int bad = 0;
-    if (O.count == 0) {
-        fprintf(stderr, "%s: no solutions\n", other);
-        bad = 1;
-    }
-    for (int c = 0; c < O.count; c++) {
-        int r;
-        for (r = 0; r < R.count && strcmp(R.name[r], O.name[c]); r++) continue;
-        if (r == R.count || R.n[r] != O.n[c] || R.nrhs[r] != O.nrhs[c] || R.cpx[r] != O.cpx[c]) {
-            fprintf(stderr, "%s: %s is missing from %s or has another size\n", other, O.name[c], ref);
-            bad = 1;
-            continue;
-        }
-        int w = R.cpx[r] ? 2 : 1;
-        double worst = 0;
-        for (int k = 0; k < R.nrhs[r]; k++) {
-            double d = 0, m = 0;
-            for (long long i = 0; i < R.n[r]; i++) {
-                const double *y = R.val[r] + w * (i + k * R.n[r]), *x = O.val[c] + w * (i + k * R.n[r]);
-                double complex yi = w == 2 ? CMPLX(y[0], y[1]) : y[0], xi = w == 2 ? CMPLX(x[0], x[1]) : x[0];
-                d = fmax(d, cabs(xi - yi));
-                m = fmax(m, cabs(yi));
-            }
-            worst = fmax(worst, m > 0 ? d / m : d);
-            if (!isfinite(d)) worst = INFINITY;
-        }
-        double tol = fmax(SAME_TOL, 100 * R.ferr[r]);
-        printf("%-24s relative difference %.2e (tolerance %.1e)%s\n", O.name[c], worst, tol,
-               worst <= tol ? "" : "  FAIL");
-        if (!(worst <= tol)) bad = 1;
-    }
-    for (int c = 0; c < 32; c++) free(R.val[c]), free(O.val[c]);
-    return bad;
 }
 
 /* ---- one solver run ----------------------------------------------------------------------- */
@@ -643,8 +308,8 @@ static int same_everywhere(double v)
  * One layout on one matrix. Returns 1 if it ran, 0 if skipped (distributed input unsupported).
  * On rank 0, *xout receives the solution (malloc'd) when it ran.
  */
-static int run_layout(const char *name, const canopy_csc *A, const piece *P, const layout *L, const void *b,
-                      void **xout, double *berr_out)
+static int run_layout(const char *name, const canopy_csc *A, const piece *P, const layout *L, int refused,
+                      const void *b, void **xout, double *berr_out)
 {
     char lname[96];
     layout_name(L, lname, sizeof lname);
@@ -698,6 +363,17 @@ static int run_layout(const char *name, const canopy_csc *A, const piece *P, con
         if (st >= 0) phase = "canopy_refine", st = canopy_refine(s, NRHS, rank == 0 ? b : NULL, (canopy_int)A->n,
                                                                   rank == 0 ? x : NULL, (canopy_int)A->n);
     }
+    if (refused) {
+        /* a structurally singular matrix: refused on every rank (the status is agreed), saying why */
+        if (st >= 0) fail("%s [%s]: solved a structurally singular matrix", name, lname);
+        else if (!strstr(canopy_last_error(s), "singular"))
+            fail("%s [%s]: %s: refused without saying it is singular: %s", name, lname, phase, canopy_last_error(s));
+        else if (rank == 0)
+            printf("  %-22s [%s] refused: %s\n", name, lname, canopy_last_error(s));
+        free(x);
+        canopy_destroy(&s);
+        return 1;
+    }
     if (st < 0) {
         fail("%s [%s]: %s: %s (%s)", name, lname, phase, canopy_strerror(st), canopy_last_error(s));
         free(x);
@@ -733,7 +409,7 @@ static int run_layout(const char *name, const canopy_csc *A, const piece *P, con
     return 1;
 }
 
-static void run_matrix(const mcase *mc, FILE *out)
+static void run_matrix(const mcase *mc, FILE *out, const layout *layouts, int nlayouts)
 {
     canopy_csc A;
     int ok = load(mc, &A), all_ok;
@@ -753,10 +429,10 @@ static void run_matrix(const mcase *mc, FILE *out)
     void *xref = NULL;
     double ferr_ref = 0, dmax = 0;
     int ran = 0, skipped = 0;
-    for (int l = 0; l < NLAYOUTS; l++) {
+    for (int l = 0; l < nlayouts; l++) {
         void *x = NULL;
         double berr = 0;
-        if (!run_layout(mc->name, &A, &P, &layouts[l], b, &x, &berr)) {
+        if (!run_layout(mc->name, &A, &P, &layouts[l], mc->refused, b, &x, &berr)) {
             skipped++;
             continue;
         }
@@ -931,7 +607,7 @@ static void run_errors(void)
         canopy_csc M[2];
         const char *mname[2] = {"shifted Laplacian", "hangGlider_2.mtx"};
         int have[2] = {indefinite_laplacian(&M[0]) == 0, 0};
-        static const mcase hg = {"hangGlider_2.mtx", -1, 0};
+        static const mcase hg = {"hangGlider_2.mtx", -1, 0, 0, 0};
         have[1] = load(&hg, &M[1]) == 1;
         int all_have;
         MPI_Allreduce(&have[1], &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -995,15 +671,19 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     const char *out_path = NULL;
-    int quick = env_quick(), errors = 0, probe = 0;
+    int quick = env_quick(), errors = 0, probe = 0, sweep_threads = 0;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--sweep") == 0 && i + 1 < argc) sweep_threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--errors") == 0) errors = 1;
         else if (strcmp(argv[i], "--probe") == 0) probe = 1;
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) out_path = argv[++i];
         else {
             if (rank == 0)
-                fprintf(stderr, "usage: %s [--quick] [--out FILE] | --errors | --probe | --compare REF FILE\n", argv[0]);
+                fprintf(stderr, "usage: %s [--quick] [--sweep THREADS] [--only MATRIX] [--out FILE] | --errors | --probe | "
+                                "--compare REF FILE\n", argv[0]);
             MPI_Finalize();
             return 2;
         }
@@ -1035,11 +715,28 @@ int main(int argc, char **argv)
     } else {
         FILE *out = NULL;
         if (rank == 0 && out_path && (out = fopen(out_path, "w")) == NULL) fail("cannot write %s", out_path);
+        const mcase *list = cases;
+        size_t nlist = sizeof cases / sizeof cases[0];
+        layout chosen[NSWEEP];
+        const layout *ls = base_layouts;
+        int nl = NLAYOUTS;
+        if (sweep_threads > 0) {
+            check_sweep_covering();
+            list = sweep_cases;
+            nlist = sizeof sweep_cases / sizeof sweep_cases[0];
+            nl = 0;
+            if (nranks == 1 && sweep_threads == 1) chosen[nl++] = sweep_reference;
+            for (int l = 0; l < NSWEEP; l++)
+                if (sweep[l].ranks == nranks && sweep[l].L.threads == sweep_threads) chosen[nl++] = sweep[l].L;
+            if (nl == 0) fail("no sweep layout for %d ranks x %d threads", nranks, sweep_threads);
+            ls = chosen;
+        }
         if (rank == 0)
-            printf("%d ranks, %d layouts%s%s\n", nranks, NLAYOUTS, quick ? ", quick list" : "",
-                   provided < MPI_THREAD_MULTIPLE ? " (MPI_THREAD_MULTIPLE not provided)" : "");
-        for (size_t m = 0; m < sizeof cases / sizeof cases[0]; m++)
-            if (!quick || cases[m].quick) run_matrix(&cases[m], out);
+            printf("%d ranks, %d layouts%s%s%s\n", nranks, nl, sweep_threads > 0 ? " (layout sweep)" : "",
+                   quick ? ", quick list" : "", provided < MPI_THREAD_MULTIPLE ? " (MPI_THREAD_MULTIPLE not provided)" : "");
+        for (size_t m = 0; m < nlist; m++)
+            if ((!quick || list[m].quick) && (!only || strcmp(only, list[m].name) == 0))
+                run_matrix(&list[m], out, ls, list[m].large ? 1 : nl);
         if (out && fclose(out) != 0) fail("cannot write %s", out_path);
     }
     int total = 0;

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Layout sweep (tests/test_mpi --sweep): the shared matrices solved on 2x4, 2x8, 3x3, 4x4 and
+# 8x2 ranks x threads, far more threads than the machine has cores (oversubscribed), three
+# layouts per shape crossing scheduler, comm-threads, centralized/distributed input and tree
+# shape; backward error <= 1e-12 recomputed independently, the solutions of every shape equal to
+# the 1 x 1 reference to rounding, a structurally singular matrix refused alike everywhere.
+#
+# make check runs the quick list (a Laplacian, an indefinite KKT, an unsymmetric matrix needing
+# matching, a complex one and the structurally singular one); CANOPY_TEST_SWEEP=full (what
+# .ci/run sets) runs every shared matrix. Every run is under `timeout`
+# (CANOPY_TEST_MPI_TIMEOUT seconds, default 600): a hang fails the test instead of blocking CI.
+bin="${top_builddir:-.}/tests/test_mpi"
+[ -n "$MPIEXEC" ] || { echo "MPIEXEC not set: skipped"; exit 77; }
+[ -x "$bin" ] || { echo "$bin is not built"; exit 1; }
+
+full=0
+[ "${CANOPY_TEST_SWEEP:-}" = full ] && full=1
+limit=${CANOPY_TEST_MPI_TIMEOUT:-600}
+tmo=""
+if command -v timeout >/dev/null 2>&1; then
+    tmo="timeout -s INT -k 20 $limit"
+else
+    echo "note: no timeout(1): a hang would block"
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/canopy-test-layouts.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+version=$($MPIEXEC --version 2>&1)
+case "$version" in
+    *"Open MPI"* | *OpenRTE* | *open-mpi.org*) flags="--oversubscribe --allow-run-as-root --bind-to none" ;;
+    *) flags="" ;;
+esac
+if [ $full = 1 ]; then list=""; else list="--quick"; fi
+# the shared matrices are needed beyond the quick list's Laplacian; say so when absent
+matrices=${CANOPY_TEST_MATRICES:-${top_srcdir:-.}/../shared/matrices}
+[ -f "$matrices/MANIFEST.md" ] || echo "note: shared matrices not found: the Laplacian only"
+
+run() {
+    what=$1
+    shift
+    echo "== $what"
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    $tmo "$@"
+    rc=$?
+    echo "   ($(($(date +%s) - start)) s)"
+    case $rc in
+        0) ;;
+        124 | 137) echo "FAIL: $what: no end after $limit s (hang?)"; exit 1 ;;
+        *) echo "FAIL: $what: exit status $rc"; exit 1 ;;
+    esac
+}
+
+# shellcheck disable=SC2086
+run "1 x 1 reference $list" $MPIEXEC $flags -n 1 "$bin" --sweep 1 $list --out "$tmp/sol.ref"
+for shape in 2x4 2x8 3x3 4x4 8x2; do
+    p=${shape%x*}
+    t=${shape#*x}
+    # shellcheck disable=SC2086
+    run "$p ranks x $t threads $list" $MPIEXEC $flags -n "$p" "$bin" --sweep "$t" $list --out "$tmp/sol.$shape"
+    run "solutions on $shape = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.$shape"
+done
+echo "test_layouts.sh: passed"
