@@ -156,8 +156,14 @@ const char *matrix_dir(void)
 int load(const mcase *mc, canopy_csc *A)
 {
     memset(A, 0, sizeof *A);
-    if (strcmp(mc->name, "laplacian") == 0) {
-        if (canopy_generate_laplacian(10, 10, 10, 7, A) != CANOPY_SUCCESS) {
+    if (strncmp(mc->name, "laplacian", 9) == 0) {
+        /* "laplacian" (10 x 10 x 10) or "laplacian:NXxNYxNZ" */
+        int nx = 10, ny = 10, nz = 10;
+        if (mc->name[9] == ':' && sscanf(mc->name + 10, "%dx%dx%d", &nx, &ny, &nz) != 3) {
+            fail("%s: bad generated matrix name", mc->name);
+            return -1;
+        }
+        if (canopy_generate_laplacian(nx, ny, nz, nz > 1 ? 7 : 5, A) != CANOPY_SUCCESS) {
             fail("canopy_generate_laplacian failed");
             return -1;
         }

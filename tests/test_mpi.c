@@ -90,6 +90,8 @@ static int env_quick(void)
  */
 static const mcase sweep_cases[] = {
     {"laplacian", -1, 1, 0, 0},
+    {"laplacian:1x1x1", -1, 1, 0, 0}, /* one column: every rank but one owns nothing */
+    {"laplacian:3x2x1", -1, 1, 0, 0}, /* fewer column blocks than ranks and than threads */
     {"lund_a.rsa", CANOPY_KIND_SPD, 0, 0, 0},
     {"nos5.mtx", CANOPY_KIND_SPD, 0, 0, 0},
     {"494_bus.mtx", CANOPY_KIND_SPD, 0, 0, 0},
