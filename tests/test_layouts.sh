@@ -5,8 +5,9 @@
 # shape; backward error <= 1e-12 recomputed independently, the solutions of every shape equal to
 # the 1 x 1 reference to rounding, a structurally singular matrix refused alike everywhere.
 #
-# make check runs the quick list (a Laplacian, an indefinite KKT, an unsymmetric matrix needing
-# matching, a complex one and the structurally singular one); CANOPY_TEST_SWEEP=full (what
+# make check runs the quick list (Laplacians down to one column, SPD, indefinite KKT, unsymmetric
+# with and without matching, complex symmetric, Hermitian and unsymmetric, the structurally
+# singular one) and a run under CANOPY_STRESS=1; CANOPY_TEST_SWEEP=full (what
 # .ci/run sets) runs every shared matrix. Every run is under `timeout`
 # (CANOPY_TEST_MPI_TIMEOUT seconds, default 600): a hang fails the test instead of blocking CI.
 bin="${top_builddir:-.}/tests/test_mpi"
@@ -60,4 +61,10 @@ for shape in 2x4 2x8 3x3 4x4 8x2; do
     run "$p ranks x $t threads $list" $MPIEXEC $flags -n "$p" "$bin" --sweep "$t" $list --out "$tmp/sol.$shape"
     run "solutions on $shape = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.$shape"
 done
+# random delays in the communication threads and the workers, on the shape with the most threads
+# and two communication threads
+# shellcheck disable=SC2086
+run "2 ranks x 8 threads, CANOPY_STRESS=1 $list" env CANOPY_STRESS=1 $MPIEXEC $flags -n 2 "$bin" --sweep 8 $list \
+    --out "$tmp/sol.stress"
+run "solutions under stress = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.stress"
 echo "test_layouts.sh: passed"
