@@ -17,12 +17,8 @@ bin="${top_builddir:-.}/tests/test_mpi"
 full=0
 [ "${CANOPY_TEST_SWEEP:-}" = full ] && full=1
 limit=${CANOPY_TEST_MPI_TIMEOUT:-600}
-tmo=""
-if command -v timeout >/dev/null 2>&1; then
-    tmo="timeout -s INT -k 20 $limit"
-else
-    echo "note: no timeout(1): a hang would block"
-fi
+# shellcheck source=tests/mpirun.sh
+. "${top_srcdir:-.}/tests/mpirun.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/canopy-test-layouts.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -36,21 +32,6 @@ if [ $full = 1 ]; then list=""; else list="--quick"; fi
 matrices=${CANOPY_TEST_MATRICES:-${top_srcdir:-.}/../shared/matrices}
 [ -f "$matrices/MANIFEST.md" ] || echo "note: shared matrices not found: the Laplacian only"
 
-run() {
-    what=$1
-    shift
-    echo "== $what"
-    start=$(date +%s)
-    # shellcheck disable=SC2086
-    $tmo "$@"
-    rc=$?
-    echo "   ($(($(date +%s) - start)) s)"
-    case $rc in
-        0) ;;
-        124 | 137) echo "FAIL: $what: no end after $limit s (hang?)"; exit 1 ;;
-        *) echo "FAIL: $what: exit status $rc"; exit 1 ;;
-    esac
-}
 
 # shellcheck disable=SC2086
 run "1 x 1 reference $list" $MPIEXEC $flags -n 1 "$bin" --sweep 1 $list --out "$tmp/sol.ref"

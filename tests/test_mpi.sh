@@ -12,14 +12,8 @@ bin="${top_builddir:-.}/tests/test_mpi"
 quick=0
 case "${CANOPY_TEST_QUICK:-0}" in "" | 0) ;; *) quick=1 ;; esac
 limit=${CANOPY_TEST_MPI_TIMEOUT:-300}
-tmo=""
-if command -v timeout >/dev/null 2>&1; then
-    # SIGINT: both launchers abort the whole job on it (under timeout's default SIGTERM, Open MPI
-    # 4.1's mpiexec was seen to leave processes running)
-    tmo="timeout -s INT -k 20 $limit"
-else
-    echo "note: no timeout(1): a hang would block"
-fi
+# shellcheck source=tests/mpirun.sh
+. "${top_srcdir:-.}/tests/mpirun.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/canopy-test-mpi.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -37,23 +31,6 @@ case "$version" in
         flags="" ;;
 esac
 echo "launcher: $MPIEXEC ($flavour)"
-
-# run DESCRIPTION COMMAND...: fails the script (with the reason) when the command fails or hangs
-run() {
-    what=$1
-    shift
-    echo "== $what"
-    start=$(date +%s)
-    # shellcheck disable=SC2086
-    $tmo "$@"
-    rc=$?
-    echo "   ($(($(date +%s) - start)) s)"
-    case $rc in
-        0) ;;
-        124 | 137) echo "FAIL: $what: no end after $limit s (hang?)"; exit 1 ;;
-        *) echo "FAIL: $what: exit status $rc"; exit 1 ;;
-    esac
-}
 
 if [ $quick = 1 ]; then ranks="1 2 4"; else ranks="1 2 3 4"; fi
 # (nproc counts the usable cores, but reads OMP_NUM_THREADS, which tests/wrapper.sh sets to 1)
