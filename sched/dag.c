@@ -84,7 +84,8 @@ static int dag_check_snodes(const sched_dag *d, char *why, size_t whylen)
     unsigned char *leaf = canopy_calloc((size_t)T, 1, "Snode check", NULL);
     int rc = 0;
     if (!r || !leaf) {
-        rc = dag_fail(why, whylen, "out of memory checking the Snodes");
+        dag_fail(why, whylen, "out of memory checking the Snodes");
+        rc = -2;
         goto out;
     }
     for (int s = 0; s < ns; s++) {
@@ -118,7 +119,8 @@ static int dag_check_lists_run(const sched_dag *d, const int *list_thread, const
     int *queue = canopy_alloc((size_t)T + (size_t)n + 1, sizeof(int), "deadlock check", NULL);
     int rc = 0;
     if (!cnt || !pos || !queue) {
-        rc = dag_fail(why, whylen, "out of memory checking the lists");
+        dag_fail(why, whylen, "out of memory checking the lists");
+        rc = -2;
         goto out;
     }
     memcpy(cnt, d->npred, (size_t)n * sizeof(int));
@@ -165,7 +167,8 @@ int sched_dag_check(const sched_dag *d, char *why, size_t whylen)
     if (T < 1 || n < 0) return dag_fail(why, whylen, "bad sizes: %d threads, %d tasks", T, n);
     if (!d->npred || !d->succ_ptr || !d->owner || !d->snode || !d->list_ptr || (n > 0 && (!d->succ || !d->list)))
         return dag_fail(why, whylen, "missing arrays");
-    if (dag_check_snodes(d, why, whylen)) return -1;
+    int src = dag_check_snodes(d, why, whylen);
+    if (src) return src;
 
     /* edges: CSR shape, targets in range, no self loop, no duplicate, counts match */
     if (d->succ_ptr[0] != 0) return dag_fail(why, whylen, "succ_ptr[0] = %d", d->succ_ptr[0]);
@@ -178,7 +181,8 @@ int sched_dag_check(const sched_dag *d, char *why, size_t whylen)
     int *lpos = canopy_alloc((size_t)n + 1, sizeof(int), "graph check", NULL);
     int rc = 0;
     if (!in || !mark || !lthr || !lpos) {
-        rc = dag_fail(why, whylen, "out of memory checking the graph");
+        dag_fail(why, whylen, "out of memory checking the graph");
+        rc = -2;
         goto out;
     }
     for (int i = 0; i < n; i++) mark[i] = -1;

@@ -56,7 +56,7 @@ void sched_dag_free(sched_dag *d);
  * Check the invariants the engine relies on: counts consistent with the edges, every task in
  * exactly one static list, lists compatible with one topological order (no static deadlock), owner
  * inside its Snode's range, Snode ranges laminar and nested. Returns 0 if valid, else -1 with a
- * reason in @p why (may be NULL).
+ * reason in @p why (may be NULL), or -2 when it ran out of memory checking.
  */
 int sched_dag_check(const sched_dag *d, char *why, size_t whylen);
 

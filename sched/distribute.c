@@ -267,8 +267,9 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     }
     /* what the engine will check at the factorization, found here at the analysis (agreed) */
     char why[160];
-    if (sched_dag_check(D, why, sizeof why) != 0)
-        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan of rank %d: %s", rank, why);
+    int bad = sched_dag_check(D, why, sizeof why);
+    if (bad)
+        st = canopy_err_set(err, bad == -2 ? CANOPY_ERR_NOMEM : CANOPY_ERR_INTERNAL, "local plan of rank %d: %s", rank, why);
 out:
     canopy_free(g2l);
     canopy_free(gmap);
