@@ -40,7 +40,7 @@ void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 typedef struct mcase {
     const char *name;    /* file under the shared matrices, or "laplacian" (generated) */
     int kind;            /* canopy_matrix_kind to force, -1: as the file says */
-    int quick;           /* kept with --quick / CANOPY_TEST_QUICK */
+    int quick;           /* kept with --quick / CANOPY_TEST_QUICK (the sweep: see test_mpi.c) */
     int large;           /* layout sweep: one layout per ranks x threads shape */
     int refused;         /* structurally singular: every layout must refuse it, agreed, naming it */
 } mcase;
