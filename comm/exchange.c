@@ -41,7 +41,7 @@ struct comm_exchange {
     pthread_mutex_t poll_mu;        /* comm-threads=0: one progress step at a time */
     pthread_mutex_t sleep_mu;
     pthread_cond_t sleep_cv;
-    atomic_int sleeping;
+    atomic_int sleeping;            /* communication threads napping now */
     pthread_t thr[2];
     int nthr;
     atomic_llong *counts;           /* [4 * nranks]: msgs sent, bytes sent, msgs received, bytes received */
@@ -182,14 +182,18 @@ static int xch_test(comm_exchange *x, int a, int b)
 }
 
 /* Sleep up to @p ns, woken early by a hand-over (comm_exchange_send), a starving worker
- * (comm_exchange_nudge) or the end of the workers; returns the time slept. */
-static double xch_nap(comm_exchange *x, long ns)
+ * (comm_exchange_nudge) or the end of the workers; returns the time slept. @p sends: the caller
+ * posts sends (a pending hand-over is then work, not a reason to sleep; the receive thread of
+ * comm-threads=2 ignores it). `sleeping` counts the nappers: with two threads, one waking must
+ * not hide the other from the wakers. Once the workers are done, naps are short polls (the
+ * last completions end the run), never a long sleep and never a spin. */
+static double xch_nap(comm_exchange *x, long ns, int sends)
 {
     double t0 = canopy_wtime();
     pthread_mutex_lock(&x->sleep_mu);
-    atomic_store_explicit(&x->sleeping, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&x->head, memory_order_seq_cst) < 0 &&
-        !atomic_load_explicit(&x->finishing, memory_order_seq_cst)) {
+    atomic_fetch_add_explicit(&x->sleeping, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&x->finishing, memory_order_seq_cst) && ns > XCH_BACKOFF_MAX_NS) ns = XCH_BACKOFF_MAX_NS;
+    if (!sends || atomic_load_explicit(&x->head, memory_order_seq_cst) < 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += ns;
@@ -199,7 +203,7 @@ static double xch_nap(comm_exchange *x, long ns)
         }
         pthread_cond_timedwait(&x->sleep_cv, &x->sleep_mu, &ts);
     }
-    atomic_store_explicit(&x->sleeping, 0, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&x->sleeping, 1, memory_order_relaxed);
     pthread_mutex_unlock(&x->sleep_mu);
     return canopy_wtime() - t0;
 }
@@ -245,7 +249,7 @@ static void xch_loop(comm_exchange *x, int part, double *idle)
         int sends_in_flight = part != 2 && posted > atomic_load_explicit(&x->send_done, memory_order_relaxed);
         int starving = part != 1 && (x->starving == NULL || x->starving(x->starving_arg) > 0);
         long nap = starving ? backoff : sends_in_flight ? CANOPY_MIN(4 * backoff, XCH_SENDS_MAX_NS) : XCH_CALM_NS;
-        *idle += xch_nap(x, nap);
+        *idle += xch_nap(x, nap, part != 2);
         backoff = backoff * 2 > XCH_BACKOFF_MAX_NS ? XCH_BACKOFF_MAX_NS : backoff * 2;
     }
 }
@@ -340,8 +344,9 @@ void comm_exchange_send(comm_exchange *x, int slot)
     int old = atomic_load_explicit(&x->head, memory_order_relaxed);
     do {
         atomic_store_explicit(&x->next[slot], old, memory_order_relaxed);
-    } while (!atomic_compare_exchange_weak_explicit(&x->head, &old, slot, memory_order_release,
-                                                    memory_order_relaxed));
+    } while (!atomic_compare_exchange_weak_explicit(&x->head, &old, slot, memory_order_seq_cst,
+                                                    memory_order_relaxed)); /* seq_cst: ordered before the
+                                                                               load of `sleeping` below */
     if (x->mode == 0) {
         comm_exchange_poll(x);
     } else if (atomic_load_explicit(&x->sleeping, memory_order_seq_cst)) {
@@ -365,7 +370,7 @@ canopy_status comm_exchange_finish(comm_exchange *x, canopy_err *err)
             int progress = xch_post_sends(x) | xch_test(x, 0, x->nrecv + x->nsend);
             pthread_mutex_unlock(&x->poll_mu);
             if (!progress) {
-                x->idle[0] += xch_nap(x, backoff);
+                x->idle[0] += xch_nap(x, backoff, 1);
                 backoff = backoff * 2 > XCH_BACKOFF_MAX_NS ? XCH_BACKOFF_MAX_NS : backoff * 2;
             }
         }

@@ -765,7 +765,7 @@ START_TEST(allocation_failures)
             }
             char why[128];
             canopy_alloc_fail_after(0);
-            ck_assert_int_eq(sched_dag_check(&D, why, sizeof why), -1);
+            ck_assert_int_eq(sched_dag_check(&D, why, sizeof why), -2); /* out of memory, said as such */
             canopy_alloc_fail_after(-1);
             ck_assert_int_eq(sched_dag_check(&D, why, sizeof why), 0);
             sched_dag_free(&D);
