@@ -104,9 +104,7 @@ static void kds_partial(const numeric *F, cint j, cint nrhs, const SCALAR *y, SC
         if (L->cblk_rank[k] != L->rank) continue;
         cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
         const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
-        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)nrhs, (int)wk, K_BS(K_ONE), Pb,
-               (int)S->cblk_stride[k], y + S->cblk_fcol[k], (int)n, K_BS(K_ONE), buf + (S->blok_frow[b] - fcol),
-               (int)w);
+        ks_gemv_n(h, wk, nrhs, K_ONE, Pb, S->cblk_stride[k], y + S->cblk_fcol[k], n, buf + (S->blok_frow[b] - fcol), w);
     }
 }
 
@@ -118,7 +116,7 @@ static void kds_forward(const numeric *F, cint j, cint nrhs, SCALAR *y, const SC
     if (remote)
         for (cint r = 0; r < nrhs; r++)
             for (cint i = 0; i < w; i++) y[fcol + i + (size_t)r * n] -= remote[i + (size_t)r * w];
-    kforward_from(F, j, nrhs, y, F->exec.local->rank);
+    kforward_from(F, j, nrhs, y, F->exec.local->rank, NULL);
 }
 
 canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_err *err)
@@ -131,7 +129,9 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
     d.ops = canopy_calloc((size_t)nm + 1, sizeof(ksop), "solve messages", err);
     d.act = canopy_alloc((size_t)nm + 1, sizeof(int), "solve messages", err);
     int *left = canopy_calloc((size_t)nm + 1, sizeof(int), "solve messages", err);
-    canopy_status st = d.ops && d.act && left ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    SCALAR *work = canopy_alloc(ks_work_scalars(F, nrhs), sizeof(SCALAR), "solve workspace", err);
+    canopy_status st = d.ops && d.act && left && work ? CANOPY_SUCCESS
+                                                      : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
     for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
         cint j = F->sol_cblk[i];
         d.ops[i].j = j;
@@ -189,7 +189,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
                 memcpy(y + fj + (size_t)r * n, o->buf + (size_t)r * wj, (size_t)wj * sizeof(SCALAR));
             o->active = 3;
         }
-        kbackward(F, k, nrhs, y);
+        kbackward(F, k, nrhs, y, work);
         int i = F->sol_op[k];
         if (i >= 0) {
             cint fk = S->cblk_fcol[k], wk = S->cblk_fcol[k + 1] - fk;
@@ -210,5 +210,6 @@ out:
     canopy_free(d.ops);
     canopy_free(d.act);
     canopy_free(left);
+    canopy_free(work);
     return st;
 }

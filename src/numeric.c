@@ -67,6 +67,71 @@ static void threads_free(numeric *F)
     F->nthreads = 0;
     run_free(&F->run);
     run_free(&F->solve_run);
+    canopy_free(F->sub_root);
+    canopy_free(F->sub_cofs);
+    canopy_free(F->sub_cpos);
+    F->sub_root = NULL;
+    F->sub_cofs = F->sub_cpos = NULL;
+    F->sub_crows = 0;
+}
+
+/* first row of r's off-diagonal rows (in panel order, from 0) holding row i; -1 if r lacks it */
+static int64_t sub_row(const symbolic *S, cint r, cint i)
+{
+    cint lo = S->cblk_fblok[r] + 1, hi = S->cblk_fblok[r + 1] - 1;
+    while (lo <= hi) {
+        cint mid = lo + (hi - lo) / 2;
+        if (S->blok_lrow[mid] < i) lo = mid + 1;
+        else if (S->blok_frow[mid] > i) hi = mid - 1;
+        else return (int64_t)S->blok_coefrow[mid] - (S->cblk_fcol[r + 1] - S->cblk_fcol[r]) + (i - S->blok_frow[mid]);
+    }
+    return -1;
+}
+
+/*
+ * The contribution blocks of the threaded forward solve (sub_* in numeric.h). A blok of a subtree
+ * facing an ancestor lands in rows of the subtree root's structure (the structure of a cblk holds
+ * that of its descendants beyond themselves); should a structure ever break that, the maps stay
+ * NULL and the forward solve falls back to fan-in everywhere.
+ */
+static canopy_status build_solve_maps(numeric *F, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const sched_dag *d = F->exec.solve;
+    if (d == NULL || S->ncblk == 0) return CANOPY_SUCCESS;
+    F->sub_root = canopy_alloc((size_t)S->ncblk, sizeof(cint), "solve contribution maps", err);
+    F->sub_cofs = canopy_alloc((size_t)S->ncblk, sizeof(int64_t), "solve contribution maps", err);
+    F->sub_cpos = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "solve contribution maps", err);
+    if (!F->sub_root || !F->sub_cofs || !F->sub_cpos) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    for (cint k = 0; k < S->ncblk; k++) F->sub_root[k] = -1, F->sub_cofs[k] = -1;
+    for (cint b = 0; b < S->nblok; b++) F->sub_cpos[b] = -1;
+    int64_t rows = 0;
+    int ok = 1;
+    for (int t = 0; t < d->ntasks && ok; t++) {
+        cint first = d->first[t], r = d->cblk[t];
+        if (d->kind[t] != SCHED_TASK_FORWARD || first >= r) continue;
+        F->sub_cofs[r] = rows;
+        rows += S->cblk_stride[r] - (S->cblk_fcol[r + 1] - S->cblk_fcol[r]);
+        for (cint k = first; k <= r && ok; k++) {
+            F->sub_root[k] = r;
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1] && ok; b++) {
+                if (S->blok_fcblk[b] <= r) continue;
+                int64_t p = sub_row(S, r, S->blok_frow[b]), q = sub_row(S, r, S->blok_lrow[b]);
+                ok = p >= 0 && q - p == S->blok_lrow[b] - S->blok_frow[b];
+                F->sub_cpos[b] = p;
+            }
+        }
+    }
+    if (!ok) {
+        canopy_free(F->sub_root);
+        canopy_free(F->sub_cofs);
+        canopy_free(F->sub_cpos);
+        F->sub_root = NULL;
+        F->sub_cofs = F->sub_cpos = NULL;
+        rows = 0;
+    }
+    F->sub_crows = rows;
+    return CANOPY_SUCCESS;
 }
 
 void numeric_free(numeric *F)
@@ -318,6 +383,7 @@ static canopy_status prepare_threads(numeric *F, canopy_err *err)
     canopy_free(ta);
     if (st == CANOPY_SUCCESS) st = run_alloc(&F->run, nt, L->factor.ntasks, err);
     if (st == CANOPY_SUCCESS) st = run_alloc(&F->solve_run, nt, nsolve, err);
+    if (st == CANOPY_SUCCESS && L->nranks == 1) st = build_solve_maps(F, err);
     if (st != CANOPY_SUCCESS) threads_free(F);
     return st;
 }

@@ -114,6 +114,12 @@ typedef struct numeric {
     cint *blok_cblk;                /**< [nblok] cblk owning each blok */
     cint *fan_ptr;                  /**< [ncblk+1] off-diagonal bloks facing cblk j (sources in order): */
     cint *fan_blok;                 /**<   fan_blok[fan_ptr[j] .. fan_ptr[j+1]-1], for the fan-in forward solve */
+    /* the threaded forward solve: each subtree task sums what it sends its ancestors in a
+       contribution block laid out like its root's off-diagonal rows (built with the workers) */
+    cint *sub_root;                 /**< [ncblk] root of the subtree task holding cblk k; -1 outside one */
+    int64_t *sub_cofs;              /**< [ncblk] a subtree root's first row in the contribution blocks */
+    int64_t *sub_cpos;              /**< [nblok] row of blok b in its subtree's block; -1 inside */
+    int64_t sub_crows;              /**< rows of all contribution blocks */
     numeric_exec exec;
     int nthreads;                   /**< per-thread workspaces allocated for this many workers */
     void **thread_work;             /**< [nthreads] each worker's update buffer + LDL^T scratch (work_scalars) */

@@ -73,8 +73,13 @@ double refine_backward_error(const canopy_csc *A, double anorm, cint nrhs, const
 
 canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ldb)
 {
-    /* Work on a copy so that a failure (out of memory in the solve) leaves the caller's b intact. */
     cint n = s->A.n;
+    /* one rank, no scaling: the solve works on its own permuted copy and writes b only on success */
+    if (s->nranks == 1 && s->sc.row == NULL && s->sc.col == NULL && s->sc.row_perm == NULL) {
+        if (numeric_solve(&s->F, nrhs, b, ldb, &s->err) != CANOPY_SUCCESS) return s->err.status;
+        return s->err.status < 0 ? s->err.status : CANOPY_SUCCESS;
+    }
+    /* Work on a copy so that a failure (out of memory in the solve) leaves the caller's b intact. */
     size_t sz = s->A.arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
     void *tmp = canopy_alloc((size_t)n + 1, sz, "solve workspace", &s->err);
     char *y = canopy_alloc((size_t)n * (size_t)nrhs + 1, sz, "solve workspace", &s->err);
