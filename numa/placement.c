@@ -29,6 +29,32 @@ static bool page_round(size_t bytes, size_t *len)
     return *len <= (size_t)INT64_MAX;
 }
 
+/*
+ * Large mappings start on a huge-page boundary and ask for transparent huge pages (the kernel's
+ * "madvise" mode grants them only on request): the first factorization then takes one fault per
+ * 2 MiB instead of 512, and the kernel zeroes whole huge pages. First touch still places them, at
+ * huge-page granularity: a thread's subtrees are contiguous in the factor, so few pages are
+ * shared. The kernel may refuse (THP "never", no huge page free): then these are ordinary pages.
+ */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static void *map_pages(size_t len)
+{
+    int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MADV_HUGEPAGE
+    if (len >= 2 * HUGE_PAGE && len <= SIZE_MAX - HUGE_PAGE) {
+        char *raw = mmap(NULL, len + HUGE_PAGE, prot, flags, -1, 0);
+        if (raw == MAP_FAILED) return MAP_FAILED;
+        size_t head = (HUGE_PAGE - (uintptr_t)raw % HUGE_PAGE) % HUGE_PAGE;
+        if (head > 0) munmap(raw, head);
+        if (HUGE_PAGE - head > 0) munmap(raw + head + len, HUGE_PAGE - head);
+        (void)madvise(raw + head, len, MADV_HUGEPAGE); /* a request: refused is fine */
+        return raw + head;
+    }
+#endif
+    return mmap(NULL, len, prot, flags, -1, 0);
+}
+
 void *numa_alloc_pages(size_t bytes, const char *what, canopy_err *err)
 {
     if (what == NULL) what = "pages";
@@ -37,7 +63,7 @@ void *numa_alloc_pages(size_t bytes, const char *what, canopy_err *err)
         canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "problem too large: %s needs %zu bytes", what, bytes);
         return NULL;
     }
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = map_pages(len);
     if (p == MAP_FAILED) {
         int e = errno;
         canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory mapping %s (%zu bytes): %s", what, len, strerror(e));

@@ -337,6 +337,8 @@ static void thread_alloc_fn(void *arg, int t)
 {
     thread_alloc *ta = arg;
     ta->F->thread_work[t] = canopy_alloc(ta->F->work_scalars, ta->F->scalar_bytes, "worker update buffer", &ta->errs[t]);
+    /* fault it in now, not inside the first update kernel */
+    if (ta->F->thread_work[t]) memset(ta->F->thread_work[t], 0, ta->F->work_scalars * ta->F->scalar_bytes);
 }
 
 static canopy_status run_alloc(numeric_run *r, int nthreads, int ntasks, canopy_err *err)

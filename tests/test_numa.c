@@ -492,6 +492,21 @@ START_TEST(pages_alloc_locate_interleave)
     ck_assert_uint_eq(canopy_mem_current(), mem0);
     numa_free_pages(NULL, 10);
 
+    /* a large mapping starts on a huge-page boundary, is usable to its last byte, and its
+     * trimmed neighbourhood is gone: a second one maps and frees cleanly beside it */
+    size_t big = ((size_t)5 << 20) + 77;
+    unsigned char *h = numa_alloc_pages(big, "huge-page test", &err), *h2 = numa_alloc_pages(big, "second", &err);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_ptr_nonnull(h2);
+    ck_assert_int_eq((uintptr_t)h % ((size_t)2 << 20), 0);
+    ck_assert_int_eq(h[0] | h[big - 1], 0); /* fresh pages read as zero */
+    memset(h, 7, big);
+    memset(h2, 9, big);
+    ck_assert_int_eq(h[big - 1], 7);
+    numa_free_pages(h, big);
+    numa_free_pages(h2, big);
+    ck_assert_uint_eq(canopy_mem_current(), mem0);
+
     /* zero bytes is one page; impossible sizes and injected failures are refused cleanly */
     p = numa_alloc_pages(0, NULL, &err);
     ck_assert_ptr_nonnull(p);
