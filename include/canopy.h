@@ -156,6 +156,9 @@ typedef struct canopy_options {
                                        memory divided by the ranks sharing the node */
     char comm_heatmap[CANOPY_PATH_MAX]; /**< after each factorization, rank 0 writes the rank x rank message
                                            volume there (.svg or .png); empty = none */
+    int ordering_threads;         /**< SCOTCH's threads: 0 (default) = the rank's worker threads; N = exactly N.
+                                       The ordering is reproducible for a given count; fix it (e.g. 1) to get
+                                       the same ordering on every machine and thread count */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */

@@ -344,7 +344,9 @@ static canopy_status analyze_rank0(canopy_solver *s)
     if (matrix_graph(&s->As, &G, &s->err) == CANOPY_SUCCESS) {
         perm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
         iperm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
-        if (perm && iperm) order_compute(&G, s->opts.ordering, s->user_perm, perm, iperm, &s->err);
+        if (perm && iperm) order_compute(&G, s->opts.ordering, s->user_perm,
+                                        s->opts.ordering_threads > 0 ? s->opts.ordering_threads : s->rt.nthreads, perm,
+                                        iperm, &s->err);
     }
     double t2 = canopy_wtime();
     if (s->err.status == CANOPY_SUCCESS) {

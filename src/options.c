@@ -15,7 +15,8 @@
 const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
-    "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap", NULL};
+    "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
+    "ordering-threads", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -164,6 +165,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "amalgamation-fill")) {
         if (!parse_double(value, 0.0, 10.0, &dv)) BAD("a fraction between 0 and 10");
         o->amalgamation_fill = dv;
+    } else if (!strcmp(key, "ordering-threads")) {
+        if (!parse_int(value, 0, 4096, &iv)) BAD("0 (the rank's worker threads) or a thread count up to 4096");
+        o->ordering_threads = iv;
     } else if (!strcmp(key, "split")) {
         if (!strcmp(value, "auto")) iv = -1;
         else if (!parse_int(value, 0, 1 << 20, &iv)) BAD("auto, 0 (no splitting) or a column count");
@@ -227,6 +231,9 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
 {
     if (o->threads < 0 || o->threads > 4096)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: threads = %d is out of range 0..4096", o->threads);
+    if (o->ordering_threads < 0 || o->ordering_threads > 4096)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering_threads = %d is out of range 0..4096",
+                              o->ordering_threads);
     if ((unsigned)o->bind > CANOPY_BIND_LIST || (unsigned)o->numa > CANOPY_NUMA_INTERLEAVE ||
         (unsigned)o->scheduler > CANOPY_SCHED_DYNAMIC || (unsigned)o->tree > CANOPY_TREE_SHIFTED ||
         (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_USER ||

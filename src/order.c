@@ -55,7 +55,7 @@ bool order_invert(cint n, const cint *perm, cint *iperm, cint *bad)
  * use (supernodes are detected and amalgamated in amalgamate.c).
  */
 #define ORDER_LEAF_SIZE 120
-#define ORDER_SCOTCH_THREADS 2
+#define ORDER_SCOTCH_THREADS_MAX 256 /* SCOTCH's pool: more would only cost memory */
 #define ORDER_LEAF_METHOD 'f'
 
 #define ORDER_SEPA(bal) "m{vert=200,rat=0.7,low=h{pass=10}f{bal=" bal "},asc=f{bal=" bal "}}"
@@ -69,13 +69,15 @@ static int order_strategy_string(char *buf, size_t len, int leaf, char method)
 }
 
 /* Not in order.h: an internal entry point so the tests can compare leaf sizes and methods. */
-canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint *perm, cint *iperm,
-                                canopy_err *err);
+canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, int threads, cint *perm,
+                                cint *iperm, canopy_err *err);
 
-canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint *perm, cint *iperm,
-                                canopy_err *err)
+canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, int threads, cint *perm,
+                                cint *iperm, canopy_err *err)
 {
     cint n = G->n;
+    if (threads < 1) threads = 1;
+    if (threads > ORDER_SCOTCH_THREADS_MAX) threads = ORDER_SCOTCH_THREADS_MAX;
     SCOTCH_Num *vert = NULL, *edge = NULL, *sperm = NULL, *speri = NULL;
     bool copied = sizeof(SCOTCH_Num) != sizeof(cint);
     int64_t nnz = (int64_t)G->colptr[n];
@@ -140,10 +142,11 @@ canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint
         /* Determinism: SCOTCH 7 runs its multilevel phases on a thread pool whose results
          * depend on thread timing (runs of the 50^3 Laplacian differed by 25% in flops), and its
          * random generator is global state. So order inside a private context with the
-         * deterministic option, a generator of its own reset to a fixed seed, and a FIXED thread
-         * count: the result then depends on neither timing nor machine (it does depend on the
-         * thread count: 1 thread gave 6.29e10 flops on 50^3, 2 gave 6.13e10). Two threads halve
-         * the ordering time of G3_circuit (6.4 s -> 3.4 s) on a 2-core machine. */
+         * deterministic option, a generator of its own reset to a fixed seed, and the thread
+         * count we are given (the rank's workers, or options.ordering_threads): the result then
+         * depends on neither timing nor machine, only on that count (1 thread gave 6.29e10 flops
+         * on 50^3, 2 gave 6.13e10). Two threads halve the ordering time of G3_circuit
+         * (6.4 s -> 3.4 s) on a 2-core machine. */
         SCOTCH_Context ctx;
         SCOTCH_Graph cgraph;
         bool ctx_ok = SCOTCH_contextInit(&ctx) == 0;
@@ -157,7 +160,7 @@ canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint
             if (ctx_ok) {
                 SCOTCH_contextRandomSeed(&ctx, 12345);
                 SCOTCH_contextRandomReset(&ctx);
-                ctx_ok = SCOTCH_contextThreadSpawn(&ctx, ORDER_SCOTCH_THREADS, NULL) == 0 && SCOTCH_graphInit(&cgraph) == 0;
+                ctx_ok = SCOTCH_contextThreadSpawn(&ctx, threads, NULL) == 0 && SCOTCH_graphInit(&cgraph) == 0;
             }
             if (ctx_ok) {
                 cg_ok = true;
@@ -192,7 +195,7 @@ out:
     return st;
 }
 
-canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const cint *user_perm,
+canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const cint *user_perm, int threads,
                             cint *perm, cint *iperm, canopy_err *err)
 {
     if (G == NULL || perm == NULL || iperm == NULL || G->n < 0 || (G->n > 0 && (G->colptr == NULL)))
@@ -220,7 +223,7 @@ canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const c
             for (cint k = 0; k < n; k++) perm[k] = iperm[k] = k;
             return CANOPY_SUCCESS;
         }
-        return order_scotch_with(G, ORDER_LEAF_SIZE, ORDER_LEAF_METHOD, perm, iperm, err);
+        return order_scotch_with(G, ORDER_LEAF_SIZE, ORDER_LEAF_METHOD, threads, perm, iperm, err);
     default:
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "unknown ordering method %d", (int)method);
     }

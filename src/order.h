@@ -11,9 +11,9 @@
  * Compute an ordering of graph @p G (full symmetric pattern, no diagonal, base 0).
  * @param method CANOPY_ORDER_SCOTCH, CANOPY_ORDER_NATURAL or CANOPY_ORDER_USER (then @p user_perm
  *        is checked to be a permutation and copied).
- * Deterministic for a given input.
+ * @param threads SCOTCH's threads (>= 1). Deterministic for a given input and thread count.
  */
-canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const cint *user_perm,
+canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const cint *user_perm, int threads,
                             cint *perm, cint *iperm, canopy_err *err);
 
 /**

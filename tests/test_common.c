@@ -46,6 +46,10 @@ START_TEST(options_by_name)
     ck_assert_int_eq(canopy_options_set(&o, "threads", "8", msg, sizeof msg), CANOPY_SUCCESS);
     ck_assert_int_eq(o.threads, 8);
     ck_assert_int_eq(canopy_options_set(&o, "comm_threads", "2", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_options_set(&o, "ordering-threads", "3", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(o.ordering_threads, 3);
+    ck_assert_int_eq(canopy_options_set(&o, "ordering_threads", "-1", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(o.ordering_threads, 3);
     ck_assert_int_eq(o.comm_threads, 2);
     ck_assert_int_eq(canopy_options_set(&o, "bind", "0,2,4-7", msg, sizeof msg), CANOPY_SUCCESS);
     ck_assert_int_eq(o.bind, CANOPY_BIND_LIST);

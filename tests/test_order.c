@@ -8,7 +8,7 @@
 #include "symbolic.h"
 
 /* internal hook of order.c: SCOTCH with a given leaf size and leaf method letter */
-canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, cint *perm, cint *iperm,
+canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, int threads, cint *perm, cint *iperm,
                                 canopy_err *err);
 
 /* Adjacency graph of the 5-point (nz = 1) or 7-point Laplacian, built here on purpose. */
@@ -74,21 +74,21 @@ START_TEST(natural_and_user)
     random_graph(30, 3, 11, &G);
     cint perm[30], iperm[30], user[30];
     canopy_err err = {0};
-    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_NATURAL, NULL, perm, iperm, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_NATURAL, NULL, 2, perm, iperm, &err), CANOPY_SUCCESS);
     for (cint k = 0; k < 30; k++) ck_assert(perm[k] == k && iperm[k] == k);
     for (cint k = 0; k < 30; k++) user[k] = (7 * k + 3) % 30;
-    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, user, perm, iperm, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, user, 2, perm, iperm, &err), CANOPY_SUCCESS);
     for (cint k = 0; k < 30; k++) ck_assert_int_eq(perm[k], user[k]);
     check_inverse(30, perm, iperm);
     user[5] = user[6];
-    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, user, perm, iperm, &err), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, user, 2, perm, iperm, &err), CANOPY_ERR_ARGUMENT);
     ck_assert_msg(strstr(err.msg, "entry 6") != NULL && strstr(err.msg, "repeated") != NULL, "%s", err.msg);
     canopy_err_clear(&err);
     user[5] = 30;
-    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, user, perm, iperm, &err), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, user, 2, perm, iperm, &err), CANOPY_ERR_ARGUMENT);
     ck_assert_msg(strstr(err.msg, "entry 5 = 30") != NULL, "%s", err.msg);
     canopy_err_clear(&err);
-    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, NULL, perm, iperm, &err), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_USER, NULL, 2, perm, iperm, &err), CANOPY_ERR_ARGUMENT);
     matrix_free(&G);
 }
 END_TEST
@@ -103,10 +103,15 @@ START_TEST(scotch_valid_and_deterministic)
         cint *p1 = malloc(sizeof(cint) * (size_t)n), *i1 = malloc(sizeof(cint) * (size_t)n);
         cint *p2 = malloc(sizeof(cint) * (size_t)n), *i2 = malloc(sizeof(cint) * (size_t)n);
         canopy_err err = {0};
-        ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, p1, i1, &err) == CANOPY_SUCCESS, "%s", err.msg);
-        check_inverse(n, p1, i1);
-        ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, p2, i2, &err), CANOPY_SUCCESS);
-        for (cint k = 0; k < n; k++) ck_assert_int_eq(p1[k], p2[k]);
+        /* reproducible for every thread count SCOTCH is given (and out-of-range counts clamp) */
+        static const int counts[] = {1, 2, 3, 8, 0};
+        for (int c = 0; c < 5; c++) {
+            int th = counts[(c + (int)seed) % 5];
+            ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, th, p1, i1, &err) == CANOPY_SUCCESS, "%s", err.msg);
+            check_inverse(n, p1, i1);
+            ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, th, p2, i2, &err), CANOPY_SUCCESS);
+            for (cint k = 0; k < n; k++) ck_assert_int_eq(p1[k], p2[k]);
+        }
         free(p1); free(i1); free(p2); free(i2);
         matrix_free(&G);
     }
@@ -123,7 +128,7 @@ START_TEST(scotch_edge_cases)
         G.colptr = calloc((size_t)n + 1, sizeof(cint));
         G.rowind = calloc(1, sizeof(cint));
         cint perm[7], iperm[7];
-        ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err), CANOPY_SUCCESS);
+        ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err), CANOPY_SUCCESS);
         check_inverse(n, perm, iperm);
         free(G.colptr);
         free(G.rowind);
@@ -149,7 +154,7 @@ START_TEST(scotch_edge_cases)
     }
     G.colptr[n] = p;
     cint *perm = malloc(sizeof(cint) * (size_t)n), *iperm = malloc(sizeof(cint) * (size_t)n);
-    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
     check_inverse(n, perm, iperm);
     free(perm); free(iperm);
     free(G.colptr); free(G.rowind);
@@ -174,9 +179,9 @@ static void compare_on_grid(cint nx, cint ny, cint nz, double max_ratio)
     cint *perm = malloc(sizeof(cint) * (size_t)n), *iperm = malloc(sizeof(cint) * (size_t)n);
     canopy_err err = {0};
     symbolic Sn = {0}, Sd = {0}, Sa = {0};
-    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_NATURAL, NULL, perm, iperm, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_NATURAL, NULL, 2, perm, iperm, &err), CANOPY_SUCCESS);
     analyze(&G, perm, 0, &Sn);
-    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
     check_inverse(n, perm, iperm);
     analyze(&G, perm, 0, &Sd);
     analyze(&G, perm, 1, &Sa);
@@ -230,7 +235,7 @@ START_TEST(cliques_and_dense)
         clique_graph(sizes[c][0], sizes[c][1], &G);
         cint *perm = malloc(sizeof(cint) * (size_t)G.n), *iperm = malloc(sizeof(cint) * (size_t)G.n);
         canopy_err err = {0};
-        ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err) == CANOPY_SUCCESS, "n=%d b=%d: %s",
+        ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err) == CANOPY_SUCCESS, "n=%d b=%d: %s",
                       (int)sizes[c][0], (int)sizes[c][1], err.msg);
         check_inverse(G.n, perm, iperm);
         free(perm);
@@ -251,7 +256,7 @@ START_TEST(leaf_method_comparison)
     for (int m = 0; m < 2; m++) {
         canopy_err err = {0};
         double t = canopy_wtime();
-        ck_assert_msg(order_scotch_with(&G, 120, methods[m], perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
+        ck_assert_msg(order_scotch_with(&G, 120, methods[m], 2, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
         t = canopy_wtime() - t;
         symbolic S = {0};
         analyze(&G, perm, 0, &S);
@@ -271,7 +276,7 @@ START_TEST(laplacian_50_cubed_figures)
     cint *perm = malloc(sizeof(cint) * (size_t)n), *iperm = malloc(sizeof(cint) * (size_t)n);
     canopy_err err = {0};
     double t0 = canopy_wtime();
-    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
     double t1 = canopy_wtime();
     for (int amalg = 0; amalg <= 1; amalg++) {
         symbolic S = {0};
