@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <sched.h>
 #include <cblas.h>
 #include <lapacke.h>
 
@@ -31,6 +33,8 @@ void cost_model_fixed(sched_cost_model *m)
         m->d_half[k] = dh[k];
     }
     m->latency = 5e-7;
+    m->load_threads = 1; /* no slowdown under load: tests and plans stay machine independent */
+    m->load_gemm = m->load_scatter = 1;
     m->calibrated = 0;
     snprintf(m->source, sizeof m->source, "fixed");
 }
@@ -258,6 +262,128 @@ static int cost_fit(int n, const double *x, const double *y, double max_peak, do
     return 0;
 }
 
+/* ---- the same kernels with every core busy ------------------------------------------------ */
+
+#define COST_LOAD_D 256       /* GEMM size of the loaded measurement (an update high in the tree) */
+#define COST_LOAD_MAX 256     /* threads at most */
+
+typedef struct cost_loaded {
+    pthread_barrier_t *start;
+    int kernel;
+    double seconds; /* per call, or < 0 when the thread could not allocate */
+} cost_loaded;
+
+static int cost_bench_alloc(cost_bench *b, int d)
+{
+    size_t m = (size_t)cost_rows(d);
+    b->A = calloc(m * (size_t)d + 32 * (size_t)d, sizeof(double));
+    b->B = calloc((size_t)COST_GEMM_DMAX * d, sizeof(double));
+    b->C = calloc(m * (size_t)d + 64, sizeof(double));
+    if (!b->A || !b->B || !b->C) return -1;
+    for (size_t i = 0; i < m * (size_t)d; i++) b->A[i] = b->C[i] = 1e-3 * (double)(i % 13 + 1);
+    for (size_t i = 0; i < (size_t)COST_GEMM_DMAX * d; i++) b->B[i] = 1e-3 * (double)(i % 7 + 1);
+    return 0;
+}
+
+static void cost_bench_release(cost_bench *b)
+{
+    free(b->A);
+    free(b->B);
+    free(b->C);
+}
+
+static void *cost_loaded_main(void *arg)
+{
+    cost_loaded *l = arg;
+    cost_bench b = {0};
+    int ok = cost_bench_alloc(&b, COST_LOAD_D) == 0;
+    if (ok) cost_run(&b, l->kernel, COST_LOAD_D); /* first touch before the clock starts */
+    pthread_barrier_wait(l->start);
+    l->seconds = ok ? cost_time(&b, l->kernel, COST_LOAD_D, 0) : -1;
+    cost_bench_release(&b);
+    return NULL;
+}
+
+/* Median seconds per call of kernel k (GEMM or scatter) with nt threads running it at once; < 0
+ * when threads could not be started. */
+static double cost_time_loaded(int k, int nt)
+{
+    pthread_t th[COST_LOAD_MAX];
+    cost_loaded l[COST_LOAD_MAX];
+    pthread_barrier_t start;
+    if (pthread_barrier_init(&start, NULL, (unsigned)nt) != 0) return -1;
+    int started = 0;
+    for (int t = 1; t < nt; t++) {
+        l[t] = (cost_loaded){&start, k, -1};
+        if (pthread_create(&th[t], NULL, cost_loaded_main, &l[t]) != 0) break;
+        started++;
+    }
+    double med = -1;
+    if (started == nt - 1) {
+        l[0] = (cost_loaded){&start, k, -1};
+        cost_loaded_main(&l[0]);
+    }
+    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&start);
+    if (started != nt - 1) return -1; /* the barrier was never completed: nobody waits on it */
+    double v[COST_LOAD_MAX];
+    for (int t = 0; t < nt; t++) {
+        if (!(l[t].seconds > 0)) return -1;
+        v[t] = l[t].seconds;
+    }
+    for (int i = 1; i < nt; i++) /* insertion sort: a few hundred at most */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    med = v[nt / 2];
+    return med;
+}
+
+static int cost_usable_cores(void)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > COST_LOAD_MAX ? COST_LOAD_MAX : n;
+}
+
+/* Slowdowns of GEMM and scatter with every usable core computing (1 when there is one core). */
+static void cost_calibrate_load(sched_cost_model *r)
+{
+    int nt = cost_usable_cores();
+    r->load_threads = 1;
+    r->load_gemm = r->load_scatter = 1;
+    if (nt < 2) return;
+    for (int q = 0; q < 2; q++) {
+        int k = q == 0 ? COST_GEMM : COST_SCATTER;
+        /* the least disturbed of a few trials each: a shared host only ever adds time */
+        double alone = INFINITY, loaded = INFINITY;
+        for (int trial = 0; trial < 9; trial++) {
+            double a = cost_time_loaded(k, 1), b = cost_time_loaded(k, nt);
+            if (!(a > 0) || !(b > 0)) return; /* no threads: keep the model unloaded */
+            alone = fmin(alone, a);
+            loaded = fmin(loaded, b);
+        }
+        double s = loaded / alone;
+        s = s < 1 ? 1 : s > 16 ? 16 : s; /* noise below, nonsense above */
+        if (q == 0) r->load_gemm = s;
+        else r->load_scatter = s;
+    }
+    r->load_threads = nt;
+}
+
+void cost_model_under_load(sched_cost_model *m, int busy)
+{
+    if (m == NULL || m->load_threads < 2 || busy < 2) return;
+    double x = (double)((busy < m->load_threads ? busy : m->load_threads) - 1) / (double)(m->load_threads - 1);
+    double g = 1 + (m->load_gemm - 1) * x, s = 1 + (m->load_scatter - 1) * x;
+    for (int k = 0; k < COST_NKERNELS; k++) m->peak[k] /= k == COST_SCATTER ? s : g;
+    m->load_threads = 1; /* applied: applying twice changes nothing */
+    m->load_gemm = m->load_scatter = 1;
+}
+
 canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
 {
     if (m == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_calibrate: NULL model");
@@ -310,6 +436,7 @@ canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
             st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "cost model: no positive fit for %s", cost_names[k]);
         }
     }
+    if (st == CANOPY_SUCCESS) cost_calibrate_load(&r);
     numeric_blas_restore(old);
     if (st == CANOPY_SUCCESS) {
         for (int k = 0; k < COST_NKERNELS; k++)
@@ -337,7 +464,7 @@ done:
 
 /* ---- cache file ----------------------------------------------------------------------------- */
 
-#define COST_FORMAT 1
+#define COST_FORMAT 2 /* 2: the slowdowns under load */
 
 canopy_status cost_model_write(const sched_cost_model *m, const char *path, canopy_err *err)
 {
@@ -368,6 +495,9 @@ canopy_status cost_model_write(const sched_cost_model *m, const char *path, cano
     fprintf(f, "format %d\n", COST_FORMAT);
     fprintf(f, "calibrated %d\n", m->calibrated ? 1 : 0);
     fprintf(f, "latency %.17g\n", m->latency);
+    fprintf(f, "load_threads %d\n", m->load_threads);
+    fprintf(f, "load_gemm %.17g\n", m->load_gemm);
+    fprintf(f, "load_scatter %.17g\n", m->load_scatter);
     for (int k = 0; k < COST_NKERNELS; k++) {
         fprintf(f, "peak_%s %.17g\n", cost_names[k], m->peak[k]);
         fprintf(f, "d_half_%s %.17g\n", cost_names[k], m->d_half[k]);
@@ -389,6 +519,9 @@ static int cost_key(const char *key)
     if (!strcmp(key, "format")) return 0;
     if (!strcmp(key, "calibrated")) return 1;
     if (!strcmp(key, "latency")) return 2;
+    if (!strcmp(key, "load_threads")) return 3 + 2 * COST_NKERNELS;
+    if (!strcmp(key, "load_gemm")) return 4 + 2 * COST_NKERNELS;
+    if (!strcmp(key, "load_scatter")) return 5 + 2 * COST_NKERNELS;
     for (int k = 0; k < COST_NKERNELS; k++) {
         if (!strncmp(key, "peak_", 5) && !strcmp(key + 5, cost_names[k])) return 3 + 2 * k;
         if (!strncmp(key, "d_half_", 7) && !strcmp(key + 7, cost_names[k])) return 4 + 2 * k;
@@ -402,7 +535,7 @@ canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err 
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_read: NULL model or empty path");
     FILE *f = fopen(path, "r");
     if (f == NULL) return canopy_err_set(err, CANOPY_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    enum { NSLOTS = 3 + 2 * COST_NKERNELS };
+    enum { NSLOTS = 6 + 2 * COST_NKERNELS };
     double val[NSLOTS];
     int seen[NSLOTS] = {0};
     char line[256];
@@ -453,6 +586,12 @@ canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err 
         r.d_half[k] = val[4 + 2 * k];
         sane &= r.peak[k] > 0 && r.d_half[k] >= 0 && isfinite(1 / r.peak[k]);
     }
+    double lt = val[3 + 2 * COST_NKERNELS];
+    r.load_gemm = val[4 + 2 * COST_NKERNELS];
+    r.load_scatter = val[5 + 2 * COST_NKERNELS];
+    sane &= lt >= 1 && lt <= COST_LOAD_MAX && lt == floor(lt) && r.load_gemm >= 1 && r.load_gemm <= 16 &&
+            r.load_scatter >= 1 && r.load_scatter <= 16;
+    r.load_threads = sane ? (int)lt : 1;
     if (!sane) return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model values out of range", path);
     size_t plen = strlen(path);
     if (plen >= sizeof r.source) plen = sizeof r.source - 1;

@@ -22,6 +22,9 @@ typedef struct sched_cost_model {
     double peak[COST_NKERNELS];   /**< asymptotic flop/s (COST_SCATTER: entries/s) */
     double d_half[COST_NKERNELS]; /**< size at which half the peak is reached */
     double latency;               /**< seconds per call */
+    int load_threads;             /**< threads that computed at once to measure the two slowdowns below */
+    double load_gemm;             /**< time of a dense kernel with load_threads threads computing, over alone */
+    double load_scatter;          /**< the same for the memory-bound scatter */
     int calibrated;               /**< 1 measured here (or read from a cache made here), 0 fixed fallback */
     char source[CANOPY_PATH_MAX]; /**< "fixed", "calibrated" or the cache file read */
 } sched_cost_model;
@@ -37,8 +40,19 @@ void cost_model_fixed(sched_cost_model *m);
  */
 canopy_status cost_model_load(sched_cost_model *m, const char *where, canopy_err *err);
 
-/** Measure now (about 0.2 s). */
+/**
+ * Measure now (about 0.3 s): each kernel alone on one core, then a dense kernel and the scatter
+ * on every usable core at once (the slowdown a kernel suffers when all workers compute: shared
+ * caches, memory bandwidth, lower clocks; 1.8x on 16 Sapphire Rapids cores).
+ */
 canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err);
+
+/**
+ * @p m as it predicts kernels while @p busy threads of the node compute (the plan's view):
+ * rates divided by the measured slowdown, interpolated from 1 (one thread) to load_gemm /
+ * load_scatter (load_threads threads) and held beyond.
+ */
+void cost_model_under_load(sched_cost_model *m, int busy);
 
 /** Read / write a cache file (text, one "key value" per line, values with %.17g). */
 canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err *err);

@@ -39,6 +39,7 @@ canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_no
         if (numa_topo_restrict(rt->topo, list, &rerr) == CANOPY_SUCCESS) usable = numa_topo_cores(rt->topo);
     }
     rt->nthreads = o->threads > 0 ? o->threads : numa_default_threads(rt->topo);
+    rt->ranks_on_node = ranks_on_node > 1 ? ranks_on_node : 1;
     st = numa_workers_plan(rt->topo, rt->nthreads, o->bind, o->bind_list, &rt->workers, err);
     if (st != CANOPY_SUCCESS) return st;
     snprintf(rt->warning, sizeof rt->warning, "%s", rt->workers.warning);
@@ -89,7 +90,10 @@ canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic 
     int R = rt->nranks > 1 ? rt->nranks : 1;
     sched_plan_opts po = {.nthreads = rt->nthreads, .kind = kind, .complex_arith = complex_arith, .nranks = R,
                           .comm_latency = rt->comm_latency, .comm_byte_time = rt->comm_byte_time};
-    canopy_status st = sched_plan_build(S, &rt->cost, &po, &rt->plan, err);
+    /* kernels run slower when every worker of the node computes: plan with the loaded rates */
+    sched_cost_model loaded = rt->cost;
+    cost_model_under_load(&loaded, rt->nthreads * rt->ranks_on_node);
+    canopy_status st = sched_plan_build(S, &loaded, &po, &rt->plan, err);
     if (st == CANOPY_SUCCESS)
         st = sched_plan_local(S, &rt->plan, R > 1 ? rt->rank : 0, kind == CANOPY_FACT_LU ? 2 : 1, &rt->local, err);
     if (st == CANOPY_SUCCESS && R == 1) st = sched_plan_solve_dag(S, &rt->plan, &rt->solve, err);

@@ -18,6 +18,7 @@
 
 typedef struct runtime {
     int nthreads;
+    int ranks_on_node;              /**< ranks sharing this node (the plan's cores under load) */
     numa_topo *topo;
     numa_workers workers;
     sched_pool *pool;               /**< started at the first plan */

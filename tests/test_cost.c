@@ -59,8 +59,42 @@ static void assert_sane(const sched_cost_model *m)
 static int same_values(const sched_cost_model *a, const sched_cost_model *b)
 {
     return !memcmp(a->peak, b->peak, sizeof a->peak) && !memcmp(a->d_half, b->d_half, sizeof a->d_half) &&
-           a->latency == b->latency && a->calibrated == b->calibrated;
+           a->latency == b->latency && a->calibrated == b->calibrated && a->load_threads == b->load_threads &&
+           a->load_gemm == b->load_gemm && a->load_scatter == b->load_scatter;
 }
+
+/* The loaded view: rates divided by the slowdown interpolated over the busy threads, held beyond
+ * the measured count, applied once; the fixed model and one busy thread change nothing. */
+START_TEST(under_load)
+{
+    sched_cost_model f, m, x;
+    cost_model_fixed(&f);
+    ck_assert_int_eq(f.load_threads, 1);
+    m = f;
+    cost_model_under_load(&m, 64);
+    ck_assert(same_values(&m, &f));
+    f.load_threads = 16;
+    f.load_gemm = 1.8;
+    f.load_scatter = 2.5;
+    m = f;
+    cost_model_under_load(&m, 1);
+    ck_assert(same_values(&m, &f));
+    for (int busy = 2; busy <= 40; busy += 3) {
+        m = f;
+        cost_model_under_load(&m, busy);
+        double x01 = (double)((busy < 16 ? busy : 16) - 1) / 15.0;
+        double g = 1 + 0.8 * x01, sc = 1 + 1.5 * x01;
+        ck_assert(fabs(m.peak[COST_GEMM] * g / f.peak[COST_GEMM] - 1) < 1e-12);
+        ck_assert(fabs(m.peak[COST_POTRF] * g / f.peak[COST_POTRF] - 1) < 1e-12);
+        ck_assert(fabs(m.peak[COST_SCATTER] * sc / f.peak[COST_SCATTER] - 1) < 1e-12);
+        ck_assert(cost_gemm(&m, 300, 64, 64) >= cost_gemm(&f, 300, 64, 64));
+        x = m;
+        cost_model_under_load(&x, busy); /* applied already: nothing more */
+        ck_assert(same_values(&x, &m));
+    }
+    cost_model_under_load(NULL, 4);
+}
+END_TEST
 
 START_TEST(fixed_is_sane_and_monotone)
 {
@@ -179,7 +213,9 @@ START_TEST(damaged_caches_are_refused)
     const char *subst[][2] = {
         {"\npeak_gemm ", "\npeak_gemm inf\npeak_gemm_x "}, {"\npeak_trsm ", "\npeak_trsm nan\n#"},
         {"\nlatency ", "\nlatency -1\n#"}, {"\npeak_potrf ", "\npeak_potrf 0\n#"},
-        {"\nd_half_gemm ", "\nd_half_gemm 1e999\n#"}, {"\nformat 1", "\nformat 2"},
+        {"\nd_half_gemm ", "\nd_half_gemm 1e999\n#"}, {"\nformat 2", "\nformat 1"},
+        {"\nload_threads ", "\nload_threads 1.5\n#"}, {"\nload_gemm ", "\nload_gemm 0.5\n#"},
+        {"\nload_scatter ", "\nload_scatter 99\n#"}, {"\nload_threads ", "\nload_threads 0\n#"},
         {"\npeak_getrf ", "\npeak_getrf 3.5x\n#"}, {"\nd_half_sytrf ", "\nd_half_sytrf -2\n#"},
         {"\npeak_scatter ", "\npeak_scatter\n#"}, {"\npeak_sytrf ", "\npeak_sytrf 1 2\n#"},
         {"\nd_half_potrf ", "\nd_half_potrf_extra 1\n#"},
@@ -220,6 +256,10 @@ START_TEST(garbled_cache_is_recalibrated_and_rewritten)
     assert_sane(&m);
     ck_assert_int_eq(m.calibrated, 1);
     ck_assert_str_eq(m.source, "calibrated");
+    /* the loaded slowdowns: measured on every usable core (one core: none) */
+    ck_assert(m.load_threads >= 1 && m.load_gemm >= 1 && m.load_gemm <= 16 && m.load_scatter >= 1 &&
+              m.load_scatter <= 16);
+    printf("under load (%d threads): gemm x%.2f, scatter x%.2f\n", m.load_threads, m.load_gemm, m.load_scatter);
     /* the cache now holds exactly what was measured */
     ck_assert_int_eq(cost_model_read(&r, path, &err), CANOPY_SUCCESS);
     ck_assert(same_values(&m, &r));
@@ -326,6 +366,7 @@ int main(void)
     Suite *s = suite_create("cost");
     TCase *tc = tcase_create("cost");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, under_load);
     tcase_add_test(tc, fixed_is_sane_and_monotone);
     tcase_add_test(tc, write_read_round_trip);
     tcase_add_test(tc, damaged_caches_are_refused);
