@@ -21,7 +21,7 @@ static void analyse_graph(const canopy_csc *G, cint split, symbolic *S)
     canopy_err err = {0};
     cint n = G->n;
     cint *perm = malloc(sizeof(cint) * (size_t)n), *iperm = malloc(sizeof(cint) * (size_t)n);
-    ck_assert_msg(order_compute(G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert_msg(order_compute(G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
     symbolic_opts o = {1, 0.12, split, 0};
     memset(S, 0, sizeof *S);
     ck_assert_msg(symbolic_analyze(G, perm, &o, S, &err) == CANOPY_SUCCESS, "%s", err.msg);

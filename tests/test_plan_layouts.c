@@ -558,7 +558,7 @@ static void matrix_grid(canopy_csc *A, int cpx, const char *what)
     canopy_err err = {0};
     ck_assert_int_eq(matrix_graph(A, &G, &err), CANOPY_SUCCESS);
     cint *perm = malloc(sizeof(cint) * ((size_t)G.n + 1)), *iperm = malloc(sizeof(cint) * ((size_t)G.n + 1));
-    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert_msg(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err) == CANOPY_SUCCESS, "%s", err.msg);
     layout_stats ls = {0};
     grid(&G, perm, 1, 1, cpx, what, &ls);
     report(what, &ls);

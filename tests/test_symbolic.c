@@ -339,7 +339,7 @@ START_TEST(selective_split)
     ck_assert_int_eq(canopy_generate_laplacian(14, 14, 14, 7, &A), CANOPY_SUCCESS);
     ck_assert_int_eq(matrix_graph(&A, &G, &err), CANOPY_SUCCESS);
     cint n = G.n, *perm = malloc((size_t)n * sizeof *perm), *iperm = malloc((size_t)n * sizeof *iperm);
-    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, perm, iperm, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err), CANOPY_SUCCESS);
     symbolic S0, Sall, Stop;
     symbolic_opts none = {1, 0.12, 0, 0}, all = {1, 0.12, 16, 0}, top = {1, 0.12, 16, 0.25};
     ck_assert_int_eq(symbolic_analyze(&G, perm, &none, &S0, &err), CANOPY_SUCCESS);
