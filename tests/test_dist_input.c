@@ -223,6 +223,7 @@ static canopy_solver *make_solver(void)
     o.threads = 1;
     o.bind = CANOPY_BIND_NONE;
     snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
+    o.ordering_threads = 2; /* the same ordering on every layout */
     canopy_solver *s = NULL;
     canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
     if (st != CANOPY_SUCCESS) {

@@ -226,17 +226,19 @@ static canopy_status set_options(canopy_options *o, const layout *L, const char 
     char v[4][32], msg[256];
     snprintf(v[0], sizeof v[0], "%d", L->threads);
     snprintf(v[1], sizeof v[1], "%d", L->comm_threads);
-    /* refine-tolerance: see SAME_TOL; cost-cache fixed: no calibration in a test */
+    /* refine-tolerance: see SAME_TOL; cost-cache fixed: no calibration in a test; ordering-threads
+     * fixed: every layout factorizes the same ordering, so only the layout differs */
     const char *names[] = {"threads", "scheduler", "comm-threads", "tree", "cost-cache", "factorization",
-                           "refine-tolerance"};
-    const char *vals[] = {v[0], L->scheduler, v[1], L->tree, "fixed", factorization ? factorization : "auto", "1e-15"};
+                           "refine-tolerance", "ordering-threads"};
+    const char *vals[] = {v[0], L->scheduler, v[1], L->tree, "fixed", factorization ? factorization : "auto", "1e-15",
+                          "2"};
     canopy_options_default(o);
     /* the environment first (CANOPY_VERBOSE=2 and the like for debugging), then the layout */
     if (canopy_options_from_env(o, msg, sizeof msg) != CANOPY_SUCCESS) {
         fail("canopy_options_from_env: %s", msg);
         return CANOPY_ERR_ARGUMENT;
     }
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         canopy_status st = canopy_options_set(o, names[i], vals[i], msg, sizeof msg);
         if (st != CANOPY_SUCCESS) {
             fail("canopy_options_set(%s, %s): %s", names[i], vals[i], msg);
