@@ -49,6 +49,7 @@ static void usage(FILE *f)
             "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
             "  --factorization auto|llt|ldlt|lu  --ordering scotch|natural  --scaling auto|none|equilibrate|matching\n"
             "  --pivot-threshold X  --amalgamation 0|1  --amalgamation-fill X  --split auto|0|N\n"
+            "  --2d-levels auto|0|N  --ordering-threads N\n"
             "  --trace FILE  --cost-cache PATH|none|fixed  --verbose 0..3\n"
             "  --help, --version\n");
 }
@@ -376,6 +377,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
                    S.numa_nodes, S.bound);
             json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
+            printf("\"twod_levels\": %d, \"twod_cblks\": %lld, ", S.twod_levels, (long long)S.twod_cblks);
             json_num("busy_fraction", S.busy_fraction, 0);
             json_num("time_lock_wait", S.time_lock_wait, 0);
             printf("\"distributed_input\": %d, \"comm_threads\": %d, \"tree\": \"%s\", \"comm_msgs\": %lld, "
@@ -440,6 +442,9 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                        S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
                        S.time_factorize_predicted, 100 * S.busy_fraction, S.time_lock_wait, (long long)S.steals,
                        (long long)S.steals_remote);
+                if (S.twod_cblks > 0)
+                    printf("  2D tasks: %lld column blocks in the top %d level(s) of the thread tree\n",
+                           (long long)S.twod_cblks, S.twod_levels);
                 printf("  backward error %.3e after %d refinement step(s), forward error %.3e\n", S.backward_error,
                        S.refinement_steps, ferr);
                 printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,

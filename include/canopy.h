@@ -159,6 +159,10 @@ typedef struct canopy_options {
     int ordering_threads;         /**< SCOTCH's threads: 0 (default) = the rank's worker threads; N = exactly N.
                                        The ordering is reproducible for a given count; fix it (e.g. 1) to get
                                        the same ordering on every machine and thread count */
+    int twod_levels;              /**< 2D tasks (tiled panels and updates) for the wide column blocks that
+                                       several threads share, in the top twod_levels levels of the thread
+                                       tree: -1 (default) = auto, the count whose simulated factorization is
+                                       shortest; 0 = none (1D: one task per panel and per target) */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -214,6 +218,9 @@ typedef struct canopy_stats {
     double peak_memory_rank_min, peak_memory_rank_max;   /**< peak memory per rank */
     double memory_predicted_rank_max; /**< largest predicted factorization memory of a rank (analysis) */
     double memory_limit_rank;     /**< the limit memory_check compares with (bytes per rank) */
+    int twod_levels;              /**< levels of the thread tree the plan gave 2D tasks (options.twod_levels,
+                                       or the one the simulation chose for auto) */
+    int64_t twod_cblks;           /**< column blocks factored with 2D tasks */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

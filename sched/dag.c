@@ -25,6 +25,7 @@ void sched_dag_free(sched_dag *d)
     canopy_free(d->kind);
     canopy_free(d->cblk);
     canopy_free(d->first);
+    canopy_free(d->tile);
     canopy_free(d->level);
     canopy_free(d->cost);
     canopy_free(d->snode_t0);
@@ -220,7 +221,7 @@ int sched_dag_check(const sched_dag *d, char *why, size_t whylen)
             rc = dag_fail(why, whylen, "task %d: level %d but Snode depth %d", i, d->level[i], d->snode_depth[s]);
             goto out;
         }
-        if (d->kind && (d->kind[i] < SCHED_TASK_PANEL || d->kind[i] > SCHED_TASK_BACKWARD)) {
+        if (d->kind && (d->kind[i] < SCHED_TASK_PANEL || d->kind[i] >= SCHED_TASK_NKINDS)) {
             rc = dag_fail(why, whylen, "task %d: bad kind %d", i, d->kind[i]);
             goto out;
         }

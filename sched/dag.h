@@ -18,8 +18,13 @@ enum sched_task_kind {
     SCHED_TASK_UPDATE = 1,   /**< contribution of one cblk to one facing cblk */
     SCHED_TASK_SUBTREE = 2,  /**< a whole subtree of small cblks, run sequentially by one thread */
     SCHED_TASK_FORWARD = 3,  /**< forward substitution of one cblk (solve) */
-    SCHED_TASK_BACKWARD = 4  /**< backward substitution of one cblk (solve) */
+    SCHED_TASK_BACKWARD = 4, /**< backward substitution of one cblk (solve) */
+    /* 2D tasks: a wide cblk high in the tree, its off-diagonal rows tiled by facing group */
+    SCHED_TASK_DIAG = 5,     /**< factor the diagonal block of a 2D cblk (fan-in arrives here) */
+    SCHED_TASK_TRSM = 6,     /**< off-diagonal rows of one facing group of a 2D cblk */
+    SCHED_TASK_UPDATE2D = 7  /**< one facing group's rows x another's columns, into the latter's cblk */
 };
+#define SCHED_TASK_NKINDS 8
 
 typedef struct sched_dag {
     int nthreads;
@@ -37,7 +42,11 @@ typedef struct sched_dag {
     int *cblk;           /**< [ntasks] cblk of the task (root = last cblk of a subtree range) */
     int *first;          /**< [ntasks] UPDATE: first blok of the facing group (all bloks of the
                               source cblk up to the next facing cblk); SUBTREE, FORWARD, BACKWARD:
-                              first cblk of the range first..cblk (postorder, contiguous); PANEL: cblk */
+                              first cblk of the range first..cblk (postorder, contiguous); PANEL,
+                              DIAG: cblk; TRSM: first blok of its facing group; UPDATE2D: first blok
+                              of the facing group whose cblk it updates (the columns) */
+    int *tile;           /**< [ntasks] UPDATE2D: first blok of the facing group of its rows (>= first);
+                              -1 for the other kinds. NULL when the graph has no 2D task */
     int *level;          /**< [ntasks] depth of the task's Snode (0 = root) */
     double *cost;        /**< [ntasks] predicted seconds (cost model) */
     /* Snode tree */

@@ -19,11 +19,12 @@ static int dist_cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* (target, contribution number, blok) triples, sorted by target then number */
+/* (target, contribution number, blok or local UPDATE2D task) triples, sorted by target then number */
 typedef struct dist_contrib {
     cint j;
     int num;
-    cint b;
+    cint b;    /* first blok of the facing group, or -1: ... */
+    int task;  /* ... the local UPDATE2D task */
 } dist_contrib;
 
 static int dist_cmp_contrib(const void *a, const void *b)
@@ -135,6 +136,8 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     D->kind = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->cblk = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->first = canopy_alloc(m, sizeof(int), "local tasks", err);
+    if (G->tile) D->tile = canopy_alloc(m, sizeof(int), "local tasks", err);
+    L->task_contrib = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->level = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->cost = canopy_alloc(m, sizeof(double), "local tasks", err);
     L->ext = canopy_calloc(m, sizeof(int), "local tasks", err);
@@ -145,7 +148,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     L->cblk_ncontrib = canopy_calloc((size_t)n + 1, sizeof(int), "local plan", err);
     L->recv_ptr = canopy_calloc((size_t)n + 2, sizeof(cint), "local plan", err);
     if (!D->npred || !D->succ_ptr || !D->owner || !D->snode || !D->prio || !D->list_ptr || !D->list || !D->kind ||
-        !D->cblk || !D->first || !D->level || !D->cost || !L->ext || !L->task_global || !L->cblk_task ||
+        !D->cblk || !D->first || (G->tile && !D->tile) || !L->task_contrib || !D->level || !D->cost || !L->ext || !L->task_global || !L->cblk_task ||
         !L->cblk_owner || !L->blok_contrib || !L->cblk_ncontrib || !L->recv_ptr) {
         st = dist_nomem(err);
         goto out;
@@ -167,6 +170,8 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         D->kind[l] = G->kind[i];
         D->cblk[l] = G->cblk[i];
         D->first[l] = G->first[i];
+        if (D->tile) D->tile[l] = G->tile[i];
+        L->task_contrib[l] = -1;
         D->cost[l] = G->cost[i];
         D->level[l] = D->snode_depth[D->snode[l]];
         for (int q = G->succ_ptr[i]; q < G->succ_ptr[i + 1]; q++)
@@ -201,6 +206,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     /* contributions: this rank's, renumbered per target in the plan's order; the (target, rank)
      * pairs that cross ranks are the fan-in buffers */
     size_t ngroups = 0;
+    for (int i = 0; i < ng; i++) ngroups += G->kind[i] == SCHED_TASK_UPDATE2D;
     for (cint k = 0; k < n; k++)
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = dist_group_end(S, k, b)) ngroups++;
     pairs = canopy_alloc(ngroups + 1, sizeof(int64_t), "local plan scratch", err);
@@ -223,11 +229,18 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
                 L->update_msgs += parts;
                 L->update_entries += rows * h * parts;
             }
-            if (rk == rank && P->blok_contrib[b] >= 0) contrib[nc++] = (dist_contrib){j, P->blok_contrib[b], b};
+            if (rk == rank && P->blok_contrib[b] >= 0) contrib[nc++] = (dist_contrib){j, P->blok_contrib[b], b, -1};
         }
     }
+    for (int i = 0; i < ng; i++)
+        if (g2l[i] >= 0 && G->kind[i] == SCHED_TASK_UPDATE2D)
+            contrib[nc++] = (dist_contrib){S->blok_fcblk[G->first[i]], P->task_contrib[i], -1, g2l[i]};
     qsort(contrib, nc, sizeof *contrib, dist_cmp_contrib);
-    for (size_t q = 0; q < nc; q++) L->blok_contrib[contrib[q].b] = L->cblk_ncontrib[contrib[q].j]++;
+    for (size_t q = 0; q < nc; q++) {
+        int num = L->cblk_ncontrib[contrib[q].j]++;
+        if (contrib[q].b >= 0) L->blok_contrib[contrib[q].b] = num;
+        else L->task_contrib[contrib[q].task] = num;
+    }
     qsort(pairs, np, sizeof *pairs, dist_cmp_i64);
     size_t nu = 0;
     for (size_t q = 0; q < np; q++)
@@ -258,7 +271,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         cint cnt = L->recv_ptr[j + 1] - L->recv_ptr[j];
         if (cnt == 0) continue;
         int t = L->cblk_task[j];
-        if (t < 0 || D->kind[t] != SCHED_TASK_PANEL) {
+        if (t < 0 || (D->kind[t] != SCHED_TASK_PANEL && D->kind[t] != SCHED_TASK_DIAG)) {
             st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: cblk %" CINT_FMT " receives updates but has no panel task",
                                 j);
             goto out;
@@ -288,6 +301,7 @@ void sched_local_free(sched_local *L)
     canopy_free(L->cblk_task);
     canopy_free(L->cblk_owner);
     canopy_free(L->blok_contrib);
+    canopy_free(L->task_contrib);
     canopy_free(L->cblk_ncontrib);
     canopy_free(L->recv_ptr);
     canopy_free(L->recv_rank);

@@ -28,6 +28,8 @@ typedef struct sched_local {
     int *cblk_owner;              /**< [ncblk] local data-owner thread, -1 on another rank */
     int *blok_contrib;            /**< [nblok] as the plan's, numbered among this rank's contributions
                                        into the same target (-1: private or not this rank's) */
+    int *task_contrib;            /**< [factor.ntasks] UPDATE2D tasks: their number in the same sequence
+                                       as blok_contrib; -1 for the other tasks */
     int *cblk_ncontrib;           /**< [ncblk] this rank's contributions into the cblk (local or not) */
     cint *recv_ptr;               /**< [ncblk + 1] ranks sending a fan-in buffer into local cblk j: */
     int *recv_rank;               /**<   recv_rank[recv_ptr[j] .. recv_ptr[j+1]-1], ascending */

@@ -19,6 +19,15 @@
 /* Column chunk of the symmetric update's diagonal square: K_SQUARE_CHUNK of kernels_template.c. */
 #define PLAN_SQUARE_CHUNK 192
 
+/* What running one more task costs the engine (queue, dependencies, wake-up), seconds: charged
+ * to the 2D tasks so that the model does not cut a cblk finer than pays. */
+#define PLAN_TASK_OVERHEAD 2e-6
+
+/* 2D tasks: only for cblks at least this wide (a narrower GEMM runs far from peak) and with at
+ * most this many facing groups (the UPDATE2D tasks grow with their square). */
+#define PLAN_TWOD_MIN_WIDTH 32
+#define PLAN_TWOD_MAX_GROUPS 160
+
 static canopy_status plan_nomem(canopy_err *err)
 {
     return err && err->status ? err->status : CANOPY_ERR_NOMEM;
@@ -93,6 +102,8 @@ typedef struct plan_build {
     int R;            /* ranks; T = R x threads per rank */
     int *rank;        /* [n] the rank of each cblk (R > 1) */
     unsigned char *shared; /* [n] the cblk had several candidate ranks */
+    unsigned char *twod;   /* [n] the cblk's panel and updates are 2D tasks */
+    cint *gstart;          /* [nblok] scratch: first bloks of one cblk's facing groups */
 } plan_build;
 
 /* Panel row of global row @p row inside cblk j, or -1 (binary search over j's bloks). */
@@ -111,58 +122,85 @@ static cint plan_trow(const symbolic *S, cint j, cint row)
     return -1;
 }
 
-/* Do k's panel rows from blok sb to the end land on consecutive rows of j's panel? They are a
- * subset of j's rows (closure), so it suffices that the first and last are as far apart as their
- * count: two binary searches instead of the kernel's walk over all of j's bloks. */
-static int plan_contiguous(const symbolic *S, cint k, cint sb, cint j)
+/* Panel row just after blok b's rows (the stride after the last blok). */
+static inline cint plan_row_end(const symbolic *S, cint k, cint b)
 {
-    cint bend = S->cblk_fblok[k + 1];
-    cint count = S->cblk_stride[k] - S->blok_coefrow[sb];
-    cint r0 = plan_trow(S, j, S->blok_frow[sb]), r1 = plan_trow(S, j, S->blok_lrow[bend - 1]);
+    return b < S->cblk_fblok[k + 1] ? S->blok_coefrow[b] : S->cblk_stride[k];
+}
+
+/* Do k's panel rows of bloks sb..se-1 land on consecutive rows of j's panel? They are a subset of
+ * j's rows (closure), so it suffices that the first and last are as far apart as their count: two
+ * binary searches instead of the kernel's walk over all of j's bloks. */
+static int plan_contiguous(const symbolic *S, cint k, cint sb, cint se, cint j)
+{
+    cint count = plan_row_end(S, k, se) - S->blok_coefrow[sb];
+    cint r0 = plan_trow(S, j, S->blok_frow[sb]), r1 = plan_trow(S, j, S->blok_lrow[se - 1]);
     return r0 >= 0 && r1 >= 0 && r1 - r0 + 1 == count;
 }
 
-/* What kpanel of src/kernels_template.c calls for cblk k. */
-static double plan_panel_cost(const plan_build *B, cint k)
+/* What kdiag of src/kernels_template.c calls for cblk k. */
+static double plan_diag_cost(const plan_build *B, cint k)
 {
-    const symbolic *S = B->S;
-    const sched_cost_model *cm = B->cm;
-    double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (double)S->cblk_stride[k] - w;
-    double t;
+    double w = (double)(B->S->cblk_fcol[k + 1] - B->S->cblk_fcol[k]);
     switch (B->kind) {
-    case CANOPY_FACT_LLT: t = cost_potrf(cm, w) + cost_trsm(cm, m, w); break;
-    case CANOPY_FACT_LDLT: /* plus one pass that keeps L*D and scales by D^-1 */
-        t = cost_sytrf(cm, w) + cost_trsm(cm, m, w) + cost_scatter(cm, m * w);
-        break;
-    default: t = cost_getrf(cm, w) + 2 * cost_trsm(cm, m, w); break; /* L and U^T */
+    case CANOPY_FACT_LLT: return cost_potrf(B->cm, w) * B->scale;
+    case CANOPY_FACT_LDLT: return cost_sytrf(B->cm, w) * B->scale;
+    default: return cost_getrf(B->cm, w) * B->scale;
     }
-    return t * B->scale;
 }
 
-/* What kupdate calls for k's bloks fb0..fb1-1 facing one cblk: GEMM(rows from fb0 to the end x
- * facing height x width of k), the symmetric kinds in column chunks of the lower part, LU once
- * for L and once for U^T; a scatter when the rows are not contiguous in the target. */
-static double plan_update_cost(const plan_build *B, cint k, cint fb0, cint fb1)
+/* What koffdiag calls for m rows of cblk k: one TRSM (two for LU: L and U^T), plus the pass
+ * that keeps L*D and scales by D^-1 for LDL^T. */
+static double plan_offdiag_cost(const plan_build *B, cint k, double m)
+{
+    const sched_cost_model *cm = B->cm;
+    double w = (double)(B->S->cblk_fcol[k + 1] - B->S->cblk_fcol[k]);
+    switch (B->kind) {
+    case CANOPY_FACT_LLT: return cost_trsm(cm, m, w) * B->scale;
+    case CANOPY_FACT_LDLT: return (cost_trsm(cm, m, w) + cost_scatter(cm, m * w)) * B->scale;
+    default: return 2 * cost_trsm(cm, m, w) * B->scale;
+    }
+}
+
+/* What kpanel calls for cblk k. */
+static double plan_panel_cost(const plan_build *B, cint k)
+{
+    double w = (double)(B->S->cblk_fcol[k + 1] - B->S->cblk_fcol[k]);
+    return plan_diag_cost(B, k) + plan_offdiag_cost(B, k, (double)B->S->cblk_stride[k] - w);
+}
+
+/* What kupdate_rows calls for k's rows in bloks rb0..rb1-1 against its bloks fb0..fb1-1 facing
+ * one cblk (fb0 <= rb0): GEMM(rows x facing height x width of k), the symmetric kinds in column
+ * chunks of the lower part when the rows start with the facing square, LU once for L and once
+ * for U^T; a scatter when the rows are not contiguous in the target. */
+static double plan_update_cost(const plan_build *B, cint k, cint fb0, cint fb1, cint rb0, cint rb1)
 {
     const symbolic *S = B->S;
     const sched_cost_model *cm = B->cm;
-    cint bend = S->cblk_fblok[k + 1], st = S->cblk_stride[k], j = S->blok_fcblk[fb0];
-    cint rows = st - S->blok_coefrow[fb0], hb = (fb1 < bend ? S->blok_coefrow[fb1] : st) - S->blok_coefrow[fb0];
+    cint j = S->blok_fcblk[fb0];
+    cint rows = plan_row_end(S, k, rb1) - S->blok_coefrow[rb0], hb = plan_row_end(S, k, fb1) - S->blok_coefrow[fb0];
     double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), dr = (double)rows, dh = (double)hb;
-    int single = fb1 - fb0 == 1;
+    int single = fb1 - fb0 == 1, square = rb0 == fb0;
     double t = 0;
     if (B->kind != CANOPY_FACT_LU) {
-        for (cint c0 = 0; c0 < hb; c0 += PLAN_SQUARE_CHUNK) {
-            cint nc = hb - c0 < PLAN_SQUARE_CHUNK ? hb - c0 : PLAN_SQUARE_CHUNK;
-            t += cost_gemm(cm, (double)(rows - c0), (double)nc, w);
+        if (square) {
+            for (cint c0 = 0; c0 < hb; c0 += PLAN_SQUARE_CHUNK) {
+                cint nc = hb - c0 < PLAN_SQUARE_CHUNK ? hb - c0 : PLAN_SQUARE_CHUNK;
+                t += cost_gemm(cm, (double)(rows - c0), (double)nc, w);
+            }
+        } else {
+            t += cost_gemm(cm, dr, dh, w);
         }
-        if (!(single && plan_contiguous(S, k, fb0, j))) t += cost_scatter(cm, dr * dh - dh * (dh - 1) / 2);
+        if (!(single && plan_contiguous(S, k, rb0, rb1, j)))
+            t += cost_scatter(cm, square ? dr * dh - dh * (dh - 1) / 2 : dr * dh);
     } else {
         t += cost_gemm(cm, dr, dh, w);
-        if (!(single && plan_contiguous(S, k, fb0, j))) t += cost_scatter(cm, dr * dh);
-        if (fb1 < bend) {
-            t += cost_gemm(cm, dr - dh, dh, w);
-            if (!(single && plan_contiguous(S, k, fb1, j))) t += cost_scatter(cm, (dr - dh) * dh);
+        if (!(single && plan_contiguous(S, k, rb0, rb1, j))) t += cost_scatter(cm, dr * dh);
+        cint ub0 = rb0 > fb1 ? rb0 : fb1;
+        if (ub0 < rb1) {
+            double du = (double)(plan_row_end(S, k, rb1) - S->blok_coefrow[ub0]);
+            t += cost_gemm(cm, du, dh, w);
+            if (!(single && plan_contiguous(S, k, ub0, rb1, j))) t += cost_scatter(cm, du * dh);
         }
     }
     return t * B->scale;
@@ -176,6 +214,21 @@ static inline cint plan_group_end(const symbolic *S, cint k, cint b)
     return e;
 }
 
+/* Facing groups of cblk k. */
+static cint plan_ngroups(const symbolic *S, cint k)
+{
+    cint ng = 0;
+    for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) ng++;
+    return ng;
+}
+
+/* Id of the UPDATE2D task (columns of group x, rows of group y >= x) of the 2D cblk whose DIAG
+ * task is d0 with ng facing groups: after the DIAG and the ng TRSMs, by x then y. */
+static inline int plan_update2d_id(int d0, int ng, int x, int y)
+{
+    return d0 + 1 + ng + x * ng - x * (x - 1) / 2 + (y - x);
+}
+
 /* Panel and update costs, cblk costs, the tree and the subtree sums. */
 static void plan_costs_and_tree(plan_build *B, sched_plan *P)
 {
@@ -186,7 +239,7 @@ static void plan_costs_and_tree(plan_build *B, sched_plan *P)
         double c = B->pcost[k];
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
             cint e = plan_group_end(S, k, b);
-            B->ucost[b] = plan_update_cost(B, k, b, e);
+            B->ucost[b] = plan_update_cost(B, k, b, e, b, S->cblk_fblok[k + 1]);
             c += B->ucost[b];
             b = e;
         }
@@ -567,14 +620,18 @@ static canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X
     const symbolic *S = B->S;
     sched_dag *D = &P->factor;
     cint n = B->n;
-    int nt = 0;
+    int64_t nt = 0;
+    int any2d = 0;
     for (cint k = 0; k < n; k++) {
         if (B->sroot[k] == k) nt++;
         if (B->sroot[k] >= 0) continue;
         nt++;
-        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) nt++;
+        int64_t ng = plan_ngroups(S, k);
+        nt += B->twod[k] ? ng + ng * (ng + 1) / 2 : ng;
+        any2d |= B->twod[k];
     }
-    D->ntasks = nt;
+    if (nt >= INT_MAX / 2) return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "plan: %" PRId64 " tasks", nt);
+    D->ntasks = (int)nt;
     size_t m = (size_t)nt + 1;
     D->kind = canopy_alloc(m, sizeof(int), "tasks", err);
     D->cblk = canopy_alloc(m, sizeof(int), "tasks", err);
@@ -592,7 +649,9 @@ static canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X
     X->cand_t1 = canopy_alloc(m, sizeof(int), "tasks", err);
     X->pref = canopy_alloc(m, sizeof(int), "tasks", err);
     X->serial = canopy_alloc(m, sizeof(cint), "tasks", err);
-    if (!D->kind || !D->cblk || !D->first || !D->cost || !D->owner || !D->snode || !D->level || !D->npred ||
+    P->task_contrib = canopy_alloc(m, sizeof(int), "tasks", err);
+    if (any2d) D->tile = canopy_alloc(m, sizeof(int), "tasks", err);
+    if (!P->task_contrib || (any2d && !D->tile) || !D->kind || !D->cblk || !D->first || !D->cost || !D->owner || !D->snode || !D->level || !D->npred ||
         !D->succ_ptr || !P->task_seq || !P->task_start || !P->task_end || !X->cand_t0 || !X->cand_t1 || !X->pref ||
         !X->serial)
         return plan_nomem(err);
@@ -610,6 +669,8 @@ static canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X
         X->cand_t1[id] = B->t1[SRC];                                                     \
         X->pref[id] = P->cblk_owner[SRC];                                                \
         X->serial[id] = -1;                                                              \
+        P->task_contrib[id] = -1;                                                        \
+        if (D->tile) D->tile[id] = -1;                                                   \
         total += D->cost[id];                                                            \
     } while (0)
     for (cint k = 0; k < n; k++) {
@@ -624,6 +685,30 @@ static canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X
         }
         if (B->sroot[k] >= 0) continue;
         P->cblk_task[k] = id;
+        if (B->twod[k]) {
+            /* DIAG, a TRSM per facing group, an UPDATE2D per pair (columns g, rows g2 >= g) */
+            cint ng = 0, bend = S->cblk_fblok[k + 1];
+            for (cint b = S->cblk_fblok[k] + 1; b < bend; b = plan_group_end(S, k, b)) B->gstart[ng++] = b;
+            PLAN_TASK(SCHED_TASK_DIAG, k, k, plan_diag_cost(B, k) + PLAN_TASK_OVERHEAD, k);
+            id++;
+            for (cint g = 0; g < ng; g++) {
+                cint b = B->gstart[g], e = plan_group_end(S, k, b);
+                double rows = (double)(plan_row_end(S, k, e) - S->blok_coefrow[b]);
+                PLAN_TASK(SCHED_TASK_TRSM, k, b, plan_offdiag_cost(B, k, rows) + PLAN_TASK_OVERHEAD, k);
+                id++;
+            }
+            for (cint g = 0; g < ng; g++) {
+                cint fb0 = B->gstart[g], fb1 = plan_group_end(S, k, fb0);
+                for (cint g2 = g; g2 < ng; g2++) {
+                    cint rb0 = B->gstart[g2], rb1 = plan_group_end(S, k, rb0);
+                    PLAN_TASK(SCHED_TASK_UPDATE2D, k, fb0, plan_update_cost(B, k, fb0, fb1, rb0, rb1) + PLAN_TASK_OVERHEAD,
+                              k);
+                    D->tile[id] = (int)rb0;
+                    id++;
+                }
+            }
+            continue;
+        }
         PLAN_TASK(SCHED_TASK_PANEL, k, k, B->pcost[k], k);
         id++;
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
@@ -653,9 +738,21 @@ static canopy_status plan_edges(plan_build *B, sched_plan *P, cint *stamp, canop
         for (int i = 0; i < nt; i++) {
             int e = 0, base = pass == 1 ? D->succ_ptr[i] : 0;
             cint k = D->cblk[i];
-            if (D->kind[i] == SCHED_TASK_UPDATE) {
+            if (D->kind[i] == SCHED_TASK_UPDATE || D->kind[i] == SCHED_TASK_UPDATE2D) {
                 if (pass == 1) D->succ[base] = P->cblk_task[S->blok_fcblk[D->first[i]]];
                 e = 1;
+            } else if (D->kind[i] == SCHED_TASK_DIAG) {
+                /* its TRSMs follow it */
+                int ng = (int)plan_ngroups(S, k);
+                for (; e < ng; e++)
+                    if (pass == 1) D->succ[base + e] = i + 1 + e;
+            } else if (D->kind[i] == SCHED_TASK_TRSM) {
+                /* the UPDATE2Ds that read its rows: (x, g) for x < g, then (g, y) for y >= g */
+                int d0 = P->cblk_task[k], ng = (int)plan_ngroups(S, k), g = i - d0 - 1;
+                for (int x = 0; x < g; x++, e++)
+                    if (pass == 1) D->succ[base + e] = plan_update2d_id(d0, ng, x, g);
+                for (int y = g; y < ng; y++, e++)
+                    if (pass == 1) D->succ[base + e] = plan_update2d_id(d0, ng, g, y);
             } else if (D->kind[i] == SCHED_TASK_PANEL) {
                 for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
                     if (pass == 1) D->succ[base + e] = i + 1 + e;
@@ -710,6 +807,8 @@ static canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err
         if (D->kind[i] == SCHED_TASK_UPDATE) {
             cint b = D->first[i];
             P->blok_contrib[b] = P->cblk_ncontrib[S->blok_fcblk[b]]++;
+        } else if (D->kind[i] == SCHED_TASK_UPDATE2D) {
+            P->task_contrib[i] = P->cblk_ncontrib[S->blok_fcblk[D->first[i]]]++;
         } else if (D->kind[i] == SCHED_TASK_SUBTREE) {
             cint root = D->cblk[i];
             for (cint k = D->first[i]; k <= root; k++)
@@ -725,28 +824,14 @@ static canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err
 
 /* ---- driver ------------------------------------------------------------------------------------- */
 
-canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
-                               sched_plan *P, canopy_err *err)
+/* One plan with 2D tasks in the top @p levels Snode levels (0: none); inputs already checked. */
+static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
+                                    int levels, sched_plan *P, canopy_err *err)
 {
-    if (P == NULL || S == NULL || o == NULL)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: NULL argument");
     memset(P, 0, sizeof *P);
-    if (o->nthreads < 1)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d threads", o->nthreads);
-    if (o->kind != CANOPY_FACT_LLT && o->kind != CANOPY_FACT_LDLT && o->kind != CANOPY_FACT_LU)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: factorization kind %d is not LLT, LDLT or LU",
-                              (int)o->kind);
-    canopy_status st = plan_check_structure(S, err);
-    if (st != CANOPY_SUCCESS) return st;
-    sched_cost_model fixed;
-    if (cm == NULL) {
-        cost_model_fixed(&fixed);
-        cm = &fixed;
-    }
+    canopy_status st = CANOPY_SUCCESS;
     cint n = S->ncblk;
     int R = o->nranks > 1 ? o->nranks : 1, TR = o->nthreads;
-    if ((int64_t)R * TR > 1 << 20)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d ranks x %d threads", R, TR);
     int T = R * TR;
     plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .T = T, .n = n, .R = R};
     plan_tasks X = {0};
@@ -781,12 +866,14 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     B.pairs = canopy_alloc(n1, sizeof(plan_pair), "plan scratch", err);
     B.tload = canopy_alloc((size_t)T, sizeof(double), "plan scratch", err);
     B.theap = canopy_alloc((size_t)T, sizeof(int), "plan scratch", err);
+    B.twod = canopy_calloc(n1, 1, "plan scratch", err);
+    B.gstart = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "plan scratch", err);
     stamp = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
     int *scount = NULL, *group = NULL, *follow = NULL, *gsnode = NULL;
     double *delay = NULL;
     if (!P->cblk_rank || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
         !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
-        !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !stamp) {
+        !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !B.twod || !B.gstart || !stamp) {
         st = plan_nomem(err);
         goto out;
     }
@@ -823,6 +910,14 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     for (cint k = 0; k < n; k++) total += P->cblk_cost[k];
     double gran = o->granularity > 0 ? o->granularity : 8.0;
     plan_subtrees(&B, T == 1 ? INFINITY : total / ((double)T * gran));
+    /* 2D: wide cblks shared by several threads in the top levels of the Snode tree */
+    P->twod_levels = levels;
+    for (cint k = 0; k < n && levels > 0; k++) {
+        B.twod[k] = B.sroot[k] < 0 && B.t1[k] - B.t0[k] >= 2 &&
+                    P->factor.snode_depth[P->cblk_snode[k]] < levels &&
+                    S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH && plan_ngroups(S, k) <= PLAN_TWOD_MAX_GROUPS;
+        P->twod_cblks += B.twod[k];
+    }
     if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
     if ((st = plan_edges(&B, P, stamp, err)) != CANOPY_SUCCESS) goto out;
     if ((st = sched_bottom_level(&P->factor, err)) != CANOPY_SUCCESS) goto out;
@@ -850,8 +945,10 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
             cint src = P->factor.cblk[i];
             int shared_src = P->factor.kind[i] != SCHED_TASK_SUBTREE && B.shared[src];
             group[i] = shared_src ? -1 : X.cand_t0[i] / TR;
-            follow[i] = shared_src && P->factor.kind[i] == SCHED_TASK_UPDATE ? P->cblk_task[src] : -1;
-            if (P->factor.kind[i] == SCHED_TASK_PANEL) {
+            int kd = P->factor.kind[i];
+            int follows = kd == SCHED_TASK_UPDATE || kd == SCHED_TASK_TRSM || kd == SCHED_TASK_UPDATE2D;
+            follow[i] = shared_src && follows ? P->cblk_task[src] : -1;
+            if (kd == SCHED_TASK_PANEL || kd == SCHED_TASK_DIAG) {
                 cint j = P->factor.cblk[i];
                 double bytes = sb * (double)S->cblk_stride[j] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
                 delay[i] = o->comm_latency + bytes * o->comm_byte_time;
@@ -890,6 +987,8 @@ out:
     canopy_free(B.pairs);
     canopy_free(B.tload);
     canopy_free(B.theap);
+    canopy_free(B.twod);
+    canopy_free(B.gstart);
     canopy_free(B.rank);
     canopy_free(B.shared);
     canopy_free(group);
@@ -906,6 +1005,55 @@ out:
     return st;
 }
 
+canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
+                               sched_plan *P, canopy_err *err)
+{
+    if (P == NULL || S == NULL || o == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: NULL argument");
+    memset(P, 0, sizeof *P);
+    if (o->nthreads < 1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d threads", o->nthreads);
+    if (o->kind != CANOPY_FACT_LLT && o->kind != CANOPY_FACT_LDLT && o->kind != CANOPY_FACT_LU)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: factorization kind %d is not LLT, LDLT or LU",
+                              (int)o->kind);
+    if (o->twod_levels < -1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: 2D levels %d (-1 = auto, 0 = none, or a count)",
+                              o->twod_levels);
+    canopy_status st = plan_check_structure(S, err);
+    if (st != CANOPY_SUCCESS) return st;
+    sched_cost_model fixed;
+    if (cm == NULL) {
+        cost_model_fixed(&fixed);
+        cm = &fixed;
+    }
+    int R = o->nranks > 1 ? o->nranks : 1, TR = o->nthreads;
+    if ((int64_t)R * TR > 1 << 20)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d ranks x %d threads", R, TR);
+    if (o->twod_levels >= 0 || R * TR == 1) return plan_build_one(S, cm, o, o->twod_levels > 0 ? o->twod_levels : 0, P, err);
+    /* auto: the simulation decides. One level more at a time from none, while a level brings new
+     * 2D cblks and the predicted makespan drops by at least 1%; keep the best plan. */
+    st = plan_build_one(S, cm, o, 0, P, err);
+    int64_t prev = 0;
+    for (int levels = 1; st == CANOPY_SUCCESS && levels <= 64; levels++) {
+        sched_plan Q;
+        st = plan_build_one(S, cm, o, levels, &Q, err);
+        if (st != CANOPY_SUCCESS) {
+            sched_plan_free(P);
+            break;
+        }
+        int more = Q.twod_cblks > prev;
+        prev = Q.twod_cblks;
+        if (more && Q.factor.predicted_time < 0.99 * P->factor.predicted_time) {
+            sched_plan_free(P);
+            *P = Q;
+        } else {
+            sched_plan_free(&Q);
+        }
+        if (!more) break;
+    }
+    return st;
+}
+
 void sched_plan_free(sched_plan *P)
 {
     if (P == NULL) return;
@@ -916,6 +1064,7 @@ void sched_plan_free(sched_plan *P)
     canopy_free(P->cblk_owner);
     canopy_free(P->cblk_task);
     canopy_free(P->blok_contrib);
+    canopy_free(P->task_contrib);
     canopy_free(P->cblk_ncontrib);
     canopy_free(P->cblk_cost);
     canopy_free(P->task_seq);

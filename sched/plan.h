@@ -12,8 +12,14 @@
  *  - PANEL k for every cblk k outside subtree tasks.
  *  - UPDATE (k, group) for every k outside subtree tasks and every maximal run of k's
  *    off-diagonal bloks facing the same cblk j (first = the run's first blok).
+ *  - 2D cblks (wide, shared by several threads, in the top twod_levels levels of the Snode tree)
+ *    have instead DIAG k (the diagonal block), TRSM (k, g) for each facing group g (its rows), and
+ *    UPDATE2D (k, g, g2) for g <= g2: rows of g2 times the columns of g, into the cblk g faces.
+ *    Tiles are facing groups, so a tile is as high as the target's column block (the split
+ *    width) and every UPDATE2D lands in one blok row of its target.
  * Edges: PANEL k -> its UPDATEs; UPDATE (k -> j) -> PANEL j; SUBTREE s -> PANEL j for every j
- * outside s receiving an external update from s (one edge per distinct j).
+ * outside s receiving an external update from s (one edge per distinct j); DIAG k -> its TRSMs;
+ * TRSM (k, g) -> the UPDATE2Ds reading g's rows; UPDATE2D into j -> j's PANEL or DIAG.
  *
  * Ordered contributions: the contributions into a cblk j coming from other tasks (UPDATE tasks,
  * and each external update inside SUBTREE tasks) are numbered 0..cblk_ncontrib[j]-1 in the order
@@ -38,6 +44,9 @@ typedef struct sched_plan_opts {
                                        threads, thread t on rank t / nthreads (two-level mapping) */
     double comm_latency;          /**< seconds per message between ranks (simulation) */
     double comm_byte_time;        /**< seconds per byte between ranks (simulation) */
+    int twod_levels;              /**< 2D tasks for the wide cblks shared by several threads in the top
+                                       twod_levels levels of the Snode tree; 0 = none, -1 = auto (the
+                                       count whose simulated makespan is shortest) */
 } sched_plan_opts;
 
 typedef struct sched_plan {
@@ -54,7 +63,11 @@ typedef struct sched_plan {
     int *blok_contrib;        /**< [nblok] at the first blok of each facing group of a cblk k: the
                                    contribution number into the facing cblk, or -1 when k and the
                                    facing cblk are in the same SUBTREE task (private: no protocol) */
+    int *task_contrib;        /**< [factor.ntasks] UPDATE2D: its contribution number into its target
+                                   (same sequence as blok_contrib); -1 for the other kinds */
     int *cblk_ncontrib;       /**< [ncblk] contributions into the cblk from other tasks */
+    int twod_levels;          /**< Snode levels from the root whose wide cblks are 2D (0: none) */
+    int64_t twod_cblks;       /**< cblks factored with 2D tasks */
     double *cblk_cost;        /**< [ncblk] predicted seconds of the panel and of its updates */
     double total_cost;        /**< sum of all predicted task costs (one-thread time) */
     sched_dag factor;         /**< the graph; factor.predicted_time = simulated makespan */

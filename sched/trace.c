@@ -25,6 +25,9 @@ static const char *const sched_trace_kinds[] = {
     [SCHED_TASK_SUBTREE] = "subtree",
     [SCHED_TASK_FORWARD] = "forward",
     [SCHED_TASK_BACKWARD] = "backward",
+    [SCHED_TASK_DIAG] = "diag",
+    [SCHED_TASK_TRSM] = "trsm",
+    [SCHED_TASK_UPDATE2D] = "update2d",
 };
 #define SCHED_TRACE_NKINDS ((int)(sizeof sched_trace_kinds / sizeof sched_trace_kinds[0]))
 

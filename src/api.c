@@ -377,6 +377,8 @@ static canopy_status analyze_rank0(canopy_solver *s)
     st->time_symbolic = t3 - t2;
     st->time_analyze = t4 - t0;
     st->time_factorize_predicted = s->rt.plan.factor.predicted_time;
+    st->twod_levels = s->rt.plan.twod_levels;
+    st->twod_cblks = s->rt.plan.twod_cblks;
     st->ncblk = s->S.ncblk;
     st->nblok = s->S.nblok;
     st->factorization = s->fact;

@@ -21,6 +21,14 @@ typedef struct kpar {
 
 static _Thread_local unsigned kstress_seed = 987654321u;
 
+/* End of the facing group of cblk k that starts at blok b (its bloks all face one cblk). */
+static cint kgroup_end(const symbolic *S, cint k, cint b)
+{
+    cint e = b + 1, bend = S->cblk_fblok[k + 1];
+    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+    return e;
+}
+
 /* The fan-in buffers of remote cblk j are complete: hand them to the communication. */
 static void ksend_fanin(kpar *pc, cint j)
 {
@@ -53,16 +61,17 @@ static void kfanin_add(kpar *pc, cint j)
  * A target on another rank is this rank's fan-in buffer of it: the last contribution sends it.
  * Returns nonzero if the run was aborted while waiting.
  */
-static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, int contrib, SCALAR *W, SCALAR *buf)
+static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, cint rb0, cint rb1, int contrib,
+                           SCALAR *W, SCALAR *buf)
 {
     cint j = pc->c.S->blok_fcblk[fb0];
     numeric *F = pc->F;
     int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
-        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_ALL);
+        if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_ALL);
     } else {
-        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_COMPUTE);
+        if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_COMPUTE);
         if (atomic_load_explicit(&F->serving[j], memory_order_acquire) != ticket) {
             /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
             double t0 = canopy_wtime();
@@ -70,7 +79,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
             F->run.lock_wait[sched_worker_id(wk)] += canopy_wtime() - t0;
             if (aborted) return 1;
         }
-        if (compute) kupdate(&pc->c, k, fb0, fb1, W, buf, KC_APPLY);
+        if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_APPLY);
     }
     atomic_store_explicit(&F->serving[j], ticket + 1, memory_order_release);
     sched_wake(wk);
@@ -81,10 +90,10 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
 
 /* Panel of cblk k by worker t; nonzero aborts the run (one rank only: with several, a failure
  * switches to draining so that the other ranks still get every message). */
-static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W)
+static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W, int diag_only)
 {
     if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) return 0;
-    int64_t r = kpanel(&pc->c, k, W);
+    int64_t r = diag_only ? kdiag(&pc->c, k, W) : kpanel(&pc->c, k, W);
     if (r < 0) {
         int none = -1;
         if (atomic_compare_exchange_strong(&pc->failed_cblk, &none, (int)k))
@@ -109,25 +118,37 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
     switch (d->kind[task]) {
     case SCHED_TASK_PANEL:
+    case SCHED_TASK_DIAG:
         if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k] &&
             !atomic_load_explicit(&pc->drain, memory_order_relaxed))
             kfanin_add(pc, k);
-        return kpar_panel(pc, k, t, W);
+        return kpar_panel(pc, k, t, W, d->kind[task] == SCHED_TASK_DIAG);
+    case SCHED_TASK_TRSM: {
+        cint b = d->first[task], e = kgroup_end(S, k, b);
+        if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
+            koffdiag(&pc->c, k, S->blok_coefrow[b], e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]);
+        return 0;
+    }
     case SCHED_TASK_UPDATE: {
-        cint fb0 = d->first[task], fb1 = fb0 + 1, bend = S->cblk_fblok[k + 1];
-        while (fb1 < bend && S->blok_fcblk[fb1] == S->blok_fcblk[fb0]) fb1++;
-        return kupdate_guarded(pc, wk, k, fb0, fb1, pc->loc->blok_contrib[fb0], W, buf);
+        cint fb0 = d->first[task];
+        return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), fb0, S->cblk_fblok[k + 1],
+                               pc->loc->blok_contrib[fb0], W, buf);
+    }
+    case SCHED_TASK_UPDATE2D: {
+        cint fb0 = d->first[task], rb0 = d->tile[task];
+        return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), rb0, kgroup_end(S, k, rb0),
+                               pc->loc->task_contrib[task], W, buf);
     }
     case SCHED_TASK_SUBTREE:
         for (cint q = d->first[task]; q <= k; q++) {
-            if (kpar_panel(pc, q, t, W) != 0) return 1;
+            if (kpar_panel(pc, q, t, W, 0) != 0) return 1;
             for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
                 cint e = b + 1;
                 while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
                 int contrib = pc->loc->blok_contrib[b];
                 if (contrib < 0) { /* target inside this subtree */
                     if (!atomic_load_explicit(&pc->drain, memory_order_relaxed)) kupdate(&pc->c, q, b, e, W, buf, KC_ALL);
-                } else if (kupdate_guarded(pc, wk, q, b, e, contrib, W, buf) != 0) {
+                } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W, buf) != 0) {
                     return 1;
                 }
                 b = e;

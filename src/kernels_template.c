@@ -292,89 +292,105 @@ typedef struct kctx {
 } kctx;
 
 /*
- * Panel task of cblk k: factor the diagonal block, then the off-diagonal rows (one TRSM on the
- * contiguous rows below it). @p W is the dense LDL^T kernel's scratch. Returns the perturbed
- * pivots, or -1 - info when LL^T meets a non-positive pivot.
+ * Diagonal block of cblk k: POTRF, the LDL^T kernel or the LU kernel (static pivoting inside the
+ * block). @p W is the dense LDL^T kernel's scratch. Returns the perturbed pivots, or -1 - info
+ * when LL^T meets a non-positive pivot.
  */
-static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
+static int64_t kdiag(const kctx *c, cint k, SCALAR *W)
 {
     const symbolic *S = c->S;
-    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
+    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
     SCALAR *P = c->L + c->coef[k];
-    int64_t count = 0;
     switch (c->kind) {
     case CANOPY_FACT_LLT: {
         lapack_int info = K_POTRF(LAPACK_COL_MAJOR, 'L', (lapack_int)w, K_LAPACK_PTR(P), (lapack_int)st);
-        if (info > 0) return -1 - (int64_t)info;
-        if (m > 0)
-            K_TRSM(CblasColMajor, CblasRight, CblasLower, K_TRANS_H, CblasNonUnit, (int)m, (int)w,
-                   K_BS(K_ONE), P, (int)st, P + w, (int)st);
-        break;
+        return info > 0 ? -1 - (int64_t)info : 0;
     }
+    case CANOPY_FACT_LDLT:
+        return KSFX(numeric_dense_ldlt)(w, P, st, c->ipiv + fcol, c->dsub + fcol, c->thr, W);
+    default:
+        return KSFX(numeric_dense_lu)(w, P, st, c->ipiv + fcol, c->thr);
+    }
+}
+
+/* Columns j and ipiv[j] of the panel rows X[0:m] (leading dimension st) exchanged, for each j
+ * whose pivot moved: the diagonal block's interchanges as seen from the rows below it. */
+static void kswap_cols(SCALAR *X, cint m, cint st, cint w, const cint *ipiv)
+{
+    for (cint j = 0; j < w; j++)
+        if (ipiv[j] >= 0 && ipiv[j] != j) {
+            SCALAR *a = X + (size_t)j * st, *b = X + (size_t)ipiv[j] * st;
+            for (cint r = 0; r < m; r++) {
+                SCALAR t = a[r];
+                a[r] = b[r];
+                b[r] = t;
+            }
+        }
+}
+
+/*
+ * Panel rows r0..r1-1 of cblk k (r0 >= its width) against its factored diagonal block: every row
+ * on its own, so that the 2D tasks can split the rows of a wide cblk by facing group.
+ */
+static void koffdiag(const kctx *c, cint k, cint r0, cint r1)
+{
+    const symbolic *S = c->S;
+    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = r1 - r0;
+    SCALAR *P = c->L + c->coef[k];
+    if (m <= 0) return;
+    switch (c->kind) {
+    case CANOPY_FACT_LLT:
+        K_TRSM(CblasColMajor, CblasRight, CblasLower, K_TRANS_H, CblasNonUnit, (int)m, (int)w, K_BS(K_ONE), P,
+               (int)st, P + r0, (int)st);
+        break;
     case CANOPY_FACT_LDLT: {
-        cint *ipiv = c->ipiv + fcol;
-        SCALAR *dsub = c->dsub + fcol;
-        count = KSFX(numeric_dense_ldlt)(w, P, st, ipiv, dsub, c->thr, W);
-        if (m > 0) {
-            SCALAR *X = P + w;
-            /* the block's symmetric interchanges are column interchanges of the rows below it */
-            for (cint j = 0; j < w; j++)
-                if (ipiv[j] >= 0 && ipiv[j] != j) {
-                    SCALAR *a = X + (size_t)j * st, *b = X + (size_t)ipiv[j] * st;
-                    for (cint r = 0; r < m; r++) {
-                        SCALAR t = a[r];
-                        a[r] = b[r];
-                        b[r] = t;
-                    }
+        const cint *ipiv = c->ipiv + fcol;
+        const SCALAR *dsub = c->dsub + fcol;
+        SCALAR *X = P + r0;
+        /* the block's symmetric interchanges are column interchanges of the rows below it */
+        kswap_cols(X, m, st, w, ipiv);
+        /* X = A_off P^T L^-T = L_off D, then L_off = X D^-1 (the updates rebuild the rows of
+         * L_off D they need: see kupdate) */
+        K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w, K_BS(K_ONE), P,
+               (int)st, X, (int)st);
+        for (cint j = 0; j < w;) {
+            SCALAR *col = X + (size_t)j * st;
+            if (ipiv[j] < 0) {
+                SCALAR d11, d22, d21;
+                kdinv2(P[j + (size_t)j * st], dsub[j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
+                SCALAR *col2 = col + st;
+                for (cint r = 0; r < m; r++) {
+                    SCALAR x1 = col[r], x2 = col2[r];
+                    col[r] = d21 * (d11 * x1 - x2);
+                    col2[r] = d21 * (d22 * x2 - x1);
                 }
-            /* X = A_off P^T L^-T = L_off D, then L_off = X D^-1 (the updates rebuild the rows of
-             * L_off D they need: see kupdate) */
-            K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w,
-                   K_BS(K_ONE), P, (int)st, X, (int)st);
-            for (cint j = 0; j < w;) {
-                SCALAR *col = X + (size_t)j * st;
-                if (ipiv[j] < 0) {
-                    SCALAR d11, d22, d21;
-                    kdinv2(P[j + (size_t)j * st], dsub[j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
-                    SCALAR *col2 = col + st;
-                    for (cint r = 0; r < m; r++) {
-                        SCALAR x1 = col[r], x2 = col2[r];
-                        col[r] = d21 * (d11 * x1 - x2);
-                        col2[r] = d21 * (d22 * x2 - x1);
-                    }
-                    j += 2;
-                } else {
-                    SCALAR inv = K_ONE / P[j + (size_t)j * st];
-                    for (cint r = 0; r < m; r++) col[r] *= inv;
-                    j++;
-                }
+                j += 2;
+            } else {
+                SCALAR inv = K_ONE / P[j + (size_t)j * st];
+                for (cint r = 0; r < m; r++) col[r] *= inv;
+                j++;
             }
         }
         break;
     }
     default: { /* LU */
-        cint *ipiv = c->ipiv + fcol;
-        count = KSFX(numeric_dense_lu)(w, P, st, ipiv, c->thr);
-        if (m > 0) {
-            SCALAR *UT = c->U + c->coef[k];
-            K_TRSM(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)m, (int)w,
-                   K_BS(K_ONE), P, (int)st, P + w, (int)st);
-            /* row interchanges of the block are column interchanges of U^T */
-            for (cint j = 0; j < w; j++)
-                if (ipiv[j] != j) {
-                    SCALAR *a = UT + w + (size_t)j * st, *b = UT + w + (size_t)ipiv[j] * st;
-                    for (cint r = 0; r < m; r++) {
-                        SCALAR t = a[r];
-                        a[r] = b[r];
-                        b[r] = t;
-                    }
-                }
-            K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w,
-                   K_BS(K_ONE), P, (int)st, UT + w, (int)st);
-        }
+        SCALAR *UT = c->U + c->coef[k];
+        K_TRSM(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)m, (int)w, K_BS(K_ONE), P,
+               (int)st, P + r0, (int)st);
+        /* row interchanges of the block are column interchanges of U^T */
+        kswap_cols(UT + r0, m, st, w, c->ipiv + fcol);
+        K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasUnit, (int)m, (int)w, K_BS(K_ONE), P,
+               (int)st, UT + r0, (int)st);
         break;
     }
     }
+}
+
+/* Panel task of cblk k: the diagonal block, then all its off-diagonal rows at once. */
+static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
+{
+    int64_t count = kdiag(c, k, W);
+    if (count >= 0) koffdiag(c, k, c->S->cblk_fcol[k + 1] - c->S->cblk_fcol[k], c->S->cblk_stride[k]);
     return count;
 }
 
@@ -515,47 +531,59 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
 }
 
 /*
- * Update task: cblk k's bloks fb0..fb1-1 all face cblk j; apply their contribution to j (phase:
- * KC_ALL, or KC_COMPUTE then KC_APPLY with the same buffer). @p W is scratch for the L*D rows
- * (LDL^T only, stride * width scalars), @p buf the update buffer (S->max_update_buf scalars, twice
- * that for LU: the U side's product follows the L side's).
+ * Update: cblk k's bloks fb0..fb1-1 all face cblk j; apply the contribution of k's rows in bloks
+ * rb0..rb1-1 (fb0 <= rb0: all the rows from the facing group on for an UPDATE task, one facing
+ * group's rows for an UPDATE2D task) to j. Phase: KC_ALL, or KC_COMPUTE then KC_APPLY with the
+ * same buffer. @p W is scratch for the L*D rows (LDL^T only, stride * width scalars), @p buf the
+ * update buffer (S->max_update_buf scalars, twice that for LU: the U side's product follows the
+ * L side's).
  */
-static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR *buf, int phase)
+static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, cint rb1, SCALAR *W, SCALAR *buf,
+                         int phase)
 {
     const symbolic *S = c->S;
     cint j = S->blok_fcblk[fb0], bend = S->cblk_fblok[k + 1];
     cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k];
-    cint r0 = S->blok_coefrow[fb0];
+    cint r0 = S->blok_coefrow[fb0], q0 = S->blok_coefrow[rb0];
+    int square = rb0 == fb0; /* the rows start with the facing rows: j's diagonal square */
     const SCALAR *P = c->L + c->coef[k];
     SCALAR *Lj = c->L + c->coef[j];
     cint stj = S->cblk_stride[j];
     switch (c->kind) {
     case CANOPY_FACT_LLT:
-        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, P + r0, st, K_TRANS_H, Lj, stj, buf, 1, phase);
+        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, P + r0, st, K_TRANS_H, Lj, stj, buf, square, phase);
         break;
     case CANOPY_FACT_LDLT: {
         cint hb = S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) - r0;
         if (phase != KC_APPLY) kld_rows(c, k, r0, hb, W);
-        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, W, hb, CblasTrans, Lj, stj, buf, 1, phase);
+        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, W, hb, CblasTrans, Lj, stj, buf, square, phase);
         break;
     }
     default: {
         const SCALAR *UT = c->U + c->coef[k];
-        /* L side: every row from the facing bloks on, against U^T of the facing rows */
-        kcontribute(S, fb0, bend, fb0, fb1, j, (int)w, P + r0, st, UT + r0, st, CblasTrans, Lj, stj, buf, 0, phase);
+        /* L side: the rows against U^T of the facing rows */
+        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, UT + r0, st, CblasTrans, Lj, stj, buf, 0, phase);
         /* U side: U^T rows strictly after the facing bloks, against L of the facing rows; its
          * product goes after the L side's (rows of the L side x facing height) */
-        if (fb1 < bend) {
+        cint ub0 = rb0 > fb1 ? rb0 : fb1;
+        if (ub0 < rb1) {
             SCALAR *Uj = c->U + c->coef[j];
             cint hb = 0;
             for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
-            SCALAR *ubuf = phase == KC_ALL ? buf : buf + (size_t)(st - r0) * (size_t)hb;
-            kcontribute(S, fb1, bend, fb0, fb1, j, (int)w, UT + S->blok_coefrow[fb1], st, P + r0, st,
-                        CblasTrans, Uj, stj, ubuf, 0, phase);
+            cint q1 = rb1 < bend ? S->blok_coefrow[rb1] : st;
+            SCALAR *ubuf = phase == KC_ALL ? buf : buf + (size_t)(q1 - q0) * (size_t)hb;
+            kcontribute(S, ub0, rb1, fb0, fb1, j, (int)w, UT + S->blok_coefrow[ub0], st, P + r0, st, CblasTrans, Uj,
+                        stj, ubuf, 0, phase);
         }
         break;
     }
     }
+}
+
+/* Update task: all of k's rows from the facing group fb0..fb1-1 on, into the cblk it faces. */
+static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR *buf, int phase)
+{
+    kupdate_rows(c, k, fb0, fb1, fb0, c->S->cblk_fblok[k + 1], W, buf, phase);
 }
 
 /*

@@ -16,7 +16,7 @@ const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
     "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
-    "ordering-threads", NULL};
+    "ordering-threads", "2d-levels", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -40,6 +40,7 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *o)
     o->verbose = 0;
     o->memory_check = 1;
     o->memory_limit = 0;
+    o->twod_levels = -1; /* auto: the plan's simulation chooses */
 }
 
 static int set_msg(char *msg, size_t len, const char *fmt, const char *a, const char *b) CANOPY_PRINTF(3, 0);
@@ -168,6 +169,10 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "ordering-threads")) {
         if (!parse_int(value, 0, 4096, &iv)) BAD("0 (the rank's worker threads) or a thread count up to 4096");
         o->ordering_threads = iv;
+    } else if (!strcmp(key, "2d-levels")) {
+        if (!strcmp(value, "auto")) iv = -1;
+        else if (!parse_int(value, 0, 64, &iv)) BAD("auto, 0 (no 2D tasks) or a level count up to 64");
+        o->twod_levels = iv;
     } else if (!strcmp(key, "split")) {
         if (!strcmp(value, "auto")) iv = -1;
         else if (!parse_int(value, 0, 1 << 20, &iv)) BAD("auto, 0 (no splitting) or a column count");
@@ -231,6 +236,9 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
 {
     if (o->threads < 0 || o->threads > 4096)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: threads = %d is out of range 0..4096", o->threads);
+    if (o->twod_levels < -1 || o->twod_levels > 64)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: twod_levels = %d (-1 = auto, 0 = none, up to 64)",
+                              o->twod_levels);
     if (o->ordering_threads < 0 || o->ordering_threads > 4096)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering_threads = %d is out of range 0..4096",
                               o->ordering_threads);

@@ -89,7 +89,8 @@ canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic 
     }
     int R = rt->nranks > 1 ? rt->nranks : 1;
     sched_plan_opts po = {.nthreads = rt->nthreads, .kind = kind, .complex_arith = complex_arith, .nranks = R,
-                          .comm_latency = rt->comm_latency, .comm_byte_time = rt->comm_byte_time};
+                          .comm_latency = rt->comm_latency, .comm_byte_time = rt->comm_byte_time,
+                          .twod_levels = o->twod_levels};
     /* kernels run slower when every worker of the node computes: plan with the loaded rates */
     sched_cost_model loaded = rt->cost;
     cost_model_under_load(&loaded, rt->nthreads * rt->ranks_on_node);
@@ -143,6 +144,8 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     st->numa_nodes = rt->nnodes;
     st->bound = rt->workers.bound && !rt->workers.dry_run;
     st->time_factorize_predicted = rt->have_plan ? rt->plan.factor.predicted_time : 0;
+    st->twod_levels = rt->have_plan ? rt->plan.twod_levels : 0;
+    st->twod_cblks = rt->have_plan ? rt->plan.twod_cblks : 0;
     if (F->nthreads != T || !rt->have_plan) return;
     double busy = 0;
     int64_t steals = 0, remote = 0;
