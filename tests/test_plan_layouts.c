@@ -201,20 +201,20 @@ static cint group_end(const symbolic *S, cint k, cint b)
 }
 
 typedef struct layout_stats {
-    int64_t plans, local_plans, empty_ranks;
+    int64_t plans, local_plans, empty_ranks, twod_plans;
 } layout_stats;
 
 /* Everything about one plan and the local plans of all its ranks. */
-static void check_layout(const symbolic *S, int R, int T, canopy_factorization kind, int cpx, const char *what,
-                         layout_stats *ls)
+static void check_layout(const symbolic *S, int R, int T, canopy_factorization kind, int cpx, int twod,
+                         const char *what, layout_stats *ls)
 {
     char ctx[256], why[256];
-    snprintf(ctx, sizeof ctx, "%s, %d ranks x %d threads, %s%s", what, R, T,
-             kind == CANOPY_FACT_LLT ? "LLT" : kind == CANOPY_FACT_LDLT ? "LDLT" : "LU", cpx ? " complex" : "");
+    snprintf(ctx, sizeof ctx, "%s, %d ranks x %d threads, %s%s, 2D levels %d", what, R, T,
+             kind == CANOPY_FACT_LLT ? "LLT" : kind == CANOPY_FACT_LDLT ? "LDLT" : "LU", cpx ? " complex" : "", twod);
     sched_plan P;
     canopy_err err = {0};
     sched_plan_opts o = {.nthreads = T, .kind = kind, .complex_arith = cpx, .nranks = R, .comm_latency = 2e-6,
-                         .comm_byte_time = 1e-10};
+                         .comm_byte_time = 1e-10, .twod_levels = twod};
     REQUIRE(sched_plan_build(S, NULL, &o, &P, &err) == CANOPY_SUCCESS, "%s: %s", ctx, err.msg);
     ls->plans++;
     const sched_dag *D = &P.factor;
@@ -247,6 +247,9 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
 
     /* tasks: each cblk factored once, each facing group updated once, on the cblk's rank */
     int *factored = calloc((size_t)n + 1, sizeof(int)), *updated = calloc((size_t)S->nblok + 1, sizeof(int));
+    int *is2d = calloc((size_t)n + 1, sizeof(int)), *trsm = calloc((size_t)S->nblok + 1, sizeof(int));
+    int *upd2d = calloc((size_t)S->nblok + 1, sizeof(int));
+    int64_t n2d = 0;
     int *in_subtree = malloc(sizeof(int) * ((size_t)n + 1));
     for (cint k = 0; k < n; k++) in_subtree[k] = -1;
     for (int i = 0; i < nt; i++) {
@@ -267,9 +270,33 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
                 REQUIRE(P.cblk_rank[q] == P.cblk_rank[k] && P.cblk_owner[q] == own,
                               "%s: subtree task %d spans threads", ctx, i);
             }
-        } else if (D->kind[i] == SCHED_TASK_PANEL) {
+        } else if (D->kind[i] == SCHED_TASK_PANEL || D->kind[i] == SCHED_TASK_DIAG) {
             factored[k]++;
             REQUIRE(P.cblk_task[k] == i, "%s: cblk_task of %d", ctx, (int)k);
+            if (D->kind[i] == SCHED_TASK_DIAG) {
+                is2d[k] = 1;
+                n2d++;
+                REQUIRE(twod != 0, "%s: 2D task without 2D levels", ctx);
+                REQUIRE(P.cblk_t1[k] - P.cblk_t0[k] >= 2 || R > 1, "%s: 2D cblk %d with one candidate", ctx, (int)k);
+            }
+        } else if (D->kind[i] == SCHED_TASK_TRSM) {
+            cint b = D->first[i];
+            REQUIRE(b > S->cblk_fblok[k] && b < S->cblk_fblok[k + 1] && group_start(S, k, b), "%s: trsm task %d blok",
+                    ctx, i);
+            trsm[b]++;
+            /* after its DIAG, before every UPDATE2D that reads its rows */
+            int found = 0;
+            for (int e = D->succ_ptr[P.cblk_task[k]]; e < D->succ_ptr[P.cblk_task[k] + 1]; e++) found |= D->succ[e] == i;
+            REQUIRE(found, "%s: trsm task %d does not follow its DIAG", ctx, i);
+        } else if (D->kind[i] == SCHED_TASK_UPDATE2D) {
+            cint b = D->first[i], rb = D->tile[i];
+            REQUIRE(b > S->cblk_fblok[k] && rb >= b && rb < S->cblk_fblok[k + 1] && group_start(S, k, b) &&
+                        group_start(S, k, rb), "%s: update2d task %d bloks %d, %d", ctx, i, (int)b, (int)rb);
+            upd2d[b]++;
+            /* one successor: the task factoring the target */
+            REQUIRE(D->succ_ptr[i + 1] - D->succ_ptr[i] == 1 && D->succ[D->succ_ptr[i]] == P.cblk_task[S->blok_fcblk[b]],
+                    "%s: update2d task %d successor", ctx, i);
+            REQUIRE(D->npred[i] == (rb == b ? 1 : 2), "%s: update2d task %d has %d predecessors", ctx, i, D->npred[i]);
         } else {
             REQUIRE(D->kind[i] == SCHED_TASK_UPDATE, "%s: task %d kind %d", ctx, i, D->kind[i]);
             cint b = D->first[i];
@@ -278,12 +305,22 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
             updated[b]++;
         }
     }
+    ls->twod_plans += n2d > 0;
+    REQUIRE(n2d == P.twod_cblks, "%s: %lld 2D cblks, plan says %lld", ctx, (long long)n2d, (long long)P.twod_cblks);
     for (cint k = 0; k < n; k++) {
         REQUIRE(factored[k] == 1, "%s: cblk %d factored %d times", ctx, (int)k, factored[k]);
-        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b))
-            REQUIRE(updated[b] == (in_subtree[k] < 0), "%s: group at blok %d updated %d times", ctx, (int)b,
-                          updated[b]);
+        int ng = 0, g = 0;
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b)) ng++;
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b), g++) {
+            REQUIRE(updated[b] == (in_subtree[k] < 0 && !is2d[k]), "%s: group at blok %d updated %d times", ctx, (int)b,
+                    updated[b]);
+            /* 2D: one TRSM per group, one UPDATE2D per (group, later-or-same group) */
+            REQUIRE(trsm[b] == is2d[k] && upd2d[b] == (is2d[k] ? ng - g : 0),
+                    "%s: 2D cblk %d group %d: %d trsm, %d update2d of %d groups", ctx, (int)k, g, trsm[b], upd2d[b], ng);
+        }
     }
+    free(trsm);
+    free(upd2d);
 
     /* simulation: a topological sequence, starts after the predecessors, threads never overlap */
     int *byseq = malloc(sizeof(int) * ((size_t)nt + 1));
@@ -316,17 +353,42 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b)) {
             cint j = S->blok_fcblk[b];
             int c = P.blok_contrib[b], priv = in_subtree[k] >= 0 && in_subtree[k] == in_subtree[j];
-            REQUIRE((c < 0) == priv, "%s: blok %d private %d but number %d", ctx, (int)b, priv, c);
+            REQUIRE((c < 0) == (priv || is2d[k]), "%s: blok %d private %d but number %d", ctx, (int)b, priv, c);
             if (c < 0) continue;
             REQUIRE(c < P.cblk_ncontrib[j], "%s: contribution %d into cblk %d of %d", ctx, c, (int)j,
                           P.cblk_ncontrib[j]);
             REQUIRE(seen[S->cblk_fblok[j] + 0] < P.cblk_ncontrib[j], "%s: too many into %d", ctx, (int)j);
             seen[S->cblk_fblok[j]]++;
         }
+    for (int i = 0; i < nt; i++) {
+        if (D->kind[i] != SCHED_TASK_UPDATE2D) {
+            REQUIRE(P.task_contrib[i] == -1, "%s: task %d (kind %d) numbered", ctx, i, D->kind[i]);
+            continue;
+        }
+        cint j = S->blok_fcblk[D->first[i]];
+        REQUIRE(P.task_contrib[i] >= 0 && P.task_contrib[i] < P.cblk_ncontrib[j], "%s: update2d %d number %d of %d", ctx,
+                i, P.task_contrib[i], P.cblk_ncontrib[j]);
+        seen[S->cblk_fblok[j]]++;
+    }
     for (cint j = 0; j < n; j++)
         REQUIRE(seen[S->cblk_fblok[j]] == P.cblk_ncontrib[j], "%s: cblk %d counts %d contributions, plan %d", ctx,
                       (int)j, seen[S->cblk_fblok[j]], P.cblk_ncontrib[j]);
     free(seen);
+    /* ... and distinct: sorted by (target, number) they are 0, 1, 2, ... per target */
+    {
+        contrib_t *all = malloc(sizeof(contrib_t) * ((size_t)S->nblok + (size_t)nt + 1));
+        size_t m = 0;
+        for (cint k = 0; k < n; k++)
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b))
+                if (P.blok_contrib[b] >= 0) all[m++] = (contrib_t){S->blok_fcblk[b], P.blok_contrib[b], b};
+        for (int i = 0; i < nt; i++)
+            if (D->kind[i] == SCHED_TASK_UPDATE2D) all[m++] = (contrib_t){S->blok_fcblk[D->first[i]], P.task_contrib[i], -1};
+        qsort(all, m, sizeof *all, cmp_contrib);
+        for (size_t q = 0; q < m; q++)
+            REQUIRE(all[q].num == (q > 0 && all[q - 1].j == all[q].j ? all[q - 1].num + 1 : 0),
+                    "%s: contribution numbers into cblk %d are not 0..m-1", ctx, (int)all[q].j);
+        free(all);
+    }
 
     /* fan-in pairs (target j, source rank r), counted here */
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
@@ -347,7 +409,7 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
     int64_t sends = 0, recvs = 0;
     int *lseen = calloc((size_t)n + 1, sizeof(int));
     int *lastnum = malloc(sizeof(int) * ((size_t)n + 1));
-    contrib_t *trip = malloc(sizeof(contrib_t) * ((size_t)S->nblok + 1));
+    contrib_t *trip = malloc(sizeof(contrib_t) * ((size_t)S->nblok + (size_t)nt + 1));
     for (int r = 0; r < R; r++) {
         sched_local L;
         REQUIRE(sched_plan_local(S, &P, r, parts, &L, &err) == CANOPY_SUCCESS, "%s: rank %d: %s", ctx, r, err.msg);
@@ -389,7 +451,7 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         free(rpred);
         for (int l = 0; l < nl; l++) {
             int g = L.task_global[l];
-            if (D->kind[g] != SCHED_TASK_PANEL) {
+            if (D->kind[g] != SCHED_TASK_PANEL && D->kind[g] != SCHED_TASK_DIAG) {
                 REQUIRE(L.ext[l] == 0, "%s: rank %d task %d waits for messages", ctx, r, g);
                 continue;
             }
@@ -446,6 +508,12 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
                 lseen[j]++;
             }
         }
+        for (int l = 0; l < nl; l++) {
+            int g = L.task_global[l];
+            REQUIRE((L.task_contrib[l] >= 0) == (D->kind[g] == SCHED_TASK_UPDATE2D), "%s: rank %d task %d numbered %d", ctx,
+                    r, g, L.task_contrib[l]);
+            if (L.task_contrib[l] >= 0) lseen[S->blok_fcblk[D->first[g]]]++;
+        }
         for (cint j = 0; j < n; j++)
             REQUIRE(lseen[j] == L.cblk_ncontrib[j], "%s: rank %d counts %d into %d, plan %d", ctx, r, lseen[j], (int)j,
                           L.cblk_ncontrib[j]);
@@ -455,11 +523,14 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
             for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b))
                 if (P.cblk_rank[k] == r && L.blok_contrib[b] >= 0)
                     trip[m++] = (contrib_t){S->blok_fcblk[b], P.blok_contrib[b], b};
+        for (int l = 0; l < nl; l++)
+            if (L.task_contrib[l] >= 0) /* b = -1 - local task */
+                trip[m++] = (contrib_t){S->blok_fcblk[D->first[L.task_global[l]]], P.task_contrib[L.task_global[l]], -1 - l};
         qsort(trip, m, sizeof *trip, cmp_contrib);
         for (size_t q = 0; q < m; q++) {
             cint b = trip[q].b, j = trip[q].j;
-            REQUIRE(L.blok_contrib[b] == ++lastnum[j], "%s: rank %d: renumbering into cblk %d breaks the plan's order",
-                          ctx, r, (int)j);
+            int local = b >= 0 ? L.blok_contrib[b] : L.task_contrib[-1 - b];
+            REQUIRE(local == ++lastnum[j], "%s: rank %d: renumbering into cblk %d breaks the plan's order", ctx, r, (int)j);
         }
         /* static lists: this rank's tasks of each thread, in the plan's order */
         for (int t = 0; t < T; t++) {
@@ -492,6 +563,7 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
     free(factored);
     free(updated);
     free(in_subtree);
+    free(is2d);
 
     /* one rank: the solve graph too */
     if (R == 1) {
@@ -525,16 +597,19 @@ static void grid(const canopy_csc *G, const cint *perm, int amalg, int all_kinds
                 structure(G, perm, all, amalg, &S);
                 built = all;
             }
+            /* 2D tasks: none, in the top 3 levels, or as the simulation chooses, in turn */
+            static const int twod[] = {0, 3, -1};
             for (int k = 0; k < 3; k++)
-                if (all_kinds || k == (a + b) % 3) check_layout(&S, R, T, kinds[k], cpx && k == 2, what, ls);
+                if (all_kinds || k == (a + b) % 3)
+                    check_layout(&S, R, T, kinds[k], cpx && k == 2, twod[(a + 2 * b + k) % 3], what, ls);
         }
     if (built >= 0) symbolic_free(&S);
 }
 
 static void report(const char *what, const layout_stats *ls)
 {
-    printf("%-28s %6lld plans, %8lld local plans, %7lld ranks with no task\n", what, (long long)ls->plans,
-           (long long)ls->local_plans, (long long)ls->empty_ranks);
+    printf("%-28s %6lld plans (%lld with 2D tasks), %8lld local plans, %7lld ranks with no task\n", what,
+           (long long)ls->plans, (long long)ls->twod_plans, (long long)ls->local_plans, (long long)ls->empty_ranks);
 }
 
 /* Real matrices: (file, complex costs). The structure is that of A + A^T under SCOTCH's ordering,
