@@ -213,10 +213,17 @@ static void check_sweep_covering(void)
                 }
 }
 
+/* 2D tasks in turn over the layouts: none, in the top 3 levels, as the simulation chooses */
+static const char *layout_twod(const layout *L)
+{
+    static const char *const v[] = {"0", "3", "auto"};
+    return v[(L->threads + L->comm_threads + L->dist + (int)strlen(L->tree)) % 3];
+}
+
 static void layout_name(const layout *L, char *buf, size_t len)
 {
-    snprintf(buf, len, "T%d %-7s %-4s comm%d %-7s", L->threads, L->scheduler, L->dist ? "dist" : "cent",
-             L->comm_threads, L->tree);
+    snprintf(buf, len, "T%d %-7s %-4s comm%d %-7s 2D %s", L->threads, L->scheduler, L->dist ? "dist" : "cent",
+             L->comm_threads, L->tree, layout_twod(L));
 }
 
 /* ---- one solver run ----------------------------------------------------------------------- */
@@ -229,16 +236,16 @@ static canopy_status set_options(canopy_options *o, const layout *L, const char 
     /* refine-tolerance: see SAME_TOL; cost-cache fixed: no calibration in a test; ordering-threads
      * fixed: every layout factorizes the same ordering, so only the layout differs */
     const char *names[] = {"threads", "scheduler", "comm-threads", "tree", "cost-cache", "factorization",
-                           "refine-tolerance", "ordering-threads"};
+                           "refine-tolerance", "ordering-threads", "2d-levels"};
     const char *vals[] = {v[0], L->scheduler, v[1], L->tree, "fixed", factorization ? factorization : "auto", "1e-15",
-                          "2"};
+                          "2", layout_twod(L)};
     canopy_options_default(o);
     /* the environment first (CANOPY_VERBOSE=2 and the like for debugging), then the layout */
     if (canopy_options_from_env(o, msg, sizeof msg) != CANOPY_SUCCESS) {
         fail("canopy_options_from_env: %s", msg);
         return CANOPY_ERR_ARGUMENT;
     }
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         canopy_status st = canopy_options_set(o, names[i], vals[i], msg, sizeof msg);
         if (st != CANOPY_SUCCESS) {
             fail("canopy_options_set(%s, %s): %s", names[i], vals[i], msg);
