@@ -42,6 +42,7 @@ def parse_args(argv):
     p.add_argument("--threads", default="1,2")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--no-peers", action="store_true")
+    p.add_argument("--predict", default="16", help="thread counts to predict by simulation (analysis only)")
     p.add_argument("matrices", nargs="*")
     a = p.parse_args(argv)
     a.threads = [int(t) for t in a.threads.split(",") if t]
@@ -74,6 +75,8 @@ def configs(args):
         out.append(("dyn%d" % t, t, ["--scheduler", "dynamic", "--repeat", "2"]))
         out.append(("sta%d" % t, t, ["--scheduler", "static", "--repeat", "2"]))
         out.append(("rhs32-%d" % t, t, ["--scheduler", "dynamic", "--nrhs", "32"]))
+        if t > 1:
+            out.append(("oned%d" % t, t, ["--scheduler", "dynamic", "--2d-levels", "0", "--repeat", "2"]))
     if not args.no_peers:
         for peer in ("cholmod", "mumps"):
             if os.access(os.path.join(HERE, peer + "_driver"), os.X_OK):
@@ -154,8 +157,8 @@ def main(argv):
     T = args.threads
     print("### Multicore: phases x threads (medians of %d runs, seconds; raw: %s)\n" % (args.reps, os.path.relpath(raw)))
     print("| matrix | threads | analyze (ordering) | factorize first | repeat | first/repeat | predicted "
-          "(/repeat) | busy | static repeat (/dynamic) | solve 1 RHS | solve 32 RHS |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "(/repeat) | busy | static repeat (/dynamic) | 1D repeat (/2D auto) | solve 1 RHS | solve 32 RHS |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     verdict = []
     for m in ms:
         lab = m["label"]
@@ -164,12 +167,14 @@ def main(argv):
             fi, re_ = med(runs, lab, d, first), med(runs, lab, d, repeat)
             pr = med(runs, lab, d, lambda r: num(r, "time_factorize_predicted"))
             sr = med(runs, lab, s, repeat)
-            print("| %s | %d | %s (%s) | %s | %s | %s | %s (%s) | %s | %s (%s) | %s | %s |" % (
+            od = med(runs, lab, "oned%d" % t, repeat)
+            print("| %s | %d | %s (%s) | %s | %s | %s | %s (%s) | %s | %s (%s) | %s (%s) | %s | %s |" % (
                 lab, t, f(med(runs, lab, d, lambda r: num(r, "time_analyze"))),
                 f(med(runs, lab, d, lambda r: num(r, "time_order"))), f(fi), f(re_),
                 f(fi / re_ if fi and re_ else None, "%.2f"), f(pr),
                 f(pr / re_ if pr and re_ else None, "%.2f"), f(med(runs, lab, d, lambda r: num(r, "busy_fraction")), "%.2f"),
-                f(sr), f(sr / re_ if sr and re_ else None, "%.2f"), f(med(runs, lab, d, lambda r: num(r, "time_solve")), "%.4f"),
+                f(sr), f(sr / re_ if sr and re_ else None, "%.2f"), f(od), f(od / re_ if od and re_ else None, "%.2f"),
+                f(med(runs, lab, d, lambda r: num(r, "time_solve")), "%.4f"),
                 f(med(runs, lab, q, lambda r: num(r, "time_solve")), "%.4f")))
             if fi and re_:
                 verdict.append(("%s %dT first/repeat" % (lab, t), fi / re_, TARGETS_2CORE["first_over_repeat"], "<="))
@@ -209,6 +214,28 @@ def main(argv):
                         print("| %s | %s | %d | %s | %s |" % (m["label"], k.rstrip("0123456789"), t,
                                                              f(med(runs, m["label"], k, peer_factor)),
                                                              f(med(runs, m["label"], k, peer_solve), "%.4f")))
+    predict = [int(x) for x in args.predict.split(",") if x.strip()]
+    if predict:
+        print("\n### What the plan's simulation predicts (analysis only, this machine's cost model under load)\n")
+        print("| matrix | threads | 1D predicted | 2D auto predicted | 1D / 2D | 2D levels | 2D cblks | GFlop/s (2D) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        env = dict(os.environ)
+        env["OPENBLAS_NUM_THREADS"] = "1"
+        for m in ms:
+            for t in predict:
+                rec = {}
+                for lv in ("0", "auto"):
+                    cmd = [compare.find_canopy_solve(), "--json", "--analyze-only", "--threads", str(t),
+                           "--ordering-threads", "2", "--2d-levels", lv] + m["inp"]
+                    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       universal_newlines=True)
+                    rec[lv] = compare.last_json(p.stdout) or {}
+                a, b = num(rec["0"], "time_factorize_predicted"), num(rec["auto"], "time_factorize_predicted")
+                fl = num(rec["auto"], "flops")
+                print("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+                    m["label"], t, f(a, "%.4f"), f(b, "%.4f"), f(a / b if a and b else None, "%.2f"),
+                    rec["auto"].get("twod_levels", "n/a"), rec["auto"].get("twod_cblks", "n/a"),
+                    f(fl / b / 1e9 if fl and b else None, "%.0f")))
     print("\n### Issue 10's 2-core targets\n")
     for name, v, target, op in verdict:
         ok = v <= target if op == "<=" else v >= target
