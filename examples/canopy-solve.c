@@ -380,6 +380,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             printf("\"twod_levels\": %d, \"twod_cblks\": %lld, ", S.twod_levels, (long long)S.twod_cblks);
             json_num("busy_fraction", S.busy_fraction, 0);
             json_num("time_lock_wait", S.time_lock_wait, 0);
+            printf("\"handovers\": %lld, ", (long long)S.handovers);
             printf("\"distributed_input\": %d, \"comm_threads\": %d, \"tree\": \"%s\", \"comm_msgs\": %lld, "
                    "\"comm_bytes\": %lld, \"comm_msgs_without_fanin\": %lld, \"comm_bytes_without_fanin\": %lld, "
                    "\"solve_comm_msgs\": %lld, \"solve_comm_bytes\": %lld, ",
@@ -437,11 +438,12 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                        S.time_analyze, S.time_order, S.time_symbolic, S.time_factorize, S.time_solve, S.time_refine);
                 printf("  factorization speed %.2f GFlop/s, perturbed pivots %lld\n", S.gflops_factorize,
                        (long long)S.perturbed_pivots);
-                printf("  threads: %d, scheduler %s, numa %s; predicted %.3f s, busy %.0f%%, lock wait %.3f s, steals %lld (%lld across nodes)\n",
+                printf("  threads: %d, scheduler %s, numa %s; predicted %.3f s, busy %.0f%%, lock wait %.3f s "
+                       "(%lld updates handed over), steals %lld (%lld across nodes)\n",
                        S.threads_per_rank, S.scheduler == CANOPY_SCHED_DYNAMIC ? "dynamic" : "static",
                        S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
-                       S.time_factorize_predicted, 100 * S.busy_fraction, S.time_lock_wait, (long long)S.steals,
-                       (long long)S.steals_remote);
+                       S.time_factorize_predicted, 100 * S.busy_fraction, S.time_lock_wait, (long long)S.handovers,
+                       (long long)S.steals, (long long)S.steals_remote);
                 if (S.twod_cblks > 0)
                     printf("  2D tasks: %lld column blocks in the top %d level(s) of the thread tree\n",
                            (long long)S.twod_cblks, S.twod_levels);

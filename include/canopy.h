@@ -221,6 +221,8 @@ typedef struct canopy_stats {
     int twod_levels;              /**< levels of the thread tree the plan gave 2D tasks (options.twod_levels,
                                        or the one the simulation chose for auto) */
     int64_t twod_cblks;           /**< column blocks factored with 2D tasks */
+    int64_t handovers;            /**< contributions computed before their turn and left for the thread
+                                       applying the one before them, instead of waiting (this rank) */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

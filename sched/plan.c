@@ -786,39 +786,76 @@ static canopy_status plan_edges(plan_build *B, sched_plan *P, cint *stamp, canop
     return CANOPY_SUCCESS;
 }
 
+/* One contribution into cblk j, applied at simulated time t by the task started seq-th (sub: its
+ * place inside a SUBTREE task), whose number goes to *dst. */
+typedef struct plan_contrib {
+    double t;
+    int seq, sub;
+    cint j;
+    int *dst;
+} plan_contrib;
+
+static int plan_contrib_cmp(const void *a, const void *b)
+{
+    const plan_contrib *x = a, *y = b;
+    if (x->j != y->j) return x->j < y->j ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return (x->sub > y->sub) - (x->sub < y->sub);
+}
+
 /*
- * Contribution numbers: walk the tasks in simulated order; an UPDATE is one contribution into its
- * target, a SUBTREE one per (source cblk, facing group) leaving it, in cblk order (the order the
- * task applies them). Each thread's list follows this same order, so under the static scheduler a
- * contribution never waits for one that comes later in any list.
+ * Contribution numbers, the ticket order of scheduler=static: into each target, in the order the
+ * simulation applies them. An UPDATE or UPDATE2D applies its product when it ends; a SUBTREE task
+ * applies one per (source cblk, facing group) leaving it, each when the subtree's panels and
+ * updates before it are done (its start plus their costs, at most its end). Numbering by start
+ * instead made every contribution wait for the long subtree tasks that started first.
+ * Times along one thread's list never decrease (ties go by start order), so a contribution never
+ * waits for one that comes later in any list; and a wait is always for one applied earlier in
+ * the simulation, so the waits cannot form a cycle.
  */
 static canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
 {
     const symbolic *S = B->S;
     sched_dag *D = &P->factor;
     int nt = D->ntasks;
-    int *order = canopy_alloc((size_t)nt + 1, sizeof(int), "contribution order", err);
-    if (order == NULL) return plan_nomem(err);
-    for (int i = 0; i < nt; i++) order[P->task_seq[i]] = i;
+    size_t m = 0;
     for (cint b = 0; b < S->nblok; b++) P->blok_contrib[b] = -1;
     for (cint k = 0; k < B->n; k++) P->cblk_ncontrib[k] = 0;
-    for (int q = 0; q < nt; q++) {
-        int i = order[q];
-        if (D->kind[i] == SCHED_TASK_UPDATE) {
+    for (int i = 0; i < nt; i++) {
+        if (D->kind[i] == SCHED_TASK_UPDATE || D->kind[i] == SCHED_TASK_UPDATE2D) m++;
+        else if (D->kind[i] == SCHED_TASK_SUBTREE)
+            for (cint k = D->first[i], root = D->cblk[i]; k <= root; k++)
+                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b))
+                    m += S->blok_fcblk[b] > root;
+    }
+    plan_contrib *c = canopy_alloc(m + 1, sizeof(plan_contrib), "contribution order", err);
+    if (c == NULL) return plan_nomem(err);
+    m = 0;
+    for (int i = 0; i < nt; i++) {
+        int kd = D->kind[i], seq = P->task_seq[i];
+        if (kd == SCHED_TASK_UPDATE) {
             cint b = D->first[i];
-            P->blok_contrib[b] = P->cblk_ncontrib[S->blok_fcblk[b]]++;
-        } else if (D->kind[i] == SCHED_TASK_UPDATE2D) {
-            P->task_contrib[i] = P->cblk_ncontrib[S->blok_fcblk[D->first[i]]]++;
-        } else if (D->kind[i] == SCHED_TASK_SUBTREE) {
+            c[m++] = (plan_contrib){P->task_end[i], seq, 0, S->blok_fcblk[b], &P->blok_contrib[b]};
+        } else if (kd == SCHED_TASK_UPDATE2D) {
+            c[m++] = (plan_contrib){P->task_end[i], seq, 0, S->blok_fcblk[D->first[i]], &P->task_contrib[i]};
+        } else if (kd == SCHED_TASK_SUBTREE) {
             cint root = D->cblk[i];
-            for (cint k = D->first[i]; k <= root; k++)
+            double t = P->task_start[i], end = P->task_end[i];
+            int sub = 0;
+            for (cint k = D->first[i]; k <= root; k++) {
+                t += B->pcost[k];
                 for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+                    t += B->ucost[b];
                     cint j = S->blok_fcblk[b];
-                    if (j > root) P->blok_contrib[b] = P->cblk_ncontrib[j]++;
+                    if (j > root) c[m++] = (plan_contrib){t < end ? t : end, seq, sub++, j, &P->blok_contrib[b]};
                 }
+            }
         }
     }
-    canopy_free(order);
+    qsort(c, m, sizeof *c, plan_contrib_cmp);
+    for (size_t q = 0; q < m; q++) *c[q].dst = P->cblk_ncontrib[c[q].j]++;
+    canopy_free(c);
     return CANOPY_SUCCESS;
 }
 

@@ -52,39 +52,103 @@ static void kfanin_add(kpar *pc, cint j)
     }
 }
 
+/* The update buffer worker t computes into now (it changes when the worker hands one over). */
+static SCALAR *kcur_buf(const numeric *F, int t)
+{
+    return F->hand[(size_t)t * (NUMERIC_SPARES + 1) + (size_t)F->hand_cur[t]].buf;
+}
+
+/*
+ * Ticket `next` of target j is due: publish it and, while the contribution holding it was handed
+ * over, apply that one here (its turn, so this worker holds the lock for it) and go on. The last
+ * contribution into a target of another rank completes this rank's fan-in buffer: send it.
+ */
+static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
+{
+    numeric *F = pc->F;
+    int n = pc->loc->cblk_ncontrib[j];
+    for (;;) {
+        /* seq_cst store, then load of the slot: with a hand-over's seq_cst store of the slot, then
+           load of serving, at least one of the two sees the other (and the CAS picks one) */
+        atomic_store(&F->serving[j], next);
+        sched_wake(wk);
+        if (next >= n) {
+            if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank) ksend_fanin(pc, j);
+            return;
+        }
+        numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + next];
+        numeric_handover *h = atomic_load(slot);
+        if (h == NULL || !atomic_compare_exchange_strong(slot, &h, NULL)) return;
+        if (h->compute) kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, W, h->buf, KC_APPLY);
+        atomic_store_explicit(&h->busy, 0, memory_order_release); /* its owner may reuse the buffer */
+        next++;
+    }
+}
+
 /*
  * One contribution under the ticket lock of its target. Static runs hold the plan's number and
- * always compute the product into the worker's buffer first, then wait for their turn and subtract
- * it: the same arithmetic whatever the timing, so the factors are bitwise reproducible. Dynamic
- * runs draw the next ticket; when the lock is free at once they update the target directly (the
- * cheapest path), otherwise they spend the wait computing their product into the buffer.
+ * always compute the product into the worker's buffer first, then subtract it in ticket order: the
+ * same arithmetic whatever the timing or the thread, so the factors are bitwise reproducible.
+ * Dynamic runs draw the next ticket; when the lock is free at once they update the target directly
+ * (the cheapest path), otherwise they compute their product into the buffer first.
+ * A product whose turn has not come is handed over instead of waited for: the buffer is left in
+ * the target's slot for that ticket, the worker goes on with a spare buffer, and whoever applies
+ * the ticket before it applies it (kadvance). Only with every spare still in use does it wait.
+ * Handed-over products are all applied once every contributing task has ended (induction on the
+ * tickets: whoever ends ticket t - 1 or hands over t sees the other), so the task factoring the
+ * target, which follows them all in the graph, sees them applied.
  * A target on another rank is this rank's fan-in buffer of it: the last contribution sends it.
  * Returns nonzero if the run was aborted while waiting.
  */
 static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, cint rb0, cint rb1, int contrib,
-                           SCALAR *W, SCALAR *buf)
+                           SCALAR *W)
 {
     cint j = pc->c.S->blok_fcblk[fb0];
     numeric *F = pc->F;
+    int t = sched_worker_id(wk);
+    numeric_handover *mine = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
+    int cur = F->hand_cur[t];
+    SCALAR *buf = mine[cur].buf;
     int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
         if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_ALL);
-    } else {
-        if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_COMPUTE);
-        if (atomic_load_explicit(&F->serving[j], memory_order_acquire) != ticket) {
+        kadvance(pc, wk, j, ticket + 1, W);
+        return 0;
+    }
+    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_COMPUTE);
+    if (atomic_load(&F->serving[j]) != ticket) {
+        int spare = -1;
+        for (int i = 0; i <= NUMERIC_SPARES && spare < 0; i++)
+            if (i != cur && !atomic_load_explicit(&mine[i].busy, memory_order_acquire)) spare = i;
+        if (spare >= 0) {
+            numeric_handover *h = &mine[cur];
+            h->k = k;
+            h->fb0 = fb0;
+            h->fb1 = fb1;
+            h->rb0 = rb0;
+            h->rb1 = rb1;
+            h->compute = compute;
+            atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+            numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + ticket];
+            atomic_store(slot, h);
+            numeric_handover *mine_h = h;
+            if (atomic_load(&F->serving[j]) != ticket || !atomic_compare_exchange_strong(slot, &mine_h, NULL)) {
+                F->hand_cur[t] = spare; /* handed over: the ticket before it applies it */
+                F->run.handed[t]++;
+                return 0;
+            }
+            atomic_store_explicit(&h->busy, 0, memory_order_relaxed); /* its turn came meanwhile */
+        } else {
             /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
             double t0 = canopy_wtime();
             int aborted = sched_wait_equal(wk, &F->serving[j], ticket);
-            F->run.lock_wait[sched_worker_id(wk)] += canopy_wtime() - t0;
+            F->run.lock_wait[t] += canopy_wtime() - t0;
             if (aborted) return 1;
         }
-        if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_APPLY);
     }
-    atomic_store_explicit(&F->serving[j], ticket + 1, memory_order_release);
-    sched_wake(wk);
-    if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank && ticket + 1 == pc->loc->cblk_ncontrib[j])
-        ksend_fanin(pc, j);
+    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_APPLY);
+    kadvance(pc, wk, j, ticket + 1, W);
     return 0;
 }
 
@@ -112,8 +176,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     const symbolic *S = pc->c.S;
     const sched_dag *d = pc->dag;
     int t = sched_worker_id(wk);
-    SCALAR *buf = pc->F->thread_work[t];
-    SCALAR *W = buf + S->max_update_buf;
+    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + S->max_update_buf;
     cint k = d->cblk[task];
     if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
     switch (d->kind[task]) {
@@ -132,12 +195,12 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     case SCHED_TASK_UPDATE: {
         cint fb0 = d->first[task];
         return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), fb0, S->cblk_fblok[k + 1],
-                               pc->loc->blok_contrib[fb0], W, buf);
+                               pc->loc->blok_contrib[fb0], W);
     }
     case SCHED_TASK_UPDATE2D: {
         cint fb0 = d->first[task], rb0 = d->tile[task];
         return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), rb0, kgroup_end(S, k, rb0),
-                               pc->loc->task_contrib[task], W, buf);
+                               pc->loc->task_contrib[task], W);
     }
     case SCHED_TASK_SUBTREE:
         for (cint q = d->first[task]; q <= k; q++) {
@@ -147,8 +210,9 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
                 int contrib = pc->loc->blok_contrib[b];
                 if (contrib < 0) { /* target inside this subtree */
-                    if (!atomic_load_explicit(&pc->drain, memory_order_relaxed)) kupdate(&pc->c, q, b, e, W, buf, KC_ALL);
-                } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W, buf) != 0) {
+                    if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
+                        kupdate(&pc->c, q, b, e, W, kcur_buf(pc->F, t), KC_ALL);
+                } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W) != 0) {
                     return 1;
                 }
                 b = e;
@@ -233,7 +297,13 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     for (int t = 0; t < F->nthreads; t++) {
         F->thread_perturbed[t] = 0;
         F->run.lock_wait[t] = 0;
+        F->run.handed[t] = 0;
+        F->hand_cur[t] = 0;
     }
+    /* an aborted run may have left products behind */
+    for (int64_t i = 0; i < F->pending_off[S->ncblk]; i++) atomic_store_explicit(&F->pending[i], NULL, memory_order_relaxed);
+    for (size_t i = 0; i < (size_t)F->nthreads * (NUMERIC_SPARES + 1); i++)
+        atomic_store_explicit(&F->hand[i].busy, 0, memory_order_relaxed);
     kpar pc = {.c = *c, .F = F, .loc = L, .dag = &L->factor, .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC,
                .dist = L->nranks > 1, .x = F->xch};
     atomic_init(&pc.drain, 0);

@@ -50,6 +50,7 @@ static void run_free(numeric_run *r)
     canopy_free(r->steals);
     canopy_free(r->tasks);
     canopy_free(r->lock_wait);
+    canopy_free(r->handed);
     canopy_free(r->events);
     memset(r, 0, sizeof *r);
 }
@@ -61,6 +62,16 @@ static void threads_free(numeric *F)
     canopy_free(F->thread_perturbed);
     canopy_free(F->serving);
     canopy_free(F->tickets);
+    canopy_free(F->hand);
+    canopy_free(F->hand_cur);
+    canopy_free(F->pending);
+    canopy_free(F->pending_off);
+    F->hand = NULL;
+    F->hand_cur = NULL;
+    F->pending = NULL;
+    F->pending_off = NULL;
+    F->npending = 0;
+    F->pending_plan = NULL;
     F->thread_work = NULL;
     F->thread_perturbed = NULL;
     F->serving = F->tickets = NULL;
@@ -181,6 +192,7 @@ size_t numeric_bytes(const numeric *F)
     size_t bytes = F->coef_bytes * (F->U ? 2 : 1);
     bytes += (size_t)F->amap_nnz * 2 * sizeof(int64_t) + ((size_t)F->S->ncblk + 1) * sizeof(int64_t);
     bytes += (size_t)F->work_scalars * F->scalar_bytes * (size_t)(1 + F->nthreads);
+    bytes += F->spare_scalars * F->scalar_bytes * NUMERIC_SPARES * (size_t)F->nthreads;
     if (F->ipiv) bytes += (size_t)F->S->n * sizeof(cint);
     if (F->dsub) bytes += (size_t)F->S->n * F->scalar_bytes;
     return bytes;
@@ -301,6 +313,7 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     /* LU's threaded updates keep the L and U sides' products side by side (see kupdate) */
     F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
+    F->spare_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1);
     F->coef = S->cblk_coef;
     F->ncoef = (int64_t)ncoef;
     if (!canopy_mul_ok(ncoef ? ncoef : 1, F->scalar_bytes, &F->coef_bytes))
@@ -332,13 +345,21 @@ typedef struct thread_alloc {
     canopy_err errs[];
 } thread_alloc;
 
-/* Each worker allocates its own workspace: the pages land on its node. */
+/* Each worker allocates its own workspace and spare update buffers: the pages land on its node. */
 static void thread_alloc_fn(void *arg, int t)
 {
     thread_alloc *ta = arg;
-    ta->F->thread_work[t] = canopy_alloc(ta->F->work_scalars, ta->F->scalar_bytes, "worker update buffer", &ta->errs[t]);
+    numeric *F = ta->F;
+    size_t n = F->work_scalars + NUMERIC_SPARES * F->spare_scalars;
+    char *w = canopy_alloc(n, F->scalar_bytes, "worker update buffers", &ta->errs[t]);
+    F->thread_work[t] = w;
+    if (w == NULL) return;
     /* fault it in now, not inside the first update kernel */
-    if (ta->F->thread_work[t]) memset(ta->F->thread_work[t], 0, ta->F->work_scalars * ta->F->scalar_bytes);
+    memset(w, 0, n * F->scalar_bytes);
+    numeric_handover *h = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
+    h[0].buf = w;
+    for (int i = 1; i <= NUMERIC_SPARES; i++)
+        h[i].buf = w + (F->work_scalars + (size_t)(i - 1) * F->spare_scalars) * F->scalar_bytes;
 }
 
 static canopy_status run_alloc(numeric_run *r, int nthreads, int ntasks, canopy_err *err)
@@ -349,12 +370,42 @@ static canopy_status run_alloc(numeric_run *r, int nthreads, int ntasks, canopy_
     r->steals = canopy_calloc((size_t)nthreads, sizeof(int64_t), "run statistics", err);
     r->tasks = canopy_calloc((size_t)nthreads, sizeof(int64_t), "run statistics", err);
     r->lock_wait = canopy_calloc((size_t)nthreads, sizeof(double), "run statistics", err);
+    r->handed = canopy_calloc((size_t)nthreads, sizeof(int64_t), "run statistics", err);
     r->events = canopy_calloc((size_t)ntasks + 1, sizeof(sched_event), "task events", err);
-    return r->busy && r->steals && r->tasks && r->lock_wait && r->events ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    return r->busy && r->steals && r->tasks && r->lock_wait && r->handed && r->events ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
 }
 
-/* Per-worker workspaces, ticket counters and run records for the pool of F->exec (once per pool size). */
+/* The hand-over slots of the local plan in use: one per contribution this rank makes into each
+ * target (recounted every factorization, O(ncblk); reallocated only when it grows). */
+static canopy_status prepare_pending(numeric *F, const sched_local *L, canopy_err *err)
+{
+    int64_t total = 0;
+    for (cint j = 0; j < F->S->ncblk; j++) {
+        F->pending_off[j] = total;
+        total += L->cblk_ncontrib[j];
+    }
+    F->pending_off[F->S->ncblk] = total;
+    if (F->pending == NULL || total > F->npending) {
+        canopy_free(F->pending);
+        F->npending = 0;
+        F->pending = canopy_calloc((size_t)(total > 0 ? total : 1), sizeof *F->pending, "hand-over slots", err);
+        if (F->pending == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        F->npending = total;
+    }
+    return CANOPY_SUCCESS;
+}
+
+/* Per-worker workspaces, ticket counters and run records for the pool of F->exec (once per pool
+ * size), and the hand-over slots (every time). */
+static canopy_status prepare_workers(numeric *F, canopy_err *err);
+
 static canopy_status prepare_threads(numeric *F, canopy_err *err)
+{
+    canopy_status st = prepare_workers(F, err);
+    return st == CANOPY_SUCCESS ? prepare_pending(F, F->exec.local, err) : st;
+}
+
+static canopy_status prepare_workers(numeric *F, canopy_err *err)
 {
     const numeric_exec *x = &F->exec;
     int nt = sched_pool_threads(x->pool);
@@ -370,8 +421,12 @@ static canopy_status prepare_threads(numeric *F, canopy_err *err)
     F->thread_perturbed = canopy_calloc((size_t)nt, sizeof(int64_t), "worker counters", err);
     F->serving = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(atomic_int), "ticket locks", err);
     F->tickets = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(atomic_int), "ticket locks", err);
+    F->hand = canopy_calloc((size_t)nt * (NUMERIC_SPARES + 1), sizeof(numeric_handover), "worker buffers", err);
+    F->hand_cur = canopy_calloc((size_t)nt, sizeof(int), "worker buffers", err);
+    F->pending_off = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(int64_t), "hand-over slots", err);
     thread_alloc *ta = canopy_calloc(1, sizeof(thread_alloc) + (size_t)nt * sizeof(canopy_err), "worker setup", err);
-    if (!F->thread_work || !F->thread_perturbed || !F->serving || !F->tickets || !ta) {
+    if (!F->thread_work || !F->thread_perturbed || !F->serving || !F->tickets || !F->hand || !F->hand_cur ||
+        !F->pending_off || !ta) {
         canopy_free(ta);
         threads_free(F);
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
@@ -471,7 +526,8 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     }
     for (cint q = 0; q < L->nsend; q++) own += (double)panel_size(S, L->send_cblk[q]);
     double work = (double)S->max_update_buf * parts + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
-    return sb * (parts * (own + recv) + work * (L->nthreads + 1)) + (double)local_entries * (16.0 + sb) +
+    double spares = (double)S->max_update_buf * parts * NUMERIC_SPARES * L->nthreads;
+    return sb * (parts * (own + recv) + work * (L->nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
 
@@ -492,6 +548,7 @@ static canopy_status numeric_allocate_dist(numeric *F, const symbolic *S, canopy
     }
     F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
+    F->spare_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1);
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
     F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
     F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);

@@ -61,6 +61,20 @@ typedef struct numeric_exec {
     const numa_topo *topo;        /**< for numa=interleave and the placement report (may be NULL) */
 } numeric_exec;
 
+/*
+ * A contribution computed before its turn under the ticket lock and handed over: whoever applies
+ * the ticket before it applies it next (protocol in kernels_par_template.c). Each worker owns
+ * NUMERIC_SPARES + 1 of them, one per update buffer; the one it computes into is hand_cur[t].
+ */
+typedef struct numeric_handover {
+    void *buf;                      /**< the product: the buffer it was computed in */
+    cint k, fb0, fb1, rb0, rb1;     /**< what kupdate_rows computed: source, facing group, rows */
+    int compute;                    /**< 0: a draining rank's placeholder, nothing to subtract */
+    atomic_int busy;                /**< 1 from the hand-over until the product has been applied */
+} numeric_handover;
+
+#define NUMERIC_SPARES 2 /* products a worker may leave behind before it has to wait its turn */
+
 /** What the last threaded factorization or solve measured (arrays of nthreads / ntasks). */
 typedef struct numeric_run {
     int nthreads;
@@ -70,6 +84,7 @@ typedef struct numeric_run {
     int64_t *steals;
     int64_t *tasks;
     double *lock_wait;   /**< seconds each worker waited for a target block's ticket lock */
+    int64_t *handed;     /**< contributions each worker handed over instead of waiting */
     sched_event *events;
 } numeric_run;
 
@@ -126,6 +141,14 @@ typedef struct numeric {
     int64_t *thread_perturbed;      /**< [nthreads] */
     atomic_int *serving;            /**< [ncblk] ticket lock: next contribution number admitted */
     atomic_int *tickets;            /**< [ncblk] next ticket drawn (scheduler=dynamic) */
+    numeric_handover *hand;         /**< [nthreads * (NUMERIC_SPARES + 1)] worker t's buffers from
+                                         t * (NUMERIC_SPARES + 1); the first is thread_work[t] */
+    int *hand_cur;                  /**< [nthreads] the buffer worker t computes into */
+    size_t spare_scalars;           /**< size of each spare buffer (the update product, LU: both sides) */
+    numeric_handover *_Atomic *pending; /**< [npending] handed-over contribution per (target, ticket) */
+    int64_t *pending_off;           /**< [ncblk + 1] target j's tickets start at pending_off[j] */
+    int64_t npending;
+    const void *pending_plan;       /**< the local plan pending_off was counted for */
     numeric_run run;                /**< last threaded factorization */
     numeric_run solve_run;          /**< last threaded solve */
     void *work;                     /**< sequential runs: the calling thread's workspace (work_scalars) */

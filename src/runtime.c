@@ -150,12 +150,15 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     double busy = 0;
     int64_t steals = 0, remote = 0;
     double lock_wait = 0;
+    int64_t handed = 0;
     for (int t = 0; t < T; t++) {
         busy += r->busy[t];
         steals += r->steals[t];
         lock_wait += r->lock_wait[t];
+        handed += r->handed[t];
     }
     st->time_lock_wait = lock_wait;
+    st->handovers = handed;
     for (int i = 0; i < r->ntasks; i++) {
         const sched_event *e = &r->events[i];
         if (e->victim >= 0 && e->thread >= 0 && rt->workers.node[e->victim] != rt->workers.node[e->thread]) remote++;

@@ -333,13 +333,15 @@ static void check_plan(const symbolic *S, const sched_plan *P, int T, double gra
     ck_assert(makespan >= maxprio * (1 - 1e-12));
     if (T == 1) ck_assert(fabs(makespan - P->total_cost) <= 1e-9 * P->total_cost);
 
-    /* contributions: numbers 0..n-1 once per target, increasing with (sequence, source cblk);
+    /* contributions: numbers 0..n-1 once per target, in the order the simulation applies them (an
+     * UPDATE at its end, a SUBTREE's somewhere in [start, end], in source cblk order inside it);
      * -1 at groups inside one SUBTREE and at every blok that does not start a group */
     int *cnt = calloc((size_t)n + 1, sizeof(int));
-    int64_t *key = malloc(sizeof(int64_t) * ((size_t)S->nblok + 1)); /* (seq, source) of each number */
+    int *ctask = malloc(sizeof(int) * ((size_t)S->nblok + 1)); /* the task and source of each number */
+    cint *csrc = malloc(sizeof(cint) * ((size_t)S->nblok + 1));
     cint *boff = calloc((size_t)n + 2, sizeof(cint));
     for (cint k = 0; k < n; k++) boff[k + 1] = boff[k] + P->cblk_ncontrib[k];
-    for (cint i = 0; i < boff[n]; i++) key[i] = -1;
+    for (cint i = 0; i < boff[n]; i++) ctask[i] = -1;
     for (cint k = 0; k < n; k++)
         for (cint b = S->cblk_fblok[k]; b < S->cblk_fblok[k + 1]; b++) {
             int c = P->blok_contrib[b];
@@ -352,17 +354,27 @@ static void check_plan(const symbolic *S, const sched_plan *P, int T, double gra
             ck_assert_int_eq(c == -1, same);
             if (same) continue;
             ck_assert(c >= 0 && c < P->cblk_ncontrib[j]);
-            ck_assert_msg(key[boff[j] + c] == -1, "contribution %d into %d numbered twice", c, (int)j);
-            int task = D->kind[P->cblk_task[k]] == SCHED_TASK_SUBTREE ? P->cblk_task[k] : upd_of[b];
-            key[boff[j] + c] = (int64_t)seq[task] * ((int64_t)n + 1) + k;
+            ck_assert_msg(ctask[boff[j] + c] == -1, "contribution %d into %d numbered twice", c, (int)j);
+            ctask[boff[j] + c] = D->kind[P->cblk_task[k]] == SCHED_TASK_SUBTREE ? P->cblk_task[k] : upd_of[b];
+            csrc[boff[j] + c] = k;
             cnt[j]++;
         }
     for (cint j = 0; j < n; j++) {
         ck_assert_int_eq(cnt[j], P->cblk_ncontrib[j]);
-        for (cint c = 1; c < P->cblk_ncontrib[j]; c++) ck_assert(key[boff[j] + c - 1] < key[boff[j] + c]);
+        for (cint c = 1; c < P->cblk_ncontrib[j]; c++) {
+            int a = ctask[boff[j] + c - 1], b = ctask[boff[j] + c];
+            int asub = D->kind[a] == SCHED_TASK_SUBTREE, bsub = D->kind[b] == SCHED_TASK_SUBTREE;
+            /* application time of a is at most b's latest possible one */
+            ck_assert(asub ? P->task_start[a] <= P->task_end[b] : P->task_end[a] <= P->task_end[b]);
+            if (!asub) ck_assert(bsub || P->task_end[a] < P->task_end[b] || seq[a] < seq[b]);
+            if (a == b) ck_assert(csrc[boff[j] + c - 1] < csrc[boff[j] + c]);
+            /* one thread's contributions come in its list's order */
+            if (D->owner[a] == D->owner[b] && a != b) ck_assert(seq[a] < seq[b]);
+        }
     }
     free(cnt);
-    free(key);
+    free(ctask);
+    free(csrc);
     free(boff);
     free(order);
     free(cover);
