@@ -52,10 +52,14 @@ static void kfanin_add(kpar *pc, cint j)
     }
 }
 
-/* The update buffer worker t computes into now (it changes when the worker hands one over). */
-static SCALAR *kcur_buf(const numeric *F, int t)
+/* Scalars of the product kupdate_rows computes into its buffer (LU: both sides). */
+static size_t kproduct_scalars(const kpar *pc, cint k, cint fb0, cint fb1, cint rb0, cint rb1)
 {
-    return F->hand[(size_t)t * (NUMERIC_SPARES + 1) + (size_t)F->hand_cur[t]].buf;
+    const symbolic *S = pc->c.S;
+    cint q1 = rb1 < S->cblk_fblok[k + 1] ? S->blok_coefrow[rb1] : S->cblk_stride[k];
+    cint hb = 0;
+    for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
+    return (size_t)(q1 - S->blok_coefrow[rb0]) * (size_t)hb * (pc->c.U ? 2 : 1);
 }
 
 /*
@@ -91,9 +95,10 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
  * same arithmetic whatever the timing or the thread, so the factors are bitwise reproducible.
  * Dynamic runs draw the next ticket; when the lock is free at once they update the target directly
  * (the cheapest path), otherwise they compute their product into the buffer first.
- * A product whose turn has not come is handed over instead of waited for: the buffer is left in
- * the target's slot for that ticket, the worker goes on with a spare buffer, and whoever applies
- * the ticket before it applies it (kadvance). Only with every spare still in use does it wait.
+ * A product whose turn has not come is handed over instead of waited for: computed in a free spare
+ * buffer (when it fits one), the buffer is left in the target's slot for that ticket, the worker
+ * goes on, and whoever applies the ticket before it applies it (kadvance). Products too large for
+ * a spare, or with every spare still in use, wait for their turn.
  * Handed-over products are all applied once every contributing task has ended (induction on the
  * tickets: whoever ends ticket t - 1 or hands over t sees the other), so the task factoring the
  * target, which follows them all in the graph, sees them applied.
@@ -107,8 +112,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     numeric *F = pc->F;
     int t = sched_worker_id(wk);
     numeric_handover *mine = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
-    int cur = F->hand_cur[t];
-    SCALAR *buf = mine[cur].buf;
+    SCALAR *buf = mine[0].buf; /* the full-size buffer: never handed over */
     int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
@@ -116,13 +120,16 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
         kadvance(pc, wk, j, ticket + 1, W);
         return 0;
     }
+    /* a product that fits a free spare is computed there, so that it can be handed over */
+    int spare = 0;
+    if (kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) <= F->spare_scalars)
+        for (int i = 1; i <= NUMERIC_SPARES && spare == 0; i++)
+            if (!atomic_load_explicit(&mine[i].busy, memory_order_acquire)) spare = i;
+    if (spare) buf = mine[spare].buf;
     if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_COMPUTE);
     if (atomic_load(&F->serving[j]) != ticket) {
-        int spare = -1;
-        for (int i = 0; i <= NUMERIC_SPARES && spare < 0; i++)
-            if (i != cur && !atomic_load_explicit(&mine[i].busy, memory_order_acquire)) spare = i;
-        if (spare >= 0) {
-            numeric_handover *h = &mine[cur];
+        if (spare) {
+            numeric_handover *h = &mine[spare];
             h->k = k;
             h->fb0 = fb0;
             h->fb1 = fb1;
@@ -132,10 +139,9 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
             atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
             numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + ticket];
             atomic_store(slot, h);
-            numeric_handover *mine_h = h;
-            if (atomic_load(&F->serving[j]) != ticket || !atomic_compare_exchange_strong(slot, &mine_h, NULL)) {
-                F->hand_cur[t] = spare; /* handed over: the ticket before it applies it */
-                F->run.handed[t]++;
+            numeric_handover *expected = h;
+            if (atomic_load(&F->serving[j]) != ticket || !atomic_compare_exchange_strong(slot, &expected, NULL)) {
+                F->run.handed[t]++; /* handed over: whoever applies the ticket before it applies it */
                 return 0;
             }
             atomic_store_explicit(&h->busy, 0, memory_order_relaxed); /* its turn came meanwhile */
@@ -211,7 +217,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 int contrib = pc->loc->blok_contrib[b];
                 if (contrib < 0) { /* target inside this subtree */
                     if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
-                        kupdate(&pc->c, q, b, e, W, kcur_buf(pc->F, t), KC_ALL);
+                        kupdate(&pc->c, q, b, e, W, pc->F->thread_work[t], KC_ALL);
                 } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W) != 0) {
                     return 1;
                 }
@@ -298,7 +304,6 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         F->thread_perturbed[t] = 0;
         F->run.lock_wait[t] = 0;
         F->run.handed[t] = 0;
-        F->hand_cur[t] = 0;
     }
     /* an aborted run may have left products behind */
     for (int64_t i = 0; i < F->pending_off[S->ncblk]; i++) atomic_store_explicit(&F->pending[i], NULL, memory_order_relaxed);

@@ -63,11 +63,9 @@ static void threads_free(numeric *F)
     canopy_free(F->serving);
     canopy_free(F->tickets);
     canopy_free(F->hand);
-    canopy_free(F->hand_cur);
     canopy_free(F->pending);
     canopy_free(F->pending_off);
     F->hand = NULL;
-    F->hand_cur = NULL;
     F->pending = NULL;
     F->pending_off = NULL;
     F->npending = 0;
@@ -313,7 +311,7 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     /* LU's threaded updates keep the L and U sides' products side by side (see kupdate) */
     F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
-    F->spare_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1);
+    F->spare_scalars = CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
     F->coef = S->cblk_coef;
     F->ncoef = (int64_t)ncoef;
     if (!canopy_mul_ok(ncoef ? ncoef : 1, F->scalar_bytes, &F->coef_bytes))
@@ -422,10 +420,9 @@ static canopy_status prepare_workers(numeric *F, canopy_err *err)
     F->serving = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(atomic_int), "ticket locks", err);
     F->tickets = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(atomic_int), "ticket locks", err);
     F->hand = canopy_calloc((size_t)nt * (NUMERIC_SPARES + 1), sizeof(numeric_handover), "worker buffers", err);
-    F->hand_cur = canopy_calloc((size_t)nt, sizeof(int), "worker buffers", err);
     F->pending_off = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(int64_t), "hand-over slots", err);
     thread_alloc *ta = canopy_calloc(1, sizeof(thread_alloc) + (size_t)nt * sizeof(canopy_err), "worker setup", err);
-    if (!F->thread_work || !F->thread_perturbed || !F->serving || !F->tickets || !F->hand || !F->hand_cur ||
+    if (!F->thread_work || !F->thread_perturbed || !F->serving || !F->tickets || !F->hand ||
         !F->pending_off || !ta) {
         canopy_free(ta);
         threads_free(F);
@@ -526,7 +523,7 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     }
     for (cint q = 0; q < L->nsend; q++) own += (double)panel_size(S, L->send_cblk[q]);
     double work = (double)S->max_update_buf * parts + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
-    double spares = (double)S->max_update_buf * parts * NUMERIC_SPARES * L->nthreads;
+    double spares = (double)CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * L->nthreads;
     return sb * (parts * (own + recv) + work * (L->nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
@@ -548,7 +545,7 @@ static canopy_status numeric_allocate_dist(numeric *F, const symbolic *S, canopy
     }
     F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
-    F->spare_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1);
+    F->spare_scalars = CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
     F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
     F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);

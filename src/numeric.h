@@ -64,7 +64,8 @@ typedef struct numeric_exec {
 /*
  * A contribution computed before its turn under the ticket lock and handed over: whoever applies
  * the ticket before it applies it next (protocol in kernels_par_template.c). Each worker owns
- * NUMERIC_SPARES + 1 of them, one per update buffer; the one it computes into is hand_cur[t].
+ * NUMERIC_SPARES + 1 of them, one per update buffer: the first is its full-size buffer, never
+ * handed over; the spares (spare_scalars each) take the products that fit them.
  */
 typedef struct numeric_handover {
     void *buf;                      /**< the product: the buffer it was computed in */
@@ -74,6 +75,8 @@ typedef struct numeric_handover {
 } numeric_handover;
 
 #define NUMERIC_SPARES 2 /* products a worker may leave behind before it has to wait its turn */
+#define NUMERIC_SPARE_MAX 262144 /* scalars per spare at most (per side for LU): most handed-over
+                                    products are far smaller than the largest update (2 MiB real) */
 
 /** What the last threaded factorization or solve measured (arrays of nthreads / ntasks). */
 typedef struct numeric_run {
@@ -143,8 +146,7 @@ typedef struct numeric {
     atomic_int *tickets;            /**< [ncblk] next ticket drawn (scheduler=dynamic) */
     numeric_handover *hand;         /**< [nthreads * (NUMERIC_SPARES + 1)] worker t's buffers from
                                          t * (NUMERIC_SPARES + 1); the first is thread_work[t] */
-    int *hand_cur;                  /**< [nthreads] the buffer worker t computes into */
-    size_t spare_scalars;           /**< size of each spare buffer (the update product, LU: both sides) */
+    size_t spare_scalars;           /**< size of each spare buffer (products up to that size, LU: both sides) */
     numeric_handover *_Atomic *pending; /**< [npending] handed-over contribution per (target, ticket) */
     int64_t *pending_off;           /**< [ncblk + 1] target j's tickets start at pending_off[j] */
     int64_t npending;

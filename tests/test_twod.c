@@ -8,7 +8,9 @@
  *    bitwise identical from one factorization to the next;
  *  - dense matrices (one supernode split into a chain of 2D cblks): the solution equals
  *    LAPACK's dposv / dsysv / dgesv;
- *  - the option's range and its environment variable.
+ *  - the option's range and its environment variable;
+ *  - the static scheduler's hand-over of early products, under random task delays: factors
+ *    bitwise identical run to run.
  * CANOPY_TEST_QUICK=1 keeps fewer layouts (sanitizer runs).
  */
 #include "testutil.h"
@@ -179,6 +181,63 @@ START_TEST(against_1d)
 }
 END_TEST
 
+/*
+ * Static scheduler under random task delays (CANOPY_STRESS: this test's own process), 8 threads
+ * on however few cores: contributions arrive out of ticket order, so products are handed over to
+ * whoever applies the ticket before them. The factors must stay bitwise identical run to run and
+ * the solution equal the 1-thread one; over the runs some products must have been handed over.
+ */
+START_TEST(static_handover)
+{
+    static const int variants[] = {V_SPD, V_UNSYM, V_CSYM};
+    int v = variants[_i];
+    setenv("CANOPY_STRESS", "1", 1);
+    canopy_csc A;
+    make_problem(v, &A);
+    void *b = make_rhs(&A);
+    canopy_solver *s1 = make_solver(&A, 1, CANOPY_SCHED_STATIC, 0, 37);
+    void *xref = factor_solve(s1, &A, b);
+    canopy_destroy(&s1);
+    for (int L = 0; L <= 3; L += 3) {
+        canopy_solver *s = make_solver(&A, 8, CANOPY_SCHED_STATIC, L, 37);
+        size_t bytes = 0;
+        void *L1 = NULL, *U1 = NULL;
+        long long handed = 0;
+        int runs = quick() ? 3 : 5;
+        for (int r = 0; r < runs; r++) {
+            void *x = factor_solve(s, &A, b);
+            double d = rel_diff(&A, x, xref);
+            ck_assert_msg(d <= 1e-9, "%s levels %d run %d: solution differs from 1 thread's by %g", vname[v], L, r, d);
+            free(x);
+            canopy_stats st;
+            canopy_get_stats(s, &st);
+            handed += st.handovers;
+            if (r == 0) {
+                bytes = s->F.coef_bytes;
+                L1 = malloc(bytes);
+                memcpy(L1, s->F.L, bytes);
+                if (s->F.U) {
+                    U1 = malloc(bytes);
+                    memcpy(U1, s->F.U, bytes);
+                }
+                continue;
+            }
+            ck_assert_msg(memcmp(L1, s->F.L, bytes) == 0, "%s levels %d: static factors differ in run %d", vname[v], L, r);
+            if (U1) ck_assert_msg(memcmp(U1, s->F.U, bytes) == 0, "%s levels %d: static U differs in run %d", vname[v], L, r);
+        }
+        ck_assert_msg(handed > 0, "%s levels %d: no product was handed over in %d stressed runs", vname[v], L, runs);
+        printf("%s, 8 threads, 2D levels %d: %lld products handed over in %d runs, factors identical\n", vname[v], L,
+               handed, runs);
+        free(L1);
+        free(U1);
+        canopy_destroy(&s);
+    }
+    free(xref);
+    free(b);
+    canopy_csc_free(&A);
+}
+END_TEST
+
 /* Dense n x n: one supernode, split into a chain of 2D cblks of 40 columns; against LAPACK. */
 START_TEST(dense_against_lapack)
 {
@@ -254,6 +313,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, against_1d, 0, V_COUNT);
     tcase_add_loop_test(tc, dense_against_lapack, 0, 3);
     tcase_add_test(tc, option);
+    tcase_add_loop_test(tc, static_handover, 0, 3);
     suite_add_tcase(su, tc);
     int rc = testutil_run(su);
     MPI_Finalize();
