@@ -39,7 +39,8 @@
  * "serving" counter equals t, applies its update, and increments the counter. Under
  * scheduler=static the tickets are the plan's contribution numbers (plan->blok_contrib), so the
  * updates of every block are summed in one fixed order and the factors are bitwise the same run
- * after run; under scheduler=dynamic tickets are drawn on arrival (a FIFO lock). Updates inside
+ * after run; under scheduler=dynamic tickets are drawn on arrival (a FIFO lock). A product whose
+ * turn has not come is handed over (numeric_handover) rather than waited for. Updates inside
  * one subtree task need no ticket: one thread owns the whole subtree.
  *
  * Memory: the factor arrays are untouched pages (numa/placement.h); with numa=local each worker
