@@ -132,6 +132,22 @@ def repeat(r):
     return min(x[1:]) if isinstance(x, list) and len(x) > 1 else None
 
 
+def fill_first(r):
+    x = r.get("time_fill_runs")
+    return x[0] if isinstance(x, list) and x else None
+
+
+def fill_repeat(r):
+    x = r.get("time_fill_runs")
+    return min(x[1:]) if isinstance(x, list) and len(x) > 1 else None
+
+
+def fill_rate(r):
+    """GB/s at which the first factorization faulted in (and filled) the factor's memory."""
+    x, b = fill_first(r), num(r, "factor_bytes")
+    return b / x / 1e9 if x and b else None
+
+
 def peer_factor(r):
     return num(r, "time_factorize") if num(r, "time_factorize") is not None else num(r, "t_factor")
 
@@ -156,9 +172,10 @@ def main(argv):
                     out.flush()
     T = args.threads
     print("### Multicore: phases x threads (medians of %d runs, seconds; raw: %s)\n" % (args.reps, os.path.relpath(raw)))
-    print("| matrix | threads | analyze (ordering) | factorize first | repeat | first/repeat | predicted "
-          "(/repeat) | busy | static repeat (/dynamic) | 1D repeat (/2D auto) | solve 1 RHS | solve 32 RHS |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| matrix | threads | analyze (ordering) | factorize first | repeat | first/repeat | fill first / repeat "
+          "(GB/s) | predicted (/repeat) | busy | static repeat (/dynamic) | 1D repeat (/2D auto) | solve 1 RHS "
+          "| solve 32 RHS |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     verdict = []
     for m in ms:
         lab = m["label"]
@@ -168,10 +185,11 @@ def main(argv):
             pr = med(runs, lab, d, lambda r: num(r, "time_factorize_predicted"))
             sr = med(runs, lab, s, repeat)
             od = med(runs, lab, "oned%d" % t, repeat)
-            print("| %s | %d | %s (%s) | %s | %s | %s | %s (%s) | %s | %s (%s) | %s (%s) | %s | %s |" % (
+            print("| %s | %d | %s (%s) | %s | %s | %s | %s / %s (%s) | %s (%s) | %s | %s (%s) | %s (%s) | %s | %s |" % (
                 lab, t, f(med(runs, lab, d, lambda r: num(r, "time_analyze"))),
                 f(med(runs, lab, d, lambda r: num(r, "time_order"))), f(fi), f(re_),
-                f(fi / re_ if fi and re_ else None, "%.2f"), f(pr),
+                f(fi / re_ if fi and re_ else None, "%.2f"), f(med(runs, lab, d, fill_first)),
+                f(med(runs, lab, d, fill_repeat)), f(med(runs, lab, d, fill_rate), "%.2f"), f(pr),
                 f(pr / re_ if pr and re_ else None, "%.2f"), f(med(runs, lab, d, lambda r: num(r, "busy_fraction")), "%.2f"),
                 f(sr), f(sr / re_ if sr and re_ else None, "%.2f"), f(od), f(od / re_ if od and re_ else None, "%.2f"),
                 f(med(runs, lab, d, lambda r: num(r, "time_solve")), "%.4f"),

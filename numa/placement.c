@@ -84,6 +84,20 @@ void numa_free_pages(void *p, size_t bytes)
     if (munmap(p, len) == 0) canopy_mem_add(-(int64_t)len);
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* older headers; an older kernel answers EINVAL */
+#endif
+
+void numa_populate(void *p, size_t bytes)
+{
+    if (p == NULL || bytes == 0) return;
+    uintptr_t pg = page_size(), a = (uintptr_t)p / pg * pg, b = (uintptr_t)p + bytes;
+    b = (b + pg - 1) / pg * pg;
+    if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0) return;
+    unsigned char *c = p; /* first byte of each page inside the range */
+    for (size_t i = 0; i < bytes; i = (((uintptr_t)c + i) / pg + 1) * pg - (uintptr_t)c) c[i] = 0;
+}
+
 canopy_status numa_interleave(const numa_topo *t, void *p, size_t bytes, canopy_err *err)
 {
     if (t == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "numa_interleave: NULL topology");

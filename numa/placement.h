@@ -17,6 +17,15 @@ void *numa_alloc_pages(size_t bytes, const char *what, canopy_err *err);
 /** Unmap what numa_alloc_pages returned; @p bytes as given to it. NULL is ignored. */
 void numa_free_pages(void *p, size_t bytes);
 
+/**
+ * Fault in the pages under [p, p + bytes) for writing, now, on the calling thread's node: one
+ * system call instead of a trap per page (MADV_POPULATE_WRITE, Linux 5.14), which on huge-page
+ * mappings is also several times faster than faulting by touch. Contents are unchanged, so pages
+ * shared with a neighbouring range are safe. Where the kernel refuses, falls back to writing a
+ * zero to each page inside the range: only for memory still as numa_alloc_pages returned it.
+ */
+void numa_populate(void *p, size_t bytes);
+
 /** Interleave the pages of [p, p + bytes) over the usable NUMA nodes (before first touch). No-op
  * with one node or in a dry run. */
 canopy_status numa_interleave(const numa_topo *t, void *p, size_t bytes, canopy_err *err);

@@ -242,12 +242,25 @@ static void kfill_owned(void *arg, int t)
     kfill *kf = arg;
     numeric *F = kf->F;
     const sched_local *L = F->exec.local;
+    const int64_t *cc = F->S->cblk_coef;
+    int64_t r0 = 0, r1 = 0; /* a run of owned cblks contiguous in the factor, populated at once */
+    for (cint k = 0; k < F->S->ncblk; k++) {
+        if (L->cblk_owner[k] != t) continue;
+        int64_t c0 = F->coef[k], c1 = c0 + (cc[k + 1] - cc[k]);
+        if (c0 != r1) {
+            kpopulate(F, r0, r1);
+            r0 = c0;
+        }
+        r1 = c1;
+    }
+    kpopulate(F, r0, r1);
     for (cint k = 0; k < F->S->ncblk; k++)
         if (L->cblk_owner[k] == t) kassemble(F, kf->Ax, k);
     int T = L->nthreads;
     for (cint q = t; q < L->nsend; q += T) {
         cint j = L->send_cblk[q];
         int64_t c0 = F->coef[j], c1 = c0 + (F->S->cblk_coef[j + 1] - F->S->cblk_coef[j]);
+        kpopulate(F, c0, c1);
         kzero(F->L, c0, c1, F->fresh);
         if (F->U) kzero(F->U, c0, c1, F->fresh);
     }
@@ -285,6 +298,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         if (st == CANOPY_SUCCESS && F->U) st = numa_interleave(x->topo, F->U, F->coef_bytes, err);
         if (st != CANOPY_SUCCESS) return st;
     }
+    double tf0 = canopy_wtime();
     if (x->numa == CANOPY_NUMA_GLOBAL) {
         /* the "V0" baseline: the calling thread allocates and fills everything */
         for (int t = 0; t < L->nthreads; t++) {
@@ -295,6 +309,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         kfill kf = {F, Ax};
         sched_pool_run_all(x->pool, kfill_owned, &kf);
     }
+    F->run.fill = canopy_wtime() - tf0;
     F->fresh = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);

@@ -591,17 +591,22 @@ static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR
  * write per page, inside the range only, is enough to place them (first touch) and costs a page
  * fault instead of a page fault plus a pass over the page.
  */
+/* Zero [c0, c1) of X, unless it is still fresh from numa_alloc_pages and already populated. */
 static void kzero(SCALAR *X, int64_t c0, int64_t c1, int fresh)
 {
-    if (!fresh) {
-        memset(X + c0, 0, (size_t)(c1 - c0) * sizeof(SCALAR));
-        return;
-    }
-    const int64_t per_page = 4096 / (int64_t)sizeof(SCALAR);
-    for (int64_t i = c0; i < c1; i = (i / per_page + 1) * per_page) X[i] = K_ZERO;
+    if (!fresh) memset(X + c0, 0, (size_t)(c1 - c0) * sizeof(SCALAR));
 }
 
-/* Zero cblk k's panels and assemble A's entries that land in it. */
+/* Fault in the fresh pages of scalars [c0, c1) of L and U in one call each: zero pages from the
+ * kernel need no zeroing of ours. */
+static void kpopulate(const numeric *F, int64_t c0, int64_t c1)
+{
+    if (!F->fresh || c1 <= c0) return;
+    numa_populate((SCALAR *)F->L + c0, (size_t)(c1 - c0) * sizeof(SCALAR));
+    if (F->U) numa_populate((SCALAR *)F->U + c0, (size_t)(c1 - c0) * sizeof(SCALAR));
+}
+
+/* Zero cblk k's panels (populated first when fresh) and assemble A's entries that land in it. */
 static void kassemble(const numeric *F, const SCALAR *Ax, cint k)
 {
     const symbolic *S = F->S;
@@ -637,7 +642,10 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
     if (F->exec.pool != NULL) return kfactorize_threaded(F, &c, Ax, err);
 
     /* sequential reference: cblk order, the calling thread's buffers */
+    double tf0 = canopy_wtime();
+    kpopulate(F, 0, F->ncoef);
     for (cint k = 0; k < S->ncblk; k++) kassemble(F, Ax, k);
+    F->run.fill = canopy_wtime() - tf0;
     F->fresh = 0;
     SCALAR *buf = F->work;
     SCALAR *W = buf + S->max_update_buf;

@@ -84,6 +84,7 @@ typedef struct numeric_run {
     int nthreads;
     int ntasks;
     double wall;
+    double fill;         /**< seconds zeroing (first time: faulting in) and assembling before the tasks */
     double *busy;
     int64_t *steals;
     int64_t *tasks;

@@ -146,6 +146,7 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     st->time_factorize_predicted = rt->have_plan ? rt->plan.factor.predicted_time : 0;
     st->twod_levels = rt->have_plan ? rt->plan.twod_levels : 0;
     st->twod_cblks = rt->have_plan ? rt->plan.twod_cblks : 0;
+    st->time_fill = F->run.fill;
     if (F->nthreads != T || !rt->have_plan) return;
     double busy = 0;
     int64_t steals = 0, remote = 0;
