@@ -383,7 +383,8 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
                    S.numa_nodes, S.bound);
             json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
-            printf("\"twod_levels\": %d, \"twod_cblks\": %lld, ", S.twod_levels, (long long)S.twod_cblks);
+            printf("\"twod_levels\": %d, \"twod_cblks\": %lld, \"split_width\": %d, ", S.twod_levels,
+                   (long long)S.twod_cblks, S.split_width);
             json_num("busy_fraction", S.busy_fraction, 0);
             json_num("time_lock_wait", S.time_lock_wait, 0);
             printf("\"handovers\": %lld, ", (long long)S.handovers);
@@ -452,8 +453,8 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                        S.time_factorize_predicted, 100 * S.busy_fraction, S.time_lock_wait, (long long)S.handovers,
                        (long long)S.steals, (long long)S.steals_remote);
                 if (S.twod_cblks > 0)
-                    printf("  2D tasks: %lld column blocks in the top %d level(s) of the thread tree\n",
-                           (long long)S.twod_cblks, S.twod_levels);
+                    printf("  2D tasks: %lld column blocks in the top %d level(s) of the thread tree, tiles of %d "
+                           "rows at most\n", (long long)S.twod_cblks, S.twod_levels, S.split_width);
                 printf("  backward error %.3e after %d refinement step(s), forward error %.3e\n", S.backward_error,
                        S.refinement_steps, ferr);
                 printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,

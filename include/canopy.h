@@ -223,6 +223,8 @@ typedef struct canopy_stats {
     int64_t twod_cblks;           /**< column blocks factored with 2D tasks */
     int64_t handovers;            /**< contributions computed before their turn and left for the thread
                                        applying the one before them, instead of waiting (this rank) */
+    int split_width;              /**< width the wide column blocks were split to (options.split_size, or the
+                                       one the simulation chose for auto: also the 2D tiles' size); 0: none */
     double time_fill;             /**< seconds of the last factorization spent before its first task: the
                                        owners zero (the first time: fault in) their memory and assemble A */
 } canopy_stats;

@@ -194,22 +194,10 @@ out:
     return st;
 }
 
-/* Cut blocks wider than split into near-equal consecutive pieces (only those with keep[k] != 0 when
- * keep is given); returns the new count. */
-static cint split_partition(cint npart, const cint *fcol, cint split, const unsigned char *keep, cint *out)
-{
-    cint q = 0;
-    for (cint k = 0; k < npart; k++) {
-        cint w = fcol[k + 1] - fcol[k];
-        cint pieces = split > 0 && w > split && (keep == NULL || keep[k]) ? (w + split - 1) / split : 1;
-        for (cint t = 0; t < pieces; t++) out[q++] = fcol[k] + (cint)((int64_t)w * t / pieces);
-    }
-    out[q] = npart > 0 ? fcol[npart] : 0;
-    return q;
-}
-
-canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symbolic_opts *opts,
-                               symbolic *S, canopy_err *err)
+/* The analysis; with @p cut_out, the blocks stay whole and *cut_out[k] says which ones the split
+ * would cut (the caller splits with symbolic_resplit and frees the flags). */
+static canopy_status analyze(const canopy_csc *G, const cint *perm, const symbolic_opts *opts, symbolic *S,
+                             unsigned char **cut_out, canopy_err *err)
 {
     if (G == NULL || perm == NULL || opts == NULL || S == NULL)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: NULL argument");
@@ -291,7 +279,14 @@ canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symb
      * everywhere: with split_share > 0 only the groups whose subtree holds at least that share of
      * the factorization's flops (the top of the tree, mapped to several threads) are cut. */
     unsigned char *cut = NULL;
-    if (opts->split_size > 0 && opts->split_share > 0) {
+    if (cut_out != NULL && opts->split_share <= 0) {
+        cut = canopy_alloc((size_t)ng + 1, 1, "analysis", err);
+        if (cut == NULL) {
+            st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+            goto out;
+        }
+        memset(cut, 1, (size_t)ng + 1);
+    } else if ((opts->split_size > 0 || cut_out != NULL) && opts->split_share > 0) {
         double *acc = canopy_calloc(nn, sizeof(double), "analysis", err);
         cint *iorder = canopy_alloc(nn, sizeof(cint), "analysis", err);
         cut = canopy_calloc((size_t)ng + 1, 1, "analysis", err);
@@ -316,8 +311,10 @@ canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symb
         canopy_free(acc);
         canopy_free(iorder);
     }
-    cint np = split_partition(ng, gfcol, opts->split_size, cut, pfcol);
-    canopy_free(cut);
+    cint np = symbolic_split_partition(ng, gfcol, cut_out != NULL ? 0 : opts->split_size, cut, pfcol);
+    if (cut_out != NULL) *cut_out = cut;
+    else canopy_free(cut);
+    cut = NULL;
 
     /* final ordering: fill-reducing, then postorder, then the grouping */
     for (cint k = 0; k < n; k++) {
@@ -354,5 +351,24 @@ out:
     canopy_free(pfcol);
     canopy_free(fperm);
     canopy_free(fiperm);
+    return st;
+}
+
+canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symbolic_opts *opts,
+                               symbolic *S, canopy_err *err)
+{
+    return analyze(G, perm, opts, S, NULL, err);
+}
+
+canopy_status symbolic_analyze_unsplit(const canopy_csc *G, const cint *perm, const symbolic_opts *opts,
+                                       symbolic *S, unsigned char **cut, canopy_err *err)
+{
+    if (cut == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze_unsplit: NULL cut");
+    *cut = NULL;
+    canopy_status st = analyze(G, perm, opts, S, cut, err);
+    if (st != CANOPY_SUCCESS) {
+        canopy_free(*cut);
+        *cut = NULL;
+    }
     return st;
 }

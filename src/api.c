@@ -7,6 +7,7 @@
 #include "solver.h"
 
 #include <float.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -318,6 +319,80 @@ static canopy_status choose_factorization(canopy_solver *s)
     return CANOPY_SUCCESS;
 }
 
+/* One candidate split width, cut and planned on its own thread (plans are pure functions). */
+typedef struct split_cand {
+    canopy_solver *s;
+    const symbolic *Su;
+    const unsigned char *cut;
+    cint width;
+    symbolic S;
+    double predicted;
+    canopy_err err;
+} split_cand;
+
+static void *split_try(void *arg)
+{
+    split_cand *c = arg;
+    canopy_solver *s = c->s;
+    if (symbolic_resplit(c->Su, c->cut, c->width, &c->S, &c->err) == CANOPY_SUCCESS &&
+        runtime_predict(&s->rt, &s->opts, &c->S, s->fact, s->A.arith == CANOPY_COMPLEX, s->nranks, &c->predicted,
+                        &c->err) != CANOPY_SUCCESS)
+        symbolic_free(&c->S);
+    return NULL;
+}
+
+/*
+ * split=auto with several threads: the split width is also the 2D tiles' size, so it is chosen
+ * from the model. The structure is built once whole, cut at each candidate width (cheap), each
+ * cut planned on a thread of its own, and the width whose simulated factorization is shortest
+ * kept; the default wins within 2%. When no block the split selects is wider than the smallest
+ * candidate, every width gives the same cut and nothing is planned here.
+ */
+static canopy_status choose_split(canopy_solver *s, const canopy_csc *G, const cint *perm, const symbolic_opts *so)
+{
+    symbolic Su;
+    unsigned char *cut = NULL;
+    if (symbolic_analyze_unsplit(G, perm, so, &Su, &cut, &s->err) != CANOPY_SUCCESS) return s->err.status;
+    enum { NCAND = 3 };
+    static const cint widths[NCAND] = {CANOPY_AUTO_SPLIT, CANOPY_AUTO_SPLIT / 2, 2 * CANOPY_AUTO_SPLIT};
+    cint widest = 0;
+    for (cint k = 0; k < Su.ncblk; k++)
+        if (cut[k]) widest = CANOPY_MAX(widest, Su.cblk_fcol[k + 1] - Su.cblk_fcol[k]);
+    int ncand = widest > CANOPY_AUTO_SPLIT / 2 ? NCAND : 1;
+    split_cand c[NCAND];
+    pthread_t th[NCAND];
+    int started[NCAND] = {0};
+    canopy_status st = ncand > 1 ? runtime_cost(&s->rt, &s->opts, &s->err) : CANOPY_SUCCESS;
+    for (int i = 0; i < ncand; i++) c[i] = (split_cand){.s = s, .Su = &Su, .cut = cut, .width = widths[i]};
+    if (st == CANOPY_SUCCESS && ncand == 1) {
+        st = symbolic_resplit(&Su, cut, widths[0], &c[0].S, &s->err);
+    } else if (st == CANOPY_SUCCESS) {
+        for (int i = 1; i < ncand; i++) started[i] = pthread_create(&th[i], NULL, split_try, &c[i]) == 0;
+        split_try(&c[0]);
+        for (int i = 1; i < ncand; i++) {
+            if (started[i]) pthread_join(th[i], NULL);
+            else split_try(&c[i]);
+        }
+    }
+    int kept = -1;
+    for (int i = 0; i < ncand && st == CANOPY_SUCCESS; i++) {
+        if (c[i].err.status != CANOPY_SUCCESS) {
+            canopy_err_set(&s->err, c[i].err.status, "%s", c[i].err.msg);
+            st = s->err.status;
+            break;
+        }
+        say(s, 2, "split %d: predicted factorization %.4f s", (int)widths[i], c[i].predicted);
+        if (kept < 0 || c[i].predicted < 0.98 * c[kept].predicted) kept = i;
+    }
+    for (int i = 0; i < ncand; i++)
+        if (i != kept || st != CANOPY_SUCCESS) symbolic_free(&c[i].S);
+    if (st == CANOPY_SUCCESS) s->S = c[kept].S;
+    s->stats.split_width = st == CANOPY_SUCCESS ? (int)widths[kept] : 0;
+    symbolic_free(&Su);
+    canopy_free(cut);
+    return st;
+}
+
 static canopy_status analyze_rank0(canopy_solver *s)
 {
     double t0 = canopy_wtime();
@@ -357,7 +432,12 @@ static canopy_status analyze_rank0(canopy_solver *s)
                                           : all_threads > 1 ? CANOPY_AUTO_SPLIT : 0,
                             /* auto: only where proportional mapping gives a block several threads */
                             .split_share = s->opts.split_size >= 0 ? 0.0 : 1.0 / (2.0 * all_threads)};
-        symbolic_analyze(&G, perm, &so, &s->S, &s->err);
+        if (s->opts.split_size < 0 && all_threads > 1) {
+            choose_split(s, &G, perm, &so);
+        } else {
+            s->stats.split_width = so.split_size;
+            symbolic_analyze(&G, perm, &so, &s->S, &s->err);
+        }
     }
     double t3 = canopy_wtime();
     matrix_free(&G);

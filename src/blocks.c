@@ -99,6 +99,68 @@ static int cmp_cint(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Running totals over the cblks closed so far. */
+typedef struct blok_totals {
+    int64_t coef, nnz_l;
+    double flops_llt, flops_lu;
+    size_t max_buf, max_rows;
+    cint max_width;
+} blok_totals;
+
+/* Cblk k (w columns), whose bloks are B's from S->cblk_fblok[k] on and whose panel has @p stride
+ * rows, is complete: its panel offset, counts and update-buffer sizes. */
+static bool cblk_close(symbolic *S, const blok_arrays *B, cint k, cint w, cint stride, blok_totals *t, canopy_err *err)
+{
+    if (t->coef > INT64_MAX - (int64_t)stride * w) {
+        canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor too large");
+        return false;
+    }
+    S->cblk_stride[k] = stride;
+    S->cblk_coef[k] = t->coef;
+    t->coef += (int64_t)stride * w;
+    /* counts: column i of the cblk has (w - i) + m entries, m = off-diagonal rows */
+    int64_t m = stride - w;
+    t->nnz_l += (int64_t)w * (w + 1) / 2 + (int64_t)w * m;
+    for (cint i = 0; i < w; i++) {
+        double c = (double)(w - i) + (double)m;
+        t->flops_llt += c * c;
+        t->flops_lu += (c - 1) + 2 * (c - 1) * (c - 1);
+    }
+    t->max_width = w > t->max_width ? w : t->max_width;
+    /* update buffer: bloks facing the same cblk are updated together */
+    for (cint b = S->cblk_fblok[k] + 1; b < B->count;) {
+        cint e = b, height = 0;
+        while (e < B->count && B->fcblk[e] == B->fcblk[b]) {
+            height += B->lrow[e] - B->frow[e] + 1;
+            e++;
+        }
+        size_t below = (size_t)(stride - B->coefrow[b]);
+        t->max_rows = below > t->max_rows ? below : t->max_rows;
+        size_t buf = below * (size_t)height;
+        t->max_buf = buf > t->max_buf ? buf : t->max_buf;
+        b = e;
+    }
+    return true;
+}
+
+/* All @p ncblk cblks are closed: hand the bloks and the totals to S. */
+static void totals_store(symbolic *S, const blok_arrays *B, cint ncblk, const blok_totals *t)
+{
+    S->cblk_fblok[ncblk] = B->count;
+    S->cblk_coef[ncblk] = t->coef;
+    S->nblok = B->count;
+    S->blok_frow = B->frow;
+    S->blok_lrow = B->lrow;
+    S->blok_fcblk = B->fcblk;
+    S->blok_coefrow = B->coefrow;
+    S->nnz_l = t->nnz_l;
+    S->flops_llt = t->flops_llt;
+    S->flops_lu = t->flops_lu;
+    S->max_update_buf = t->max_buf;
+    S->max_update_rows = t->max_rows;
+    S->max_width = t->max_width;
+}
+
 canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint *part_fcol,
                                     symbolic *S, canopy_err *err)
 {
@@ -142,11 +204,7 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
     for (cint i = 0; i < n; i++) mark[i] = -1;
 
     size_t used = 0;
-    int64_t coef = 0;
-    double flops_llt = 0, flops_lu = 0;
-    int64_t nnz_l = 0;
-    size_t max_buf = 0, max_rows = 0;
-    cint max_width = 0;
+    blok_totals tot = {0};
     for (cint k = 0; k < npart; k++) {
         cint fcol = part_fcol[k], lcol = part_fcol[k + 1] - 1, w = lcol - fcol + 1;
         /* rows of A below the cblk: small unsorted set, sorted once */
@@ -209,49 +267,9 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
             stride += b - a + 1;
             a = b + 1;
         }
-        if (coef > INT64_MAX - (int64_t)stride * w) {
-            canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor too large");
-            goto out;
-        }
-        S->cblk_stride[k] = stride;
-        S->cblk_coef[k] = coef;
-        coef += (int64_t)stride * w;
-        /* counts: column i of the cblk has (w - i) + m entries, m = off-diagonal rows */
-        int64_t m = len;
-        nnz_l += (int64_t)w * (w + 1) / 2 + (int64_t)w * m;
-        for (cint i = 0; i < w; i++) {
-            double c = (double)(w - i) + (double)m;
-            flops_llt += c * c;
-            flops_lu += (c - 1) + 2 * (c - 1) * (c - 1);
-        }
-        max_width = w > max_width ? w : max_width;
-        /* update buffer: bloks facing the same cblk are updated together */
-        for (cint b = S->cblk_fblok[k] + 1; b < B.count;) {
-            cint e = b, height = 0;
-            while (e < B.count && B.fcblk[e] == B.fcblk[b]) {
-                height += B.lrow[e] - B.frow[e] + 1;
-                e++;
-            }
-            size_t below = (size_t)(stride - B.coefrow[b]);
-            max_rows = below > max_rows ? below : max_rows;
-            size_t buf = below * (size_t)height;
-            max_buf = buf > max_buf ? buf : max_buf;
-            b = e;
-        }
+        if (!cblk_close(S, &B, k, w, stride, &tot, err)) goto out;
     }
-    S->cblk_fblok[npart] = B.count;
-    S->cblk_coef[npart] = coef;
-    S->nblok = B.count;
-    S->blok_frow = B.frow;
-    S->blok_lrow = B.lrow;
-    S->blok_fcblk = B.fcblk;
-    S->blok_coefrow = B.coefrow;
-    S->nnz_l = nnz_l;
-    S->flops_llt = flops_llt;
-    S->flops_lu = flops_lu;
-    S->max_update_buf = max_buf;
-    S->max_update_rows = max_rows;
-    S->max_width = max_width;
+    totals_store(S, &B, npart, &tot);
     B = (blok_arrays){0}; /* now owned by S */
 out: /* success falls through here too: S->blok_frow is set only on success */
     canopy_free(sptr);
@@ -270,5 +288,81 @@ out: /* success falls through here too: S->blok_frow is set only on success */
     symbolic_free(S);
     S->perm = perm;
     S->iperm = iperm;
+    return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+}
+
+cint symbolic_split_partition(cint npart, const cint *fcol, cint split, const unsigned char *keep, cint *out)
+{
+    cint q = 0;
+    for (cint k = 0; k < npart; k++) {
+        cint w = fcol[k + 1] - fcol[k];
+        cint pieces = split > 0 && w > split && (keep == NULL || keep[k]) ? (w + split - 1) / split : 1;
+        for (cint t = 0; t < pieces; t++) out[q++] = fcol[k] + (cint)((int64_t)w * t / pieces);
+    }
+    out[q] = npart > 0 ? fcol[npart] : 0;
+    return q;
+}
+
+/*
+ * A piece [a, b) of cblk g keeps g's rows: the rest of g's diagonal block (one blok per later
+ * piece) and g's off-diagonal bloks, cut where a target was cut. Its structure is a superset of
+ * what symbolic_build_blocks would compute for the piece (equal without amalgamation) and closed
+ * for the same reason: rows of g at or past a piece of h lie in that piece's panel.
+ */
+canopy_status symbolic_resplit(const symbolic *Su, const unsigned char *cut, cint width, symbolic *S, canopy_err *err)
+{
+    if (Su == NULL || S == NULL || width < 0)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_resplit: NULL structure or width < 0");
+    memset(S, 0, sizeof *S);
+    cint n = Su->n;
+    size_t nn = (size_t)n + 1;
+    cint *pf = canopy_alloc(nn + 1, sizeof(cint), "split partition", err);
+    blok_arrays B = {0};
+    if (pf == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    cint np = symbolic_split_partition(Su->ncblk, Su->cblk_fcol, width, cut, pf);
+    S->n = n;
+    S->ncblk = np;
+    S->cblk_fcol = pf;
+    S->cblk_fblok = canopy_alloc((size_t)np + 1, sizeof(cint), "cblk_fblok", err);
+    S->cblk_stride = canopy_alloc((size_t)np + 1, sizeof(cint), "cblk_stride", err);
+    S->cblk_parent = canopy_alloc((size_t)np + 1, sizeof(cint), "cblk_parent", err);
+    S->cblk_coef = canopy_alloc((size_t)np + 1, sizeof(int64_t), "cblk_coef", err);
+    S->col2cblk = canopy_alloc(nn, sizeof(cint), "col2cblk", err);
+    S->perm = canopy_alloc(nn, sizeof(cint), "ordering", err);
+    S->iperm = canopy_alloc(nn, sizeof(cint), "ordering", err);
+    if (!S->cblk_fblok || !S->cblk_stride || !S->cblk_parent || !S->cblk_coef || !S->col2cblk || !S->perm || !S->iperm)
+        goto fail;
+    memcpy(S->perm, Su->perm, (size_t)n * sizeof(cint));
+    memcpy(S->iperm, Su->iperm, (size_t)n * sizeof(cint));
+    for (cint p = 0; p < np; p++)
+        for (cint j = pf[p]; j < pf[p + 1]; j++) S->col2cblk[j] = p;
+    blok_totals tot = {0};
+    for (cint p = 0; p < np; p++) {
+        cint a = pf[p], b = pf[p + 1], g = Su->col2cblk[a], glast = Su->cblk_fcol[g + 1];
+        S->cblk_fblok[p] = B.count;
+        if (!blok_push(&B, a, b - 1, p, 0, err)) goto fail;
+        cint stride = b - a;
+        for (cint q = p + 1; q < np && pf[q] < glast; q++) {
+            if (!blok_push(&B, pf[q], pf[q + 1] - 1, q, stride, err)) goto fail;
+            stride += pf[q + 1] - pf[q];
+        }
+        for (cint ob = Su->cblk_fblok[g] + 1; ob < Su->cblk_fblok[g + 1]; ob++)
+            for (cint r = Su->blok_frow[ob], r1 = Su->blok_lrow[ob]; r <= r1;) {
+                cint q = S->col2cblk[r], e = CANOPY_MIN(r1, pf[q + 1] - 1);
+                if (!blok_push(&B, r, e, q, stride, err)) goto fail;
+                stride += e - r + 1;
+                r = e + 1;
+            }
+        S->cblk_parent[p] = B.count > S->cblk_fblok[p] + 1 ? B.fcblk[S->cblk_fblok[p] + 1] : -1;
+        if (!cblk_close(S, &B, p, b - a, stride, &tot, err)) goto fail;
+    }
+    totals_store(S, &B, np, &tot);
+    return CANOPY_SUCCESS;
+fail:
+    canopy_free(B.frow);
+    canopy_free(B.lrow);
+    canopy_free(B.fcblk);
+    canopy_free(B.coefrow);
+    symbolic_free(S);
     return err && err->status ? err->status : CANOPY_ERR_NOMEM;
 }

@@ -77,24 +77,54 @@ void runtime_set_cost(runtime *rt, const sched_cost_model *cm)
     rt->have_cost = 1;
 }
 
+/* The plan's options and the cost model it prices with, for @p nranks ranks. */
+static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_factorization kind, int complex_arith,
+                                int nranks, sched_plan_opts *po, sched_cost_model *loaded, canopy_err *err)
+{
+    canopy_status st = runtime_cost(rt, o, err);
+    if (st != CANOPY_SUCCESS) return st;
+    *po = (sched_plan_opts){.nthreads = rt->nthreads, .kind = kind, .complex_arith = complex_arith,
+                            .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
+                            .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels};
+    /* kernels run slower when every worker of the node computes: plan with the loaded rates */
+    *loaded = rt->cost;
+    cost_model_under_load(loaded, rt->nthreads * rt->ranks_on_node);
+    return CANOPY_SUCCESS;
+}
+
+canopy_status runtime_cost(runtime *rt, const canopy_options *o, canopy_err *err)
+{
+    if (rt->have_cost) return CANOPY_SUCCESS;
+    canopy_status st = cost_model_load(&rt->cost, o->cost_cache, err);
+    if (st == CANOPY_SUCCESS) rt->have_cost = 1;
+    return st;
+}
+
+canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                              int complex_arith, int nranks, double *predicted, canopy_err *err)
+{
+    sched_plan_opts po;
+    sched_cost_model loaded;
+    sched_plan P;
+    canopy_status st = plan_setup(rt, o, kind, complex_arith, nranks, &po, &loaded, err);
+    if (st == CANOPY_SUCCESS) st = sched_plan_build(S, &loaded, &po, &P, err);
+    if (st != CANOPY_SUCCESS) return st;
+    *predicted = P.factor.predicted_time;
+    sched_plan_free(&P);
+    return CANOPY_SUCCESS;
+}
+
 canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
                            int complex_arith, canopy_err *err)
 {
     if (rt->have_plan && rt->plan_kind == kind && rt->plan_complex == complex_arith) return CANOPY_SUCCESS;
     runtime_drop_plan(rt);
-    if (!rt->have_cost) {
-        canopy_status st = cost_model_load(&rt->cost, o->cost_cache, err);
-        if (st != CANOPY_SUCCESS) return st;
-        rt->have_cost = 1;
-    }
     int R = rt->nranks > 1 ? rt->nranks : 1;
-    sched_plan_opts po = {.nthreads = rt->nthreads, .kind = kind, .complex_arith = complex_arith, .nranks = R,
-                          .comm_latency = rt->comm_latency, .comm_byte_time = rt->comm_byte_time,
-                          .twod_levels = o->twod_levels};
-    /* kernels run slower when every worker of the node computes: plan with the loaded rates */
-    sched_cost_model loaded = rt->cost;
-    cost_model_under_load(&loaded, rt->nthreads * rt->ranks_on_node);
-    canopy_status st = sched_plan_build(S, &loaded, &po, &rt->plan, err);
+    sched_plan_opts po;
+    sched_cost_model loaded;
+    canopy_status st = plan_setup(rt, o, kind, complex_arith, R, &po, &loaded, err);
+    if (st != CANOPY_SUCCESS) return st;
+    st = sched_plan_build(S, &loaded, &po, &rt->plan, err);
     if (st == CANOPY_SUCCESS)
         st = sched_plan_local(S, &rt->plan, R > 1 ? rt->rank : 0, kind == CANOPY_FACT_LU ? 2 : 1, &rt->local, err);
     if (st == CANOPY_SUCCESS && R == 1) st = sched_plan_solve_dag(S, &rt->plan, &rt->solve, err);

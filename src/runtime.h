@@ -52,6 +52,13 @@ typedef struct runtime {
  */
 canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_node, int node_rank, canopy_err *err);
 
+/** Load the cost model (once: the calibration or its cache, see options.cost_cache). */
+canopy_status runtime_cost(runtime *rt, const canopy_options *o, canopy_err *err);
+
+/** The factorization time the plan predicts for @p S on @p nranks ranks of rt's threads (nothing kept). */
+canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                              int complex_arith, int nranks, double *predicted, canopy_err *err);
+
 /** Cost model (once), plan and solve graph for @p S factorized with @p kind; starts the pool. */
 canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
                            int complex_arith, canopy_err *err);

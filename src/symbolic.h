@@ -84,6 +84,18 @@ canopy_status symbolic_supernodes(cint n, const cint *parent, const cint *colcou
 canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint *part_fcol,
                                     symbolic *S, canopy_err *err);
 
+/** Cut the blocks of the partition fcol[0..npart] wider than @p split (and with keep[k] != 0, when
+ * keep is given) into near-equal consecutive pieces: out[0..return] (out holds n + 1 entries). */
+cint symbolic_split_partition(cint npart, const cint *fcol, cint split, const unsigned char *keep, cint *out);
+
+/**
+ * The structure of @p Su with its cblks k that have cut[k] != 0 (all when cut is NULL) split into
+ * pieces of at most @p width columns (0: none), without the graph: each piece keeps its cblk's
+ * rows (see blocks.c). Cheap (linear in the bloks), so the plan can compare widths. S gets its
+ * own copy of perm/iperm.
+ */
+canopy_status symbolic_resplit(const symbolic *Su, const unsigned char *cut, cint width, symbolic *S, canopy_err *err);
+
 /**
  * The whole analysis: G (original numbering) with fill-reducing @p perm -> etree, postorder,
  * column counts, supernodes, amalgamation, splitting -> block structure. S->perm/iperm receive the
@@ -91,6 +103,14 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
  */
 canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symbolic_opts *opts,
                                symbolic *S, canopy_err *err);
+
+/**
+ * The same analysis without the split: @p S has the whole blocks, and *cut (canopy_alloc'ed,
+ * S->ncblk entries) flags the ones opts->split_share selects (all when it is 0), for
+ * symbolic_resplit at widths the caller compares. opts->split_size is not used.
+ */
+canopy_status symbolic_analyze_unsplit(const canopy_csc *G, const cint *perm, const symbolic_opts *opts,
+                                       symbolic *S, unsigned char **cut, canopy_err *err);
 
 /** Permute a graph symmetrically: B = G(perm, perm), sorted. */
 canopy_status symbolic_permute_graph(const canopy_csc *G, const cint *perm, const cint *iperm,

@@ -394,6 +394,153 @@ START_TEST(analyze_survives_allocation_failures)
 }
 END_TEST
 
+/* A and B are the same block structure (flops to rounding: summed in another order). */
+static void same_structure(const symbolic *A, const symbolic *B)
+{
+    ck_assert_int_eq(A->n, B->n);
+    ck_assert_int_eq(A->ncblk, B->ncblk);
+    ck_assert_int_eq(A->nblok, B->nblok);
+    for (cint k = 0; k <= A->ncblk; k++) {
+        ck_assert_int_eq(A->cblk_fcol[k], B->cblk_fcol[k]);
+        ck_assert_int_eq(A->cblk_fblok[k], B->cblk_fblok[k]);
+        ck_assert_int_eq(A->cblk_coef[k], B->cblk_coef[k]);
+    }
+    for (cint k = 0; k < A->ncblk; k++) {
+        ck_assert_int_eq(A->cblk_stride[k], B->cblk_stride[k]);
+        ck_assert_int_eq(A->cblk_parent[k], B->cblk_parent[k]);
+    }
+    for (cint b = 0; b < A->nblok; b++) {
+        ck_assert_int_eq(A->blok_frow[b], B->blok_frow[b]);
+        ck_assert_int_eq(A->blok_lrow[b], B->blok_lrow[b]);
+        ck_assert_int_eq(A->blok_fcblk[b], B->blok_fcblk[b]);
+        ck_assert_int_eq(A->blok_coefrow[b], B->blok_coefrow[b]);
+    }
+    for (cint j = 0; j < A->n; j++) {
+        ck_assert_int_eq(A->col2cblk[j], B->col2cblk[j]);
+        ck_assert_int_eq(A->perm[j], B->perm[j]);
+        ck_assert_int_eq(A->iperm[j], B->iperm[j]);
+    }
+    ck_assert_int_eq(A->nnz_l, B->nnz_l);
+    ck_assert(fabs(A->flops_llt - B->flops_llt) <= 1e-12 * B->flops_llt);
+    ck_assert(fabs(A->flops_lu - B->flops_lu) <= 1e-12 * B->flops_lu + 1e-9);
+    ck_assert_int_eq(A->max_update_buf, B->max_update_buf);
+    ck_assert_int_eq(A->max_update_rows, B->max_update_rows);
+    ck_assert_int_eq(A->max_width, B->max_width);
+}
+
+/* S holds L (true nonzeros in the final numbering) and is closed: the rows of cblk k at or past
+ * a target's first column all lie in that target's panel. */
+static void holds_l_and_closed(const canopy_csc *G, const symbolic *S)
+{
+    canopy_csc B;
+    canopy_err err = {0};
+    cint n = G->n;
+    ck_assert_int_eq(symbolic_permute_graph(G, S->perm, S->iperm, &B, &err), CANOPY_SUCCESS);
+    unsigned char *M = dense_structure(&B);
+    for (cint j = 0; j < n; j++)
+        for (cint i = j; i < n; i++)
+            if (i == j || M[(size_t)j * n + i]) ck_assert(in_cblk(S, S->col2cblk[j], i));
+    for (cint k = 0; k < S->ncblk; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint f = S->blok_fcblk[b];
+            ck_assert_int_eq(f, S->col2cblk[S->blok_frow[b]]);
+            ck_assert_int_eq(f, S->col2cblk[S->blok_lrow[b]]);
+            for (cint b2 = b; b2 < S->cblk_fblok[k + 1]; b2++)
+                for (cint r = S->blok_frow[b2]; r <= S->blok_lrow[b2]; r++) ck_assert(in_cblk(S, f, r));
+        }
+    free(M);
+    matrix_free(&B);
+}
+
+/* Cutting the whole structure (symbolic_resplit) gives exactly the structure built from the graph
+ * for the cut partition without amalgamation, and a closed superset of L with it. */
+START_TEST(resplit_matches_build)
+{
+    for (int c = 0; c < NCASES; c++) {
+        cint n; int per; uint64_t seed;
+        case_params(c, &n, &per, &seed);
+        canopy_csc G;
+        random_graph(n, per, seed, &G);
+        cint *perm = malloc(sizeof(cint) * (size_t)n);
+        random_perm(n, seed + 5, perm);
+        canopy_err err = {0};
+        for (int amalg = 0; amalg < 2; amalg++) {
+            symbolic_opts o = {amalg, 0.12, 0, 0};
+            symbolic Su = {0};
+            unsigned char *cut = NULL;
+            ck_assert_msg(symbolic_analyze_unsplit(&G, perm, &o, &Su, &cut, &err) == CANOPY_SUCCESS, "%s", err.msg);
+            for (cint w = 0; w <= 5; w++) {
+                symbolic R = {0}, S = {0};
+                ck_assert_int_eq(symbolic_resplit(&Su, cut, w, &R, &err), CANOPY_SUCCESS);
+                if (w > 0)
+                    for (cint k = 0; k < R.ncblk; k++) ck_assert_int_le(R.cblk_fcol[k + 1] - R.cblk_fcol[k], w);
+                ck_assert_int_eq(R.nnz_l, Su.nnz_l); /* every piece keeps its block's rows */
+                if (amalg == 0) {
+                    symbolic_opts os = {0, 0.12, w, 0};
+                    ck_assert_int_eq(symbolic_analyze(&G, perm, &os, &S, &err), CANOPY_SUCCESS);
+                    same_structure(&R, &S);
+                    symbolic_free(&S);
+                }
+                holds_l_and_closed(&G, &R);
+                symbolic_free(&R);
+            }
+            symbolic_free(&Su);
+            canopy_free(cut);
+        }
+        free(perm);
+        matrix_free(&G);
+    }
+}
+END_TEST
+
+/* The selective split through the whole structure cuts the same blocks as symbolic_analyze's. */
+START_TEST(resplit_selective_and_allocation_failures)
+{
+    canopy_csc A, G;
+    canopy_err err = {0};
+    ck_assert_int_eq(canopy_generate_laplacian(14, 14, 14, 7, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(matrix_graph(&A, &G, &err), CANOPY_SUCCESS);
+    cint n = G.n, *perm = malloc((size_t)n * sizeof *perm), *iperm = malloc((size_t)n * sizeof *iperm);
+    ck_assert_int_eq(order_compute(&G, CANOPY_ORDER_SCOTCH, NULL, 2, perm, iperm, &err), CANOPY_SUCCESS);
+    symbolic_opts top = {1, 0.12, 16, 0.25};
+    symbolic Stop, Su, R;
+    unsigned char *cut = NULL;
+    ck_assert_int_eq(symbolic_analyze(&G, perm, &top, &Stop, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(symbolic_analyze_unsplit(&G, perm, &top, &Su, &cut, &err), CANOPY_SUCCESS);
+    ck_assert_int_lt(Su.ncblk, Stop.ncblk);
+    ck_assert_int_eq(symbolic_resplit(&Su, cut, 16, &R, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(R.ncblk, Stop.ncblk);
+    for (cint k = 0; k <= R.ncblk; k++) ck_assert_int_eq(R.cblk_fcol[k], Stop.cblk_fcol[k]);
+    ck_assert_int_ge(R.nnz_l, Stop.nnz_l);
+    holds_l_and_closed(&G, &R);
+    symbolic_free(&R);
+    size_t before = canopy_mem_current();
+    int failures = 0;
+    for (long k = 0; k < 100; k++) {
+        canopy_err_clear(&err);
+        canopy_alloc_fail_after(k);
+        canopy_status st = symbolic_resplit(&Su, cut, 16, &R, &err);
+        canopy_alloc_fail_after(-1);
+        if (st == CANOPY_SUCCESS) {
+            symbolic_free(&R);
+            break;
+        }
+        ck_assert_int_eq(st, CANOPY_ERR_NOMEM);
+        ck_assert_int_eq(canopy_mem_current(), before);
+        failures++;
+    }
+    ck_assert_int_gt(failures, 0);
+    ck_assert_int_eq(symbolic_resplit(NULL, cut, 16, &R, &err), CANOPY_ERR_ARGUMENT);
+    symbolic_free(&Stop);
+    symbolic_free(&Su);
+    canopy_free(cut);
+    free(perm);
+    free(iperm);
+    matrix_free(&G);
+    canopy_csc_free(&A);
+}
+END_TEST
+
 START_TEST(analyze_star_and_path_fast)
 {
     /* a hub joined to 200000 leaves (one node with 200000 children), and a 200000-node path
@@ -448,6 +595,8 @@ int main(void)
     tcase_add_test(tc, analyze_rejects_bad_input);
     tcase_add_test(tc, analyze_survives_allocation_failures);
     tcase_add_test(tc, selective_split);
+    tcase_add_test(tc, resplit_matches_build);
+    tcase_add_test(tc, resplit_selective_and_allocation_failures);
     tcase_add_test(tc, analyze_star_and_path_fast);
     suite_add_tcase(s, tc);
     return testutil_run(s);

@@ -303,6 +303,38 @@ START_TEST(option)
 }
 END_TEST
 
+/* split=auto with several threads picks the tile width from the model (deterministically), an
+ * explicit width is kept, one thread splits nothing; the factors solve A x = b either way. */
+START_TEST(split_width_from_model)
+{
+    canopy_csc A;
+    ck_assert_int_eq(canopy_generate_laplacian(18, 17, 16, 7, &A), CANOPY_SUCCESS);
+    double *b = malloc((size_t)A.n * sizeof *b);
+    for (canopy_int i = 0; i < A.n; i++) b[i] = 1.0 + (double)(i % 7);
+    const int threads[] = {1, 8, 8, 3};
+    const int split[] = {-1, -1, -1, 100};
+    canopy_stats st[4];
+    double *x[4];
+    for (int c = 0; c < 4; c++) {
+        canopy_solver *s = make_solver(&A, threads[c], CANOPY_SCHED_DYNAMIC, -1, split[c]);
+        x[c] = factor_solve(s, &A, b);
+        canopy_get_stats(s, &st[c]);
+        canopy_destroy(&s);
+    }
+    ck_assert_int_eq(st[0].split_width, 0);
+    ck_assert_msg(st[1].split_width == 128 || st[1].split_width == 256 || st[1].split_width == 512, "width %d",
+                  st[1].split_width);
+    ck_assert_int_eq(st[2].split_width, st[1].split_width);
+    ck_assert_int_eq(st[2].ncblk, st[1].ncblk);
+    ck_assert_int_gt(st[1].ncblk, st[0].ncblk); /* the top separators (> 128 columns) were cut */
+    ck_assert_int_eq(st[3].split_width, 100);
+    for (int c = 1; c < 4; c++) ck_assert_double_le(rel_diff(&A, x[c], x[0]), 1e-9);
+    for (int c = 0; c < 4; c++) free(x[c]);
+    free(b);
+    canopy_csc_free(&A);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -313,6 +345,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, against_1d, 0, V_COUNT);
     tcase_add_loop_test(tc, dense_against_lapack, 0, 3);
     tcase_add_test(tc, option);
+    tcase_add_test(tc, split_width_from_model);
     tcase_add_loop_test(tc, static_handover, 0, 3);
     suite_add_tcase(su, tc);
     int rc = testutil_run(su);
