@@ -319,6 +319,12 @@ static canopy_status choose_factorization(canopy_solver *s)
     return CANOPY_SUCCESS;
 }
 
+/* The ranks the plans are for: the communicator's, or the virtual machine's. */
+static int plan_ranks(const canopy_solver *s)
+{
+    return s->virt_ranks > 0 ? s->virt_ranks : s->nranks;
+}
+
 /* One candidate split width, cut and planned on its own thread (plans are pure functions). */
 typedef struct split_cand {
     canopy_solver *s;
@@ -335,7 +341,7 @@ static void *split_try(void *arg)
     split_cand *c = arg;
     canopy_solver *s = c->s;
     if (symbolic_resplit(c->Su, c->cut, c->width, &c->S, &c->err) == CANOPY_SUCCESS &&
-        runtime_predict(&s->rt, &s->opts, &c->S, s->fact, s->A.arith == CANOPY_COMPLEX, s->nranks, &c->predicted,
+        runtime_predict(&s->rt, &s->opts, &c->S, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), &c->predicted,
                         &c->err) != CANOPY_SUCCESS)
         symbolic_free(&c->S);
     return NULL;
@@ -425,7 +431,7 @@ static canopy_status analyze_rank0(canopy_solver *s)
     }
     double t2 = canopy_wtime();
     if (s->err.status == CANOPY_SUCCESS) {
-        int all_threads = s->rt.nthreads * s->nranks;
+        int all_threads = runtime_plan_threads(&s->rt) * plan_ranks(s);
         symbolic_opts so = {.amalgamation = s->opts.amalgamation,
                             .amalgamation_fill = s->opts.amalgamation_fill,
                             .split_size = s->opts.split_size >= 0 ? s->opts.split_size
@@ -447,7 +453,7 @@ static canopy_status analyze_rank0(canopy_solver *s)
     /* the static plan: proportional mapping, simulation, task graph (and the worker pool); with
      * several ranks every rank plans after the structure is shared (dist_analyze) */
     s->arith = s->A.arith;
-    if (s->nranks == 1 &&
+    if (s->nranks == 1 && s->virt_ranks == 0 &&
         runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
         return s->err.status;
     double t4 = canopy_wtime();
@@ -483,6 +489,27 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
     canopy_status st = finish(s);
     if (st >= 0) s->phase = PHASE_ANALYZED;
     else if (s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
+    return st;
+}
+
+canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, double latency, double byte_time)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    if (s->nranks != 1 || !s->have_rt || ranks < 1 || threads < 1 || !(latency >= 0) || !(byte_time >= 0))
+        return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                              "api_analyze_virtual: needs a one-rank solver, ranks >= 1, threads >= 1 and a "
+                              "nonnegative latency and byte time");
+    if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
+        free_analysis(s);
+        s->virt_ranks = ranks;
+        s->rt.virt_threads = threads;
+        s->rt.comm_latency = latency;
+        s->rt.comm_byte_time = byte_time;
+        analyze_rank0(s);
+    }
+    canopy_status st = finish(s);
+    if (st >= 0) s->phase = PHASE_ANALYZED;
     return st;
 }
 

@@ -510,22 +510,31 @@ static inline int64_t panel_size(const symbolic *S, cint j)
     return S->cblk_coef[j + 1] - S->cblk_coef[j];
 }
 
-double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
-                             int64_t local_entries)
+double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
+                                    double panel_entries, int nthreads, int64_t local_entries)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double own = 0, recv = 0, wbuf = 0;
+    double wbuf = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         double w = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
         if (w > wbuf) wbuf = w;
-        if (L->cblk_rank[k] == L->rank) own += (double)panel_size(S, k);
-        recv += (double)(L->recv_ptr[k + 1] - L->recv_ptr[k]) * (double)panel_size(S, k);
     }
-    for (cint q = 0; q < L->nsend; q++) own += (double)panel_size(S, L->send_cblk[q]);
     double work = (double)S->max_update_buf * parts + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
-    double spares = (double)CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * L->nthreads;
-    return sb * (parts * (own + recv) + work * (L->nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
+    double spares = (double)CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
+    return sb * (parts * panel_entries + work * (nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
+}
+
+double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
+                             int64_t local_entries)
+{
+    double held = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
+        held += (double)(L->recv_ptr[k + 1] - L->recv_ptr[k]) * (double)panel_size(S, k);
+    }
+    for (cint q = 0; q < L->nsend; q++) held += (double)panel_size(S, L->send_cblk[q]);
+    return numeric_predict_bytes_counts(S, kind, arith, held, L->nthreads, local_entries);
 }
 
 static canopy_status numeric_allocate_dist(numeric *F, const symbolic *S, canopy_arith arith, canopy_factorization kind,

@@ -194,6 +194,14 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy
  */
 canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err);
 
+/**
+ * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in
+ * buffers it sends and receives (one part each; LU doubles them), @p nthreads workers, and
+ * @p local_entries entries of A it holds. canopy-simulate prices every virtual rank with it.
+ */
+double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
+                                    double panel_entries, int nthreads, int64_t local_entries);
+
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
                              int64_t local_entries);

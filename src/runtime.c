@@ -83,12 +83,13 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
 {
     canopy_status st = runtime_cost(rt, o, err);
     if (st != CANOPY_SUCCESS) return st;
-    *po = (sched_plan_opts){.nthreads = rt->nthreads, .kind = kind, .complex_arith = complex_arith,
+    int T = runtime_plan_threads(rt), busy = rt->virt_threads > 0 ? T : T * rt->ranks_on_node;
+    *po = (sched_plan_opts){.nthreads = T, .kind = kind, .complex_arith = complex_arith,
                             .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
                             .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels};
     /* kernels run slower when every worker of the node computes: plan with the loaded rates */
     *loaded = rt->cost;
-    cost_model_under_load(loaded, rt->nthreads * rt->ranks_on_node);
+    cost_model_under_load(loaded, busy);
     return CANOPY_SUCCESS;
 }
 
@@ -100,14 +101,27 @@ canopy_status runtime_cost(runtime *rt, const canopy_options *o, canopy_err *err
     return st;
 }
 
-canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
-                              int complex_arith, int nranks, double *predicted, canopy_err *err)
+int runtime_plan_threads(const runtime *rt)
+{
+    return rt->virt_threads > 0 ? rt->virt_threads : rt->nthreads;
+}
+
+canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                               int complex_arith, int nranks, sched_plan *P, canopy_err *err)
 {
     sched_plan_opts po;
     sched_cost_model loaded;
-    sched_plan P;
+    memset(P, 0, sizeof *P);
     canopy_status st = plan_setup(rt, o, kind, complex_arith, nranks, &po, &loaded, err);
-    if (st == CANOPY_SUCCESS) st = sched_plan_build(S, &loaded, &po, &P, err);
+    if (st == CANOPY_SUCCESS) st = sched_plan_build(S, &loaded, &po, P, err);
+    return st;
+}
+
+canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                              int complex_arith, int nranks, double *predicted, canopy_err *err)
+{
+    sched_plan P;
+    canopy_status st = runtime_plan_for(rt, o, S, kind, complex_arith, nranks, &P, err);
     if (st != CANOPY_SUCCESS) return st;
     *predicted = P.factor.predicted_time;
     sched_plan_free(&P);
@@ -119,12 +133,10 @@ canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic 
 {
     if (rt->have_plan && rt->plan_kind == kind && rt->plan_complex == complex_arith) return CANOPY_SUCCESS;
     runtime_drop_plan(rt);
+    if (rt->virt_threads > 0)
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "runtime_plan: a solver planning for a virtual machine runs nothing");
     int R = rt->nranks > 1 ? rt->nranks : 1;
-    sched_plan_opts po;
-    sched_cost_model loaded;
-    canopy_status st = plan_setup(rt, o, kind, complex_arith, R, &po, &loaded, err);
-    if (st != CANOPY_SUCCESS) return st;
-    st = sched_plan_build(S, &loaded, &po, &rt->plan, err);
+    canopy_status st = runtime_plan_for(rt, o, S, kind, complex_arith, R, &rt->plan, err);
     if (st == CANOPY_SUCCESS)
         st = sched_plan_local(S, &rt->plan, R > 1 ? rt->rank : 0, kind == CANOPY_FACT_LU ? 2 : 1, &rt->local, err);
     if (st == CANOPY_SUCCESS && R == 1) st = sched_plan_solve_dag(S, &rt->plan, &rt->solve, err);

@@ -30,6 +30,8 @@ typedef struct runtime {
     int nranks, rank;               /**< set by the phase driver before runtime_plan */
     MPI_Comm comm;
     double comm_latency, comm_byte_time; /**< ping-pong model (several ranks) */
+    int virt_threads;               /**< > 0: plans are for nodes of this many threads, one rank each, instead
+                                         of this node's workers (canopy-simulate); no pool is started */
     comm_tags tags;                 /**< several ranks: message ids */
     int have_tags;
     int have_plan;
@@ -54,6 +56,16 @@ canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_no
 
 /** Load the cost model (once: the calibration or its cache, see options.cost_cache). */
 canopy_status runtime_cost(runtime *rt, const canopy_options *o, canopy_err *err);
+
+/**
+ * The plan of @p S on @p nranks ranks of rt's threads (rt->virt_threads when set), priced with
+ * rt's cost model under the load of a node whose workers all compute: the plan the real run builds.
+ */
+canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                               int complex_arith, int nranks, sched_plan *P, canopy_err *err);
+
+/** The threads each rank plans for: rt->virt_threads when set, else the workers. */
+int runtime_plan_threads(const runtime *rt);
 
 /** The factorization time the plan predicts for @p S on @p nranks ranks of rt's threads (nothing kept). */
 canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,

@@ -47,6 +47,8 @@ struct canopy_solver {
     double predicted_bytes;     /* this rank's predicted factorization memory (analysis) */
     int64_t *comm_bytes;        /* rank 0: [nranks^2] bytes sent from i to j (last factorization) */
     int64_t *comm_msgs;
+    int virt_ranks;             /* > 0: analysis for a virtual machine of virt_ranks nodes x rt.virt_threads
+                                   threads (canopy-simulate, src/predict.c): no plan is kept, nothing runs */
 };
 
 /* ---- several ranks (src/phases_dist.c); all collective ---- */
@@ -65,6 +67,14 @@ void dist_end_solves(canopy_solver *s);
 canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y);
 /** After a solve: its communication figures. */
 void dist_solve_stats(canopy_solver *s);
+
+/**
+ * canopy_analyze on one rank as the real run on @p ranks nodes x @p threads threads would do it
+ * (split width, 2D levels and plans for that layout, messages priced with @p latency seconds and
+ * @p byte_time seconds per byte), without keeping a plan or starting a thread: src/predict.c then
+ * plans the layout from s->S. The solver can only be used for that afterwards.
+ */
+canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, double latency, double byte_time);
 
 /** Release what src/api_dist.c keeps for a distributed matrix (NULL-safe). */
 void api_dist_free(canopy_solver *s);
