@@ -284,6 +284,45 @@ typedef struct plan_pair {
     cint idx;
 } plan_pair;
 
+static int plan_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Several ranks: the updates of one rank into a target sum into that rank's fan-in buffer (or,
+ * on the target's rank, into the panel), so only the updates of one rank into one target are
+ * applied one at a time. Re-key serial[] by (target, source rank), numbered 0..*nkeys-1; a source
+ * whose rank the simulation decides (group -1) keeps a key of its own per target.
+ */
+static canopy_status plan_serial_by_rank(int ntasks, cint *serial, const int *group, int R, cint *nkeys, canopy_err *err)
+{
+    int64_t *keys = canopy_alloc((size_t)ntasks + 1, sizeof(int64_t), "plan scratch", err);
+    if (!keys) return plan_nomem(err);
+    size_t m = 0;
+    for (int i = 0; i < ntasks; i++)
+        if (serial[i] >= 0) keys[m++] = (int64_t)serial[i] * (R + 1) + (group[i] + 1);
+    qsort(keys, m, sizeof *keys, plan_cmp_i64);
+    size_t u = 0;
+    for (size_t q = 0; q < m; q++)
+        if (u == 0 || keys[q] != keys[u - 1]) keys[u++] = keys[q];
+    for (int i = 0; i < ntasks; i++) {
+        if (serial[i] < 0) continue;
+        int64_t key = (int64_t)serial[i] * (R + 1) + (group[i] + 1);
+        size_t lo = 0, hi = u;
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (keys[mid] <= key) lo = mid;
+            else hi = mid;
+        }
+        serial[i] = (cint)lo;
+    }
+    *nkeys = (cint)u;
+    canopy_free(keys);
+    return CANOPY_SUCCESS;
+}
+
 /* key descending, index ascending: a total order, so qsort's result is deterministic */
 static int plan_pair_desc(const void *a, const void *b)
 {
@@ -992,9 +1031,12 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
             }
         }
     }
+    cint nserial = n;
+    if (R > 1 && (st = plan_serial_by_rank(P->factor.ntasks, X.serial, group, R, &nserial, err)) != CANOPY_SUCCESS)
+        goto out;
     sched_sim_groups sg = {.size = TR, .ngroups = R, .group = group, .delay = delay, .follow = follow,
                            .group_snode = gsnode};
-    if ((st = sched_simulate(&P->factor, X.pref, X.serial, n, R > 1 ? &sg : NULL, P->task_seq, P->task_start,
+    if ((st = sched_simulate(&P->factor, X.pref, X.serial, nserial, R > 1 ? &sg : NULL, P->task_seq, P->task_start,
                              P->task_end, err)) != CANOPY_SUCCESS)
         goto out;
     /* a shared cblk belongs to the rank its panel went to: all its data and tasks are there */

@@ -482,6 +482,7 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
     canopy_err_clear(&s->err);
     if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
         free_analysis(s);
+        if (s->nranks > 1) dist_pingpong(s);
         if (s->rank == 0) analyze_rank0(s);
         if (s->nranks > 1) dist_analyze(s);
     }

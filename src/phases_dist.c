@@ -70,6 +70,13 @@ static uint64_t plan_hash(const runtime *rt)
     return (h ^ (uint64_t)P->factor.ntasks) * 1099511628211ull;
 }
 
+void dist_pingpong(canopy_solver *s)
+{
+    if (s->have_pingpong) return;
+    comm_pingpong(s->comm, &s->rt.comm_latency, &s->rt.comm_byte_time, &s->err);
+    s->have_pingpong = 1;
+}
+
 canopy_status dist_analyze(canopy_solver *s)
 {
     canopy_status st = comm_share_symbolic(s->comm, &s->S, s->err.status, &s->err);
@@ -86,10 +93,7 @@ canopy_status dist_analyze(canopy_solver *s)
     sched_cost_model cm = s->rt.cost;
     MPI_Bcast(&cm, (int)sizeof cm, MPI_BYTE, 0, s->comm);
     runtime_set_cost(&s->rt, &cm);
-    if (!s->have_pingpong) {
-        comm_pingpong(s->comm, &s->rt.comm_latency, &s->rt.comm_byte_time, &s->err);
-        s->have_pingpong = 1;
-    }
+    dist_pingpong(s);
     if (s->rt.have_tags) comm_tags_free(&s->rt.tags);
     s->rt.have_tags = 0;
     if (comm_tags_create(s->comm, (int64_t)s->S.ncblk * COMM_IDS_PER_CBLK, &s->rt.tags, &s->err) == CANOPY_SUCCESS)

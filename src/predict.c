@@ -258,8 +258,8 @@ static canopy_status solve_time(canopy_solver *s, const sched_plan *P, const sch
                 ready[j] = fmax(ready[j], fin[k] + (P->cblk_rank[j] == rk ? 0 : hop[j]));
             }
         }
-        /* backward: k needs x_j of every cblk j it faces, broadcast by j's owner */
-        for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) free_at[q] = end;
+        /* backward, each rank once its forward is done: k needs x_j of every cblk j it faces,
+         * broadcast by j's owner */
         for (cint k = n - 1; k >= 0 && st == CANOPY_SUCCESS; k--) {
             int rk = P->cblk_rank[k];
             double at = free_at[rk];

@@ -55,6 +55,8 @@ struct canopy_solver {
 
 /** canopy_create: the MPI thread level the options need, and the same thread count on every rank. */
 canopy_status dist_create(canopy_solver *s);
+/** canopy_analyze before rank 0's analysis: measure the network once (its split choice plans with it). */
+void dist_pingpong(canopy_solver *s);
 /** canopy_analyze after rank 0's ordering and symbolic: share them, plan everywhere. */
 canopy_status dist_analyze(canopy_solver *s);
 /** canopy_factorize on every rank (memory check, entries, fan-in exchange, statistics). */
