@@ -276,6 +276,7 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_num("time_1x1", r->time_1x1, 0);
     json_num("speedup", r->speedup, 0);
     json_num("efficiency", r->efficiency, 0);
+    json_num("efficiency_loaded", r->efficiency_loaded, 0);
     json_num("critical_path", r->critical_path, 0);
     json_num("work", r->work, 0);
     json_num("gflops", r->time_factorize > 0 ? st->flops / r->time_factorize * 1e-9 : 0, 0);
@@ -329,8 +330,9 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     printf("factorization: %.4g s predicted (%.4g GFlop/s); 1 x 1: %.4g s; speedup %.4g, efficiency %.1f%%\n",
            r->time_factorize, r->time_factorize > 0 ? st->flops / r->time_factorize * 1e-9 : 0, r->time_1x1, r->speedup,
            100 * r->efficiency);
-    printf("  critical path %.4g s (%.1f%% of the prediction); work %.4g thread-s under load\n", r->critical_path,
-           r->time_factorize > 0 ? 100 * r->critical_path / r->time_factorize : 0, r->work);
+    printf("  critical path %.4g s (%.1f%% of the prediction); work %.4g thread-s under load: the plan keeps the\n"
+           "  threads %.1f%% busy\n", r->critical_path, r->time_factorize > 0 ? 100 * r->critical_path / r->time_factorize : 0,
+           r->work, 100 * r->efficiency_loaded);
     printf("  idle per level of the thread tree (0 = all threads; a thread's idle time counts at the level of its\n"
            "  next task, its idle time after its last task at level 0):\n");
     printf("    %5s %7s %15s %9s %12s %12s %7s\n", "level", "Snodes", "threads each", "tasks", "busy (t-s)",

@@ -335,6 +335,7 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
         r->critical_path = fmax(r->critical_path, G->prio[i]);
         r->work += G->cost[i];
     }
+    r->efficiency_loaded = r->time_factorize > 0 ? r->work / ((double)o->ranks * o->threads * r->time_factorize) : 0;
     if (st == CANOPY_SUCCESS) st = levels(s, &P, r);
     size_t np = 0;
     int64_t *pairs = st == CANOPY_SUCCESS ? fanin_pairs(s, &P, &np) : NULL;

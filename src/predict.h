@@ -40,6 +40,8 @@ typedef struct predict_report {
     double time_factorize;     /**< simulated makespan of the plan, seconds */
     double time_1x1;           /**< the same structure planned on one thread (no load) */
     double speedup, efficiency; /**< time_1x1 / time_factorize, and over ranks x threads */
+    double efficiency_loaded;  /**< work / (ranks x threads x time_factorize): the plan's own efficiency,
+                                    without the kernels' slowdown when every core computes */
     double critical_path;      /**< longest chain of task costs (loaded), messages excluded */
     double work;               /**< sum of task costs (loaded) */
     double time_solve;         /**< one solve with nrhs right-hand sides: forward and backward */

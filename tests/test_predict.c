@@ -225,6 +225,7 @@ static void check_invariants(const predict_report *r, int P, int T)
     ck_assert(r->time_factorize >= r->critical_path * (1 - 1e-12));
     ck_assert(r->time_factorize * P * T >= r->work * (1 - 1e-12));
     ck_assert(r->efficiency > 0 && r->efficiency <= 1 + 1e-9);
+    ck_assert(r->efficiency_loaded >= r->efficiency * (1 - 1e-12) && r->efficiency_loaded <= 1 + 1e-9);
     ck_assert(r->time_solve > 0);
     double busy = 0, all = 0;
     int threads0 = 0;
