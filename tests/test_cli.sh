@@ -2,6 +2,7 @@
 # canopy-solve end to end: usage errors exit 2, bad input exits 1 with a message, the built-in
 # problems solve to a backward error <= 1e-12, --json has the documented keys, --repeat and
 # --nrhs work, and two MPI ranks give the same answer as one.
+# canopy-simulate: usage errors, its JSON figures and a simulated trace canopy-trace reads.
 bin=${top_builddir:-.}/canopy-solve
 data=${top_srcdir:-.}/tests/data
 fails=0
@@ -59,5 +60,24 @@ if [ -n "$MPIEXEC" ]; then
     if [ -n "$n1" ] && [ "$n1" = "$n2" ] && be_ok "$j2"; then echo "ok: 2 ranks"; else
         echo "FAIL: 2 ranks"; echo "$j2"; fails=$((fails + 1)); fi
 fi
+# canopy-simulate: usage, the JSON figures, a trace canopy-trace reads, bad input
+sim=${top_builddir:-.}/canopy-simulate
+tr=${top_builddir:-.}/canopy-trace
+t "simulate --help" 0 "$sim" --help
+t "simulate without input" 2 "$sim" --ranks 4
+t "simulate bad ranks" 2 "$sim" --ranks 0 --laplacian 8
+t "simulate bad bandwidth" 2 "$sim" --bandwidth -3 --laplacian 8
+t "simulate missing file" 1 "$sim" /nonexistent/matrix.mtx
+t "simulate text" 0 "$sim" --ranks 3 --threads 4 --cost-cache fixed --laplacian 10x10x10
+trace=${TMPDIR:-/tmp}/canopy_cli_sim.$$
+j=$("$sim" --json --ranks 16 --threads 8 --cost-cache fixed --core-gflops 50 --load-gemm 1.8 --trace "$trace" --laplacian 12x12x12)
+for k in ranks threads time_factorize time_1x1 speedup efficiency efficiency_loaded critical_path time_solve levels \
+         idle_fraction factor_bytes fanin_bytes memory_bytes msgs bytes solve_msgs solve_bytes median stddev; do
+    printf '%s\n' "$j" | grep -q "\"$k\": " || { echo "FAIL: simulate json lacks $k"; fails=$((fails + 1)); }
+done
+printf '%s\n' "$j" | grep -q '"core_gflops": 50,' || { echo "FAIL: --core-gflops not applied"; fails=$((fails + 1)); }
+t "simulated trace reads back" 0 "$tr" "$trace"
+rm -f "$trace"
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
