@@ -153,13 +153,13 @@ def scale_table(args):
           "memory and traffic per rank: median / max)\n" % (n, (" " + " ".join(extra)) if extra else ""))
     print("| nodes x threads | predicted (s) | 1x1 (s) | speedup | efficiency (busy) | critical path (s) | "
           "idle, top 3 levels | factor GB | peak GB | fan-in GB sent | fan-in msgs | solve (s) | "
-          "split / 2D levels | analysis + plan here (s) |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|")
+          "split / 2D levels | analysis + plan here (s) | wall here (s) |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|")
     for P, T in args.scale_layouts:
         r = simulate(m, P, T, extra + (["--trace", args.trace_dir + "/sim-%dx%d.trace" % (P, T)]
                                         if getattr(args, "trace_dir", "") else []))
         if "time_factorize" not in r:
-            print("| %dx%d | failed | | | | | | | | | | | | |" % (P, T))
+            print("| %dx%d | failed | | | | | | | | | | | | | |" % (P, T))
             continue
         lv = r.get("levels", [])
         idle = ", ".join("%.0f%%" % (100 * x.get("idle_fraction", 0)) for x in lv[:3])
@@ -167,13 +167,13 @@ def scale_table(args):
         def sp(k, q):
             return r.get(k, {}).get(q, 0)
         print("| %dx%d | %.3f | %.1f | %.0f | %.1f%% (%.1f%%) | %.3f | %s | %.2f / %.2f | %.2f / %.2f | %.3f / %.3f | "
-              "%.0f / %.0f | %.3f | %d / %d | %.0f + %.0f |" % (
+              "%.0f / %.0f | %.3f | %d / %d | %.0f + %.0f | %.0f |" % (
                   P, T, r["time_factorize"], r["time_1x1"], r["speedup"], 100 * r["efficiency"],
                   100 * r["efficiency_loaded"], r["critical_path"],
                   idle, sp("factor_bytes", "median") * 1e-9, sp("factor_bytes", "max") * 1e-9,
                   sp("memory_bytes", "median") * 1e-9, sp("memory_bytes", "max") * 1e-9,
                   sp("bytes", "median") * 1e-9, sp("bytes", "max") * 1e-9, sp("msgs", "median"), sp("msgs", "max"),
-                  r["time_solve"], r["split_width"], r["twod_levels"], r["time_analyze"], r["time_plan"]))
+                  r["time_solve"], r["split_width"], r["twod_levels"], r["time_analyze"], r["time_plan"], r["wall_here"]))
         sys.stdout.flush()
 
 

@@ -92,7 +92,9 @@ typedef struct sim_state {
     int *pref;
     sched_sim_groups *g;
     const cint *serial;
-    int *hoff, *hn, *hpool;   /* ready heap of each Snode */
+    int **heap, *hn, *hcap;   /* ready heap of each Snode (grown on demand: an update of a shared cblk
+                                 lands in the Snode of whichever rank its panel went to) */
+    int oom;                  /* a heap could not grow */
     int *poff, *pn, *ppool;   /* parked updates of each serial key (target busy) */
     unsigned char *busy;      /* [nserial] a contribution into the key is running */
     int *nidle;               /* [nsnodes] idle threads in the Snode's range */
@@ -103,7 +105,7 @@ typedef struct sim_state {
 /* Snode a's best ready task comes before Snode b's */
 static inline int sim_sfirst(const sim_state *S, int a, int b)
 {
-    return sim_first(S->d->prio, 0, S->hpool[S->hoff[a]], S->hpool[S->hoff[b]]);
+    return sim_first(S->d->prio, 0, S->heap[a][0], S->heap[b][0]);
 }
 
 static void sim_sset(sim_state *S, int i, int s)
@@ -177,7 +179,18 @@ static void sim_release(sim_state *S, int i)
         return;
     }
     int s = S->d->snode[i];
-    sim_push(S->hpool + S->hoff[s], &S->hn[s], i, S->d->prio, 0);
+    if (S->hn[s] == S->hcap[s]) {
+        int cap = S->hcap[s] < 4 ? 8 : 2 * S->hcap[s];
+        canopy_err e = {0};
+        int *h = canopy_realloc(S->heap[s], (size_t)cap, sizeof(int), "simulation heap", &e);
+        if (h == NULL) {
+            S->oom = 1;
+            return;
+        }
+        S->heap[s] = h;
+        S->hcap[s] = cap;
+    }
+    sim_push(S->heap[s], &S->hn[s], i, S->d->prio, 0);
     sim_touch(S, s);
 }
 
@@ -198,18 +211,15 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
     canopy_status st = CANOPY_SUCCESS;
     const int *group = groups ? groups->group : NULL;
     const double *delay = groups ? groups->delay : NULL;
-    /* a follower may land in any group's Snode: room for all of them in every group's heap */
-    int nfollow = 0;
-    for (int i = 0; groups && i < n; i++) nfollow += groups->follow[i] >= 0;
-    size_t n1 = (size_t)n + 1 + (size_t)nfollow * (size_t)(groups ? groups->ngroups : 0), k1 = (size_t)(nserial > 0 ? nserial : 0) + 1;
+    size_t n1 = (size_t)n + 1, k1 = (size_t)(nserial > 0 ? nserial : 0) + 1;
     sim_state S = {.d = d, .pref = pref, .g = groups, .serial = serial};
     int *cnt = canopy_alloc(n1, sizeof(int), "simulation", err);
     int *order = canopy_alloc(n1, sizeof(int), "simulation", err);
     int *ev = canopy_alloc(n1, sizeof(int), "simulation", err);
     double *tend = end ? end : canopy_alloc(n1, sizeof(double), "simulation", err);
-    S.hoff = canopy_calloc((size_t)ns + 1, sizeof(int), "simulation", err);
-    S.hn = canopy_calloc((size_t)ns, sizeof(int), "simulation", err);
-    S.hpool = canopy_alloc(n1, sizeof(int), "simulation", err);
+    S.heap = canopy_calloc((size_t)ns + 1, sizeof(int *), "simulation", err);
+    S.hn = canopy_calloc((size_t)ns + 1, sizeof(int), "simulation", err);
+    S.hcap = canopy_calloc((size_t)ns + 1, sizeof(int), "simulation", err);
     S.poff = canopy_calloc(k1, sizeof(int), "simulation", err);
     S.pn = canopy_calloc(k1, sizeof(int), "simulation", err);
     S.ppool = canopy_alloc(n1, sizeof(int), "simulation", err);
@@ -227,20 +237,20 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
     int nmh = 0;
     if (d->list_ptr == NULL) d->list_ptr = canopy_alloc((size_t)T + 1, sizeof(int), "static lists", err);
     if (d->list == NULL) d->list = canopy_alloc(n1, sizeof(int), "static lists", err);
-    if (!cnt || !order || !ev || !tend || !S.hoff || !S.hn || !S.hpool || !S.poff || !S.pn || !S.ppool || !S.busy ||
+    if (!cnt || !order || !ev || !tend || !S.heap || !S.hn || !S.hcap || !S.poff || !S.pn || !S.ppool || !S.busy ||
         !idle || !S.nidle || !S.sh || !S.spos || !leaf || !fill || !d->list_ptr || !d->list ||
         (group && (!mt || !mh || !delay))) {
         st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         goto out;
     }
     for (int i = 0; i < n; i++) {
-        if (groups && groups->follow[i] >= 0)
-            for (int gg = 0; gg < groups->ngroups; gg++) S.hoff[groups->group_snode[gg] + 1]++;
-        else
-            S.hoff[d->snode[i] + 1]++;
+        if (!(groups && groups->follow[i] >= 0)) S.hcap[d->snode[i]]++;
         if (serial && serial[i] >= 0) S.poff[serial[i] + 1]++;
     }
-    for (int s = 0; s < ns; s++) S.hoff[s + 1] += S.hoff[s];
+    for (int s = 0; s < ns && st == CANOPY_SUCCESS; s++)
+        if (S.hcap[s] > 0 && (S.heap[s] = canopy_alloc((size_t)S.hcap[s], sizeof(int), "simulation", err)) == NULL)
+            st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    if (st != CANOPY_SUCCESS) goto out;
     for (cint k = 0; k < nserial; k++) S.poff[k + 1] += S.poff[k];
     for (int t = 0; t < T; t++) {
         idle[t] = 1;
@@ -275,7 +285,7 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
         for (;;) {
             if (S.nsh == 0) break;
             int bs = S.sh[0];
-            int bi = sim_pop(S.hpool + S.hoff[bs], &S.hn[bs], d->prio, 0);
+            int bi = sim_pop(S.heap[bs], &S.hn[bs], d->prio, 0);
             sim_touch(&S, bs);
             cint key = serial ? serial[bi] : -1;
             if (key >= 0 && S.busy[key]) { /* its target got busy since it became ready */
@@ -333,6 +343,10 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
             }
         }
     }
+    if (S.oom) {
+        st = canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory growing the simulation's ready heaps");
+        goto out;
+    }
     if (nseq != n) {
         st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "simulation stalled: %d of %d tasks scheduled", nseq, n);
         goto out;
@@ -349,9 +363,10 @@ out:
     canopy_free(order);
     canopy_free(ev);
     if (tend != end) canopy_free(tend);
-    canopy_free(S.hoff);
+    for (int s = 0; S.heap && s < ns; s++) canopy_free(S.heap[s]);
+    canopy_free(S.heap);
+    canopy_free(S.hcap);
     canopy_free(S.hn);
-    canopy_free(S.hpool);
     canopy_free(S.poff);
     canopy_free(S.pn);
     canopy_free(S.ppool);
