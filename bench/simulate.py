@@ -37,6 +37,7 @@ def parse_args(argv):
     p.add_argument("--bandwidth", default="", help="canopy-simulate --bandwidth for table 1")
     p.add_argument("--core-gflops", default="", help="table 2: the virtual cores' DGEMM rate")
     p.add_argument("--load-gemm", default="", help="table 2: a kernel's slowdown when every core computes")
+    p.add_argument("--from-json", nargs="+", default=None, help="format table 2 rows from saved --json outputs")
     p.add_argument("matrices", nargs="*")
     a = p.parse_args(argv)
     a.layouts = [tuple(int(x) for x in s.split("x")) for s in a.layouts.split(",") if s]
@@ -83,6 +84,9 @@ def simulate(m, P, T, extra):
     p = subprocess.run(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     rec = compare.last_json(p.stdout) or {}
     rec["wall_here"] = time.time() - t0
+    if os.environ.get("BENCH_JSON_DIR") and rec.get("time_factorize") is not None:
+        with open(os.path.join(os.environ["BENCH_JSON_DIR"], "sim-%s-%dx%d.json" % (m["label"], P, T)), "w") as fh:
+            json.dump(rec, fh)
     if p.returncode != 0:
         sys.stderr.write("simulate.py: %s failed: %s\n" % (" ".join(cmd), p.stderr.strip()[-500:]))
     return rec
@@ -144,42 +148,65 @@ def check_table(args):
         sys.stdout.flush()
 
 
+def scale_header(n, extra):
+    what = "the %d^3 7-point Laplacian" % n if n else "saved canopy-simulate runs"
+    print("\n**Predictions for %s** (canopy-simulate%s; network 1.5 us, 12 GB/s; "
+          "memory and traffic per rank: median / max)\n" % (what, (" " + " ".join(extra)) if extra else ""))
+    print("| nodes x threads | predicted (s) | 1x1 (s) | speedup | efficiency (busy) | critical path (s) | "
+          "idle, top 3 levels with tasks | factor GB | peak GB | fan-in GB sent | fan-in msgs | solve (s) | "
+          "split / 2D levels | analysis + plan here (s) | wall here (s) |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|")
+
+
+def scale_row(P, T, r):
+    if "time_factorize" not in r:
+        print("| %dx%d | failed | | | | | | | | | | | | | |" % (P, T))
+        return
+    lv = [x for x in r.get("levels", []) if x.get("tasks", 0) > 0]
+    idle = ", ".join("%.0f%%" % (100 * x.get("idle_fraction", 0)) for x in lv[:3])
+
+    def sp(k, q):
+        return r.get(k, {}).get(q, 0)
+    wall = r.get("wall_here")
+    print("| %dx%d | %.3f | %.1f | %.0f | %.1f%% (%.1f%%) | %.3f | %s | %.2f / %.2f | %.2f / %.2f | %.3f / %.3f | "
+          "%.0f / %.0f | %.3f | %d / %d | %.0f + %.0f | %s |" % (
+              P, T, r["time_factorize"], r["time_1x1"], r["speedup"], 100 * r["efficiency"],
+              100 * r["efficiency_loaded"], r["critical_path"],
+              idle, sp("factor_bytes", "median") * 1e-9, sp("factor_bytes", "max") * 1e-9,
+              sp("memory_bytes", "median") * 1e-9, sp("memory_bytes", "max") * 1e-9,
+              sp("bytes", "median") * 1e-9, sp("bytes", "max") * 1e-9, sp("msgs", "median"), sp("msgs", "max"),
+              r["time_solve"], r["split_width"], r["twod_levels"], r["time_analyze"], r["time_plan"],
+              "%.0f" % wall if wall else "n/a"))
+    sys.stdout.flush()
+
+
 def scale_table(args):
     n = args.scale
     m = {"label": "laplacian-%dx%dx%d" % (n, n, n), "inp": ["--laplacian", "%dx%dx%d" % (n, n, n)]}
     extra = (["--core-gflops", args.core_gflops] if args.core_gflops else []) + \
             (["--load-gemm", args.load_gemm] if args.load_gemm else [])
-    print("\n**Predictions for the %d^3 7-point Laplacian** (canopy-simulate%s; network 1.5 us, 12 GB/s; "
-          "memory and traffic per rank: median / max)\n" % (n, (" " + " ".join(extra)) if extra else ""))
-    print("| nodes x threads | predicted (s) | 1x1 (s) | speedup | efficiency (busy) | critical path (s) | "
-          "idle, top 3 levels | factor GB | peak GB | fan-in GB sent | fan-in msgs | solve (s) | "
-          "split / 2D levels | analysis + plan here (s) | wall here (s) |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|")
+    scale_header(n, extra)
     for P, T in args.scale_layouts:
         r = simulate(m, P, T, extra + (["--trace", args.trace_dir + "/sim-%dx%d.trace" % (P, T)]
                                         if getattr(args, "trace_dir", "") else []))
-        if "time_factorize" not in r:
-            print("| %dx%d | failed | | | | | | | | | | | | | |" % (P, T))
-            continue
-        lv = r.get("levels", [])
-        idle = ", ".join("%.0f%%" % (100 * x.get("idle_fraction", 0)) for x in lv[:3])
+        scale_row(P, T, r)
 
-        def sp(k, q):
-            return r.get(k, {}).get(q, 0)
-        print("| %dx%d | %.3f | %.1f | %.0f | %.1f%% (%.1f%%) | %.3f | %s | %.2f / %.2f | %.2f / %.2f | %.3f / %.3f | "
-              "%.0f / %.0f | %.3f | %d / %d | %.0f + %.0f | %.0f |" % (
-                  P, T, r["time_factorize"], r["time_1x1"], r["speedup"], 100 * r["efficiency"],
-                  100 * r["efficiency_loaded"], r["critical_path"],
-                  idle, sp("factor_bytes", "median") * 1e-9, sp("factor_bytes", "max") * 1e-9,
-                  sp("memory_bytes", "median") * 1e-9, sp("memory_bytes", "max") * 1e-9,
-                  sp("bytes", "median") * 1e-9, sp("bytes", "max") * 1e-9, sp("msgs", "median"), sp("msgs", "max"),
-                  r["time_solve"], r["split_width"], r["twod_levels"], r["time_analyze"], r["time_plan"], r["wall_here"]))
-        sys.stdout.flush()
+
+def from_json(files):
+    """Rows of table 2 from saved canopy-simulate --json outputs (one object per file)."""
+    scale_header(0, [])
+    for fn in files:
+        with open(fn) as fh:
+            r = compare.last_json(fh.read()) or {}
+        scale_row(r.get("ranks", 0), r.get("threads", 0), r)
 
 
 def main(argv):
     args = parse_args(argv)
     args.trace_dir = os.environ.get("BENCH_TRACE_DIR", "")
+    if args.from_json:
+        from_json(args.from_json)
+        return 0
     if args.matrices or not args.scale:
         check_table(args)
     if args.scale:

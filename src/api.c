@@ -426,7 +426,7 @@ static canopy_status analyze_rank0(canopy_solver *s)
         perm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
         iperm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
         if (perm && iperm) order_compute(&G, s->opts.ordering, s->user_perm,
-                                        s->opts.ordering_threads > 0 ? s->opts.ordering_threads : s->rt.nthreads, perm,
+                                        s->opts.ordering_threads > 0 ? s->opts.ordering_threads : runtime_plan_threads(&s->rt), perm,
                                         iperm, &s->err);
     }
     double t2 = canopy_wtime();
