@@ -100,7 +100,7 @@ def find_canopy_solve():
     env = os.environ.get("CANOPY_SOLVE")
     if env:
         return env
-    for cand in (os.path.join(ROOT, "_build", "canopy-solve"),
+    for cand in (os.path.join(ROOT, "_build", "canopy-solve"), os.path.join(ROOT, "canopy-solve"),
                  os.path.join(os.environ.get("CANOPY_PREFIX", "/nonexistent"), "bin", "canopy-solve")):
         if os.access(cand, os.X_OK):
             return cand

@@ -119,6 +119,98 @@ static void kds_forward(const numeric *F, cint j, cint nrhs, SCALAR *y, const SC
     kforward_from(F, j, nrhs, y, F->exec.local->rank, NULL);
 }
 
+/*
+ * The cblks whose whole subtree is on this rank (F->sol_local) exchange no message: the forward
+ * solve runs them before the message-driven loop, the backward solve after it, on every worker of
+ * the rank. A cblk is ready once its children are done (forward) or its parent is (backward);
+ * ready cblks enter one queue in the order they become ready and the workers take them in that
+ * order. Each writes only its own rows of y and reads rows already final in a fixed order: the
+ * bits do not depend on the number of threads.
+ */
+typedef struct kdlocal {
+    const numeric *F;
+    cint nrhs;
+    SCALAR *y;
+    SCALAR *work;              /* ks_work_scalars per worker (backward) */
+    size_t wld;
+    int backward;
+    int nthreads;
+    _Atomic cint *slot;        /* [nlocal] the queue: local indices, -1 until written */
+    _Atomic cint *pending;     /* forward: children not done yet */
+    _Atomic int64_t head, tail;
+} kdlocal;
+
+static void kdl_push(kdlocal *q, cint x)
+{
+    int64_t at = atomic_fetch_add_explicit(&q->tail, 1, memory_order_relaxed);
+    atomic_store_explicit(&q->slot[at], x, memory_order_release);
+}
+
+static void kdl_worker(void *arg, int t)
+{
+    kdlocal *q = arg;
+    const numeric *F = q->F;
+    cint nl = F->sol_nlocal;
+    SCALAR *work = q->work + (size_t)t * q->wld;
+    for (;;) {
+        int64_t at = atomic_fetch_add_explicit(&q->head, 1, memory_order_relaxed);
+        if (at >= nl) return;
+        cint x;
+        /* the cblk of this place is written once a running one completes: wait for it */
+        while ((x = atomic_load_explicit(&q->slot[at], memory_order_acquire)) < 0) sched_yield();
+        cint k = F->sol_local[x];
+        if (!q->backward) {
+            kforward_from(F, k, q->nrhs, q->y, -1, NULL);
+            cint p = F->sol_lparent[x];
+            if (p >= 0 && atomic_fetch_sub_explicit(&q->pending[p], 1, memory_order_acq_rel) == 1) kdl_push(q, p);
+        } else {
+            kbackward(F, k, q->nrhs, q->y, work);
+            for (cint c = F->sol_kptr[x]; c < F->sol_kptr[x + 1]; c++) kdl_push(q, F->sol_kids[c]);
+        }
+    }
+}
+
+/* The queue and the workers' workspace, allocated before the first message (see kds_prepare). */
+static canopy_status kdl_init(kdlocal *q, numeric *F, cint nrhs, SCALAR *y, canopy_err *err)
+{
+    cint nl = F->sol_nlocal;
+    sched_pool *pool = F->exec.pool;
+    int nt = pool != NULL ? sched_pool_threads(pool) : 1;
+    *q = (kdlocal){.F = F, .nrhs = nrhs, .y = y, .wld = ks_work_scalars(F, nrhs), .nthreads = nt};
+    size_t nw;
+    q->work = canopy_mul_ok(q->wld, (size_t)nt, &nw) ? canopy_alloc(nw, sizeof(SCALAR), "solve workspace", err) : NULL;
+    q->slot = canopy_alloc((size_t)nl + 1, sizeof(*q->slot), "solve queue", err);
+    q->pending = canopy_alloc((size_t)nl + 1, sizeof(*q->pending), "solve queue", err);
+    if (q->work && q->slot && q->pending) return CANOPY_SUCCESS;
+    return err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_NOMEM, "solve workspace");
+}
+
+static void kdl_free(kdlocal *q)
+{
+    canopy_free(q->work);
+    canopy_free((void *)q->slot);
+    canopy_free((void *)q->pending);
+}
+
+static void kdl_run(kdlocal *q, int backward)
+{
+    const numeric *F = q->F;
+    cint nl = F->sol_nlocal;
+    if (nl == 0) return;
+    q->backward = backward;
+    atomic_init(&q->head, 0);
+    atomic_init(&q->tail, 0);
+    for (cint x = 0; x < nl; x++) {
+        atomic_init(&q->slot[x], -1);
+        atomic_init(&q->pending[x], F->sol_kptr[x + 1] - F->sol_kptr[x]);
+    }
+    for (cint x = 0; x < nl; x++)
+        if (backward ? F->sol_lparent[x] < 0 : F->sol_kptr[x + 1] == F->sol_kptr[x]) kdl_push(q, x);
+    /* a few cblks are not worth waking the workers for */
+    if (q->nthreads == 1 || nl < 2 * q->nthreads) kdl_worker(q, 0);
+    else sched_pool_run_all(F->exec.pool, kdl_worker, q);
+}
+
 canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_err *err)
 {
     const symbolic *S = F->S;
@@ -129,8 +221,12 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
     d.ops = canopy_calloc((size_t)nm + 1, sizeof(ksop), "solve messages", err);
     d.act = canopy_alloc((size_t)nm + 1, sizeof(int), "solve messages", err);
     int *left = canopy_calloc((size_t)nm + 1, sizeof(int), "solve messages", err);
+    unsigned char *local = canopy_calloc((size_t)nc + 1, 1, "solve messages", err);
+    kdlocal lq;
+    canopy_status qst = kdl_init(&lq, F, nrhs, y, err);
+    for (cint x = 0; local && x < F->sol_nlocal; x++) local[F->sol_local[x]] = 1;
     SCALAR *work = canopy_alloc(ks_work_scalars(F, nrhs), sizeof(SCALAR), "solve workspace", err);
-    canopy_status st = d.ops && d.act && left && work ? CANOPY_SUCCESS
+    canopy_status st = d.ops && d.act && left && work && local && qst == CANOPY_SUCCESS ? CANOPY_SUCCESS
                                                       : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
     for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
         cint j = F->sol_cblk[i];
@@ -144,6 +240,8 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
         st = err->status;
         goto out;
     }
+    /* this rank's own subtrees first: they need no message */
+    kdl_run(&lq, 0);
     /* forward: the owners post their reductions first; this rank's bloks facing each j counted */
     for (int i = 0; i < nm; i++) {
         cint j = d.ops[i].j;
@@ -156,7 +254,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
         if (L->cblk_rank[j] != me) continue;
         int i = F->sol_op[j];
         if (i >= 0) kds_wait(&d, &d.ops[i]);
-        kds_forward(F, j, nrhs, y, i >= 0 ? d.ops[i].buf : NULL);
+        if (!local[j]) kds_forward(F, j, nrhs, y, i >= 0 ? d.ops[i].buf : NULL);
         /* remote targets whose last bloks on this rank are j's: their partial sums leave now */
         for (cint b = S->cblk_fblok[j] + 1; b < S->cblk_fblok[j + 1]; b++) {
             cint t = S->blok_fcblk[b];
@@ -189,6 +287,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
                 memcpy(y + fj + (size_t)r * n, o->buf + (size_t)r * wj, (size_t)wj * sizeof(SCALAR));
             o->active = 3;
         }
+        if (local[k]) continue; /* after the loop, on the workers */
         kbackward(F, k, nrhs, y, work);
         int i = F->sol_op[k];
         if (i >= 0) {
@@ -200,6 +299,8 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
         kds_progress(&d);
     }
     while (d.nact > 0 && !d.failed) kds_progress(&d);
+    /* every solution row the own subtrees face is final now */
+    if (!d.failed) kdl_run(&lq, 1);
     if (d.failed) st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_MPI, "the distributed solve's messages failed");
 out:
     for (int i = 0; d.ops && i < nm; i++) {
@@ -210,6 +311,8 @@ out:
     canopy_free(d.ops);
     canopy_free(d.act);
     canopy_free(left);
+    canopy_free(local);
+    kdl_free(&lq);
     canopy_free(work);
     return st;
 }

@@ -30,6 +30,8 @@
 #include "comm/tree.h"
 #include "comm/agree.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

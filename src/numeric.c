@@ -143,6 +143,8 @@ static canopy_status build_solve_maps(numeric *F, canopy_err *err)
     return CANOPY_SUCCESS;
 }
 
+static void solve_setup_free(numeric *F);
+
 void numeric_free(numeric *F)
 {
     if (F == NULL) return;
@@ -158,11 +160,7 @@ void numeric_free(numeric *F)
     canopy_free(F->root_order);
     canopy_free(F->root_counts);
     canopy_free(F->peer_counts);
-    canopy_free(F->sol_cblk);
-    canopy_free(F->sol_op);
-    canopy_free(F->sol_mptr);
-    canopy_free(F->sol_members);
-    canopy_free(F->solve_counts);
+    solve_setup_free(F);
     comm_exchange_free(F->xch);
     canopy_free(F->amap_ptr);
     canopy_free(F->amap_src);
@@ -841,6 +839,50 @@ static void solve_setup_free(numeric *F)
     F->sol_members = NULL;
     F->solve_counts = NULL;
     F->sol_nops = 0;
+    canopy_free(F->sol_local);
+    canopy_free(F->sol_lparent);
+    canopy_free(F->sol_kptr);
+    canopy_free(F->sol_kids);
+    F->sol_local = F->sol_lparent = F->sol_kptr = F->sol_kids = NULL;
+    F->sol_nlocal = 0;
+}
+
+/* The cblks whose subtree lies on this rank alone, with their tree restricted to them: the
+ * children of such a cblk are such cblks too, so only roots have a parent outside. */
+static canopy_status solve_setup_local(numeric *F, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint nc = S->ncblk;
+    cint *pos = canopy_alloc((size_t)nc + 1, sizeof(cint), "solve setup", err);
+    if (!pos) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    for (cint k = 0; k < nc; k++) pos[k] = L->cblk_rank[k] == L->rank;
+    for (cint k = 0; k < nc; k++) /* children come before their parent */
+        if (!pos[k] && S->cblk_parent[k] >= 0) pos[S->cblk_parent[k]] = 0;
+    cint nl = 0;
+    for (cint k = 0; k < nc; k++) pos[k] = pos[k] ? nl++ : -1;
+    F->sol_local = canopy_alloc((size_t)nl + 1, sizeof(cint), "solve setup", err);
+    F->sol_lparent = canopy_alloc((size_t)nl + 1, sizeof(cint), "solve setup", err);
+    F->sol_kptr = canopy_calloc((size_t)nl + 2, sizeof(cint), "solve setup", err);
+    F->sol_kids = canopy_alloc((size_t)nl + 1, sizeof(cint), "solve setup", err);
+    if (!F->sol_local || !F->sol_lparent || !F->sol_kptr || !F->sol_kids) {
+        canopy_free(pos);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    for (cint k = 0; k < nc; k++) {
+        cint x = pos[k];
+        if (x < 0) continue;
+        cint p = S->cblk_parent[k] >= 0 ? pos[S->cblk_parent[k]] : -1;
+        F->sol_local[x] = k;
+        F->sol_lparent[x] = p;
+        if (p >= 0) F->sol_kptr[p + 2]++;
+    }
+    for (cint x = 0; x < nl; x++) F->sol_kptr[x + 2] += F->sol_kptr[x + 1];
+    for (cint x = 0; x < nl; x++)
+        if (F->sol_lparent[x] >= 0) F->sol_kids[F->sol_kptr[F->sol_lparent[x] + 1]++] = x;
+    F->sol_nlocal = nl;
+    canopy_free(pos);
+    return CANOPY_SUCCESS;
 }
 
 /* Members of the solve's collectives: for each cblk j, its owner and the ranks whose bloks face
@@ -850,6 +892,7 @@ static canopy_status solve_setup_build(numeric *F, canopy_err *err);
 static canopy_status solve_setup(numeric *F, canopy_err *err)
 {
     canopy_status st = solve_setup_build(F, err);
+    if (st == CANOPY_SUCCESS) st = solve_setup_local(F, err);
     if (st != CANOPY_SUCCESS) solve_setup_free(F);
     return st;
 }

@@ -124,6 +124,12 @@ typedef struct numeric {
     int64_t *sol_mptr;              /**< [sol_nops + 1] members of each: owner first, then ascending */
     int *sol_members;
     int64_t *solve_counts;          /**< [2] messages and bytes this rank sent in the last solve */
+    /* the cblks whose whole subtree is on this rank: solved on all its threads, without messages */
+    cint sol_nlocal;
+    cint *sol_local;                /**< [sol_nlocal] ascending */
+    cint *sol_lparent;              /**< [sol_nlocal] index of the parent in sol_local, -1 outside */
+    cint *sol_kptr;                 /**< [sol_nlocal + 1] children of each, as indices in sol_local: */
+    cint *sol_kids;                 /**<   sol_kids[sol_kptr[x] .. sol_kptr[x+1]-1] */
     size_t coef_bytes;              /**< bytes of L (and of U): numa_alloc_pages blocks */
     int fresh;                      /**< L and U are still the zero pages numa_alloc_pages returned */
     int64_t *amap_ptr;              /**< [ncblk+1] entries of A landing in cblk k: amap_ptr[k] .. amap_ptr[k+1]-1 */

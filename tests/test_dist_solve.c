@@ -1,0 +1,217 @@
+/*
+ * The solve over several ranks on all the threads of each rank, run by tests/test_dist_solve.sh
+ * under mpiexec -n 1..4: each matrix (LL^T, LDL^T and LU, real and complex) is factorized and
+ * solved with 2, 3 and 8 threads per rank (oversubscribed), with 1 and 6 right-hand sides (the
+ * loops and the BLAS-3 path of the solve's kernels), then solved again on the calling thread alone
+ * (the workers hidden from the solve). The cblks whose subtree lies on one rank are solved by that
+ * rank's workers in whatever order they become ready; each writes only its own rows in a fixed
+ * order, so both solutions must have the same bits, and a small residual. (One rank runs the
+ * one-rank solve: residuals only.)
+ */
+#include "config.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "canopy.h"
+#include "solver.h" /* s->F.exec.pool: the same factors solved without the workers */
+
+static int rank, size, failures;
+
+#if defined(__GNUC__)
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#endif
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rank %d: FAIL: ", rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    failures++;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n > 0 ? n : 1);
+    if (p == NULL) {
+        fprintf(stderr, "rank %d: out of memory\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+#define NRHS_MAX 6
+
+/* r = b - A x for the first column (A as stored: a symmetric kind holds one triangle); returns
+ * ||r||_inf / (||A||_inf-ish ||x||_inf + ||b||_inf), with the largest entry standing for ||A||. */
+static double residual(const canopy_csc *A, const double *x, const double *b)
+{
+    canopy_int n = A->n;
+    int cx = A->arith == CANOPY_COMPLEX, sym = A->kind != CANOPY_KIND_GENERAL && A->triangle != CANOPY_TRIANGLE_BOTH;
+    int herm = A->kind == CANOPY_KIND_HERMITIAN;
+    double complex *r = xmalloc((size_t)n * sizeof *r);
+    double amax = 0, xmax = 0, bmax = 0, rmax = 0;
+    for (canopy_int i = 0; i < n; i++) r[i] = cx ? b[2 * i] + I * b[2 * i + 1] : b[i];
+    for (canopy_int j = 0; j < n; j++) {
+        double complex xj = cx ? x[2 * j] + I * x[2 * j + 1] : x[j];
+        for (canopy_int p = A->colptr[j] - A->base; p < A->colptr[j + 1] - A->base; p++) {
+            canopy_int i = A->rowind[p] - A->base;
+            const double *v = (const double *)A->values;
+            double complex a = cx ? v[2 * p] + I * v[2 * p + 1] : v[p];
+            if (cabs(a) > amax) amax = cabs(a);
+            r[i] -= a * xj;
+            if (sym && i != j) {
+                double complex xi = cx ? x[2 * i] + I * x[2 * i + 1] : x[i];
+                r[j] -= (herm ? conj(a) : a) * xi;
+            }
+        }
+    }
+    for (canopy_int i = 0; i < n; i++) {
+        double xa = cx ? cabs(x[2 * i] + I * x[2 * i + 1]) : fabs(x[i]);
+        double ba = cx ? cabs(b[2 * i] + I * b[2 * i + 1]) : fabs(b[i]);
+        if (xa > xmax) xmax = xa;
+        if (ba > bmax) bmax = ba;
+        if (cabs(r[i]) > rmax) rmax = cabs(r[i]);
+    }
+    free(r);
+    return rmax / (amax * xmax * 10 + bmax);
+}
+
+/* Factorize with T threads per rank; rank 0 gets the solution (n x nrhs) with the workers in x
+ * and without them in x1. */
+static bool solve_with(const char *name, const canopy_csc *A, const char *fact, int T, int nrhs, const double *b,
+                       double *x, double *x1)
+{
+    canopy_options o;
+    canopy_options_default(&o);
+    char tv[16];
+    snprintf(tv, sizeof tv, "%d", T);
+    const char *set[][2] = {{"threads", tv}, {"bind", "none"}, {"cost-cache", "fixed"}, {"ordering-threads", "2"},
+                            {"factorization", fact}, {"verbose", "0"}};
+    for (size_t q = 0; q < sizeof set / sizeof set[0]; q++)
+        if (canopy_options_set(&o, set[q][0], set[q][1], NULL, 0) != CANOPY_SUCCESS) {
+            fail("option %s=%s refused", set[q][0], set[q][1]);
+            return false;
+        }
+    canopy_solver *s = NULL;
+    canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
+    if (st != CANOPY_SUCCESS) {
+        fail("%s: canopy_create: %s", name, canopy_last_error(NULL));
+        return false;
+    }
+    int vsz = A->arith == CANOPY_COMPLEX ? 2 : 1;
+    size_t len = (size_t)A->n * (size_t)nrhs * (size_t)vsz;
+    if (rank == 0) memcpy(x, b, len * sizeof(double));
+    if (rank == 0) memcpy(x1, b, len * sizeof(double));
+    if ((st = canopy_set_matrix(s, rank == 0 ? A : NULL)) == CANOPY_SUCCESS && (st = canopy_analyze(s)) == CANOPY_SUCCESS &&
+        (st = canopy_factorize(s)) >= CANOPY_SUCCESS)
+        st = canopy_solve(s, nrhs, rank == 0 ? x : NULL, A->n);
+    if (st >= CANOPY_SUCCESS) {
+        if (s->F.exec.pool == NULL) fail("%s T=%d: no worker pool", name, T);
+        sched_pool *pool = s->F.exec.pool;
+        s->F.exec.pool = NULL;
+        st = canopy_solve(s, nrhs, rank == 0 ? x1 : NULL, A->n);
+        s->F.exec.pool = pool;
+    }
+    if (st < CANOPY_SUCCESS) fail("%s %s T=%d nrhs=%d: %s", name, fact, T, nrhs, canopy_last_error(s));
+    canopy_destroy(&s);
+    return st >= CANOPY_SUCCESS;
+}
+
+static void check_matrix(const char *name, const canopy_csc *A, const char *fact)
+{
+    static const int threads[] = {2, 3, 8};
+    int vsz = A->arith == CANOPY_COMPLEX ? 2 : 1;
+    size_t len = (size_t)A->n * NRHS_MAX * (size_t)vsz;
+    double *b = xmalloc(len * sizeof(double)), *x1 = xmalloc(len * sizeof(double)), *x = xmalloc(len * sizeof(double));
+    for (size_t i = 0; i < len; i++) b[i] = 1.0 + (double)((i * 7919) % 101) / 37.0;
+    for (int nrhs = 1; nrhs <= NRHS_MAX; nrhs += NRHS_MAX - 1) {
+        size_t used = (size_t)A->n * (size_t)nrhs * (size_t)vsz;
+        double worst = 0;
+        int same = 1;
+        for (size_t q = 0; q < sizeof threads / sizeof threads[0]; q++) {
+            if (!solve_with(name, A, fact, threads[q], nrhs, b, x, x1)) break;
+            if (rank != 0) continue;
+            /* one rank runs the one-rank solve, whose subtree tasks sum into contribution blocks:
+             * other bits than the sequential fan-out, same as any other thread count */
+            if (size > 1 && memcmp(x1, x, used * sizeof(double)) != 0) {
+                fail("%s %s on %d ranks x %d threads, nrhs=%d: the workers give other bits than the calling thread", name,
+                     fact, size, threads[q], nrhs);
+                same = 0;
+            }
+            double res = residual(A, x, b);
+            if (!(res <= 1e-10)) fail("%s %s T=%d nrhs=%d: residual %.3g", name, fact, threads[q], nrhs, res);
+            if (res > worst) worst = res;
+        }
+        if (rank == 0)
+            printf("%-22s %-5s %d ranks nrhs %d: threads 2,3,8 vs the calling thread: %s bits, residual <= %.2g\n", name,
+                   fact, size, nrhs, size == 1 ? "(one rank: not compared)" : same ? "same" : "DIFFERENT", worst);
+    }
+    free(b);
+    free(x1);
+    free(x);
+}
+
+static const char *matrix_dir(void)
+{
+    static char buf[4096];
+    const char *env = getenv("CANOPY_TEST_MATRICES");
+    if (env && *env) return env;
+    const char *top = getenv("top_srcdir");
+    snprintf(buf, sizeof buf, "%s/../shared/matrices/MANIFEST.md", top ? top : ".");
+    FILE *f = fopen(buf, "r");
+    if (f == NULL) return NULL;
+    fclose(f);
+    snprintf(buf, sizeof buf, "%s/../shared/matrices", top ? top : ".");
+    return buf;
+}
+
+static void check_file(const char *file, const char *fact)
+{
+    const char *dir = matrix_dir();
+    if (dir == NULL) {
+        if (rank == 0) printf("%s: shared matrices not found, skipped\n", file);
+        return;
+    }
+    char path[4200], msg[512];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    canopy_csc A = {0};
+    if (canopy_read_matrix(path, &A, msg, sizeof msg) != CANOPY_SUCCESS) {
+        fail("%s", msg);
+        return;
+    }
+    check_matrix(file, &A, fact);
+    canopy_csc_free(&A);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    canopy_csc A = {0};
+    if (canopy_generate_laplacian(14, 13, 12, 7, &A) == CANOPY_SUCCESS) {
+        check_matrix("laplacian 14x13x12", &A, "llt");
+        canopy_csc_free(&A);
+    } else {
+        fail("canopy_generate_laplacian failed");
+    }
+    check_file("bcsstk14.rsa", "ldlt");
+    check_file("orsirr_1.rua", "lu");
+    check_file("young1c.mtx", "auto");
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_dist_solve on %d ranks: %s\n", size, all ? "FAILED" : "passed");
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
