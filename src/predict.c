@@ -194,10 +194,11 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
 /*
  * One solve as the code runs it. One rank: the plan's threaded solve graph, each thread running
  * its static list (forward in unit order, backward in reverse), each unit a memory-bound pass
- * over its panels at the scatter rate. Several ranks: the distributed solve substitutes on one
- * thread per rank, forward in cblk order and backward in reverse, and a cblk waits for the
- * partial sums (forward) or the solution block (backward) of the other ranks, delivered through
- * the members' tree: hop[j] = its depth x (latency + w_j x nrhs scalars / bandwidth).
+ * over its panels at the scatter rate. Several ranks: each rank's own subtrees on its T threads,
+ * then the rest of its cblks on one thread, forward in cblk order and backward in reverse (and the
+ * own subtrees last); a cblk waits for the partial sums (forward) or the solution block
+ * (backward) of the other ranks, delivered through the members' tree: hop[j] = its depth x
+ * (latency + w_j x nrhs scalars / bandwidth).
  */
 static canopy_status solve_time(canopy_solver *s, const sched_plan *P, const sched_cost_model *cm,
                                 const predict_opts *o, const double *hop, predict_report *r)
@@ -242,16 +243,41 @@ static canopy_status solve_time(canopy_solver *s, const sched_plan *P, const sch
         canopy_free(free_at);
         if (st == CANOPY_SUCCESS) sched_dag_free(&D);
     } else {
-        int R = P->nranks;
+        int R = P->nranks, T = P->threads_per_rank;
         double *ready = canopy_calloc((size_t)n, sizeof(double), "solve prediction", &s->err);
         double *fin = canopy_calloc((size_t)n, sizeof(double), "solve prediction", &s->err);
         double *free_at = canopy_calloc((size_t)R, sizeof(double), "solve prediction", &s->err);
-        if (!ready || !fin || !free_at) st = nomem(s);
+        double *own = canopy_calloc((size_t)R * 2 + 1, sizeof(double), "solve prediction", &s->err);
+        unsigned char *local = canopy_alloc((size_t)n, 1, "solve prediction", &s->err);
+        double *chain = canopy_calloc((size_t)n, sizeof(double), "solve prediction", &s->err);
+        if (!ready || !fin || !free_at || !own || !local || !chain) st = nomem(s);
         double end = 0;
+        /* the cblks whose subtree is on their rank alone, solved on its T threads with no message
+         * (numeric_solve_dist): max(work / T, longest chain) per rank, before the forward loop and
+         * after the backward one */
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) local[k] = 1;
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
+            cint p = S->cblk_parent[k];
+            if (p >= 0 && (!local[k] || P->cblk_rank[p] != P->cblk_rank[k])) local[p] = 0;
+        }
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
+            if (!local[k]) continue;
+            int rk = P->cblk_rank[k];
+            chain[k] += unit[k];
+            own[2 * rk] += unit[k];
+            own[2 * rk + 1] = fmax(own[2 * rk + 1], chain[k]);
+            cint p = S->cblk_parent[k];
+            if (p >= 0 && local[p]) chain[p] = fmax(chain[p], chain[k]);
+        }
+        for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) free_at[q] = fmax(own[2 * q] / T, own[2 * q + 1]);
         for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
             int rk = P->cblk_rank[k];
-            fin[k] = fmax(free_at[rk], ready[k]) + unit[k];
-            free_at[rk] = fin[k];
+            if (local[k]) {
+                fin[k] = free_at[rk]; /* its partial sums leave once the rank's own subtrees are done */
+            } else {
+                fin[k] = fmax(free_at[rk], ready[k]) + unit[k];
+                free_at[rk] = fin[k];
+            }
             end = fmax(end, fin[k]);
             for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
                 cint j = S->blok_fcblk[b];
@@ -259,22 +285,31 @@ static canopy_status solve_time(canopy_solver *s, const sched_plan *P, const sch
             }
         }
         /* backward, each rank once its forward is done: k needs x_j of every cblk j it faces,
-         * broadcast by j's owner */
+         * broadcast by j's owner; the own subtrees start once every such x_j is there */
         for (cint k = n - 1; k >= 0 && st == CANOPY_SUCCESS; k--) {
             int rk = P->cblk_rank[k];
             double at = free_at[rk];
             for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
                 cint j = S->blok_fcblk[b];
-                at = fmax(at, fin[j] + (P->cblk_rank[j] == rk ? 0 : hop[j]));
+                if (!local[j]) at = fmax(at, fin[j] + (P->cblk_rank[j] == rk ? 0 : hop[j]));
+            }
+            if (local[k]) {
+                free_at[rk] = at;
+                continue;
             }
             fin[k] = at + unit[k];
             free_at[rk] = fin[k];
             end = fmax(end, fin[k]);
         }
+        for (int q = 0; q < R && st == CANOPY_SUCCESS; q++)
+            end = fmax(end, free_at[q] + fmax(own[2 * q] / T, own[2 * q + 1]));
         if (st == CANOPY_SUCCESS) r->time_solve = end;
         canopy_free(ready);
         canopy_free(fin);
         canopy_free(free_at);
+        canopy_free(own);
+        canopy_free(local);
+        canopy_free(chain);
     }
     canopy_free(unit);
     return st;
