@@ -42,8 +42,10 @@ static void usage(FILE *f)
             "  --repeat R                factorize R times and report each\n"
             "  --json                    one JSON object per problem on stdout\n"
             "  --analyze-only            stop after the analysis (ordering, nnz(L), flops)\n"
-            "  --distributed             every rank reads the input and gives the solver its own block of\n"
-            "                            columns (canopy_set_matrix_distributed) instead of rank 0 all of it\n"
+            "  --distributed             every rank gives the solver its own part of the matrix\n"
+            "                            (canopy_set_matrix_distributed) instead of rank 0 all of it: a file's\n"
+            "                            share of entries (canopy_read_matrix_part), a generated matrix's\n"
+            "                            block of columns\n"
             "runtime options (also CANOPY_<NAME> in the environment):\n"
             "  --threads N  --bind none|core|LIST  --numa local|global|interleave\n"
             "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
@@ -209,6 +211,25 @@ static void spmv(const canopy_csc *A, const double *x, double *y, double *rowsum
         }
 }
 
+/* Normwise backward error of x (first column) from r = A x and the row sums rs of |A|. */
+static double backward_error(int sc, int n, const double *b, const double *x, const double *r, const double *rs)
+{
+    double an = 0, rn = 0, xn = 0, bn = 0;
+    for (int i = 0; i < n; i++) {
+        if (sc == 2) {
+            rn = fmax(rn, hypot(b[2 * i] - r[2 * i], b[2 * i + 1] - r[2 * i + 1]));
+            xn = fmax(xn, hypot(x[2 * i], x[2 * i + 1]));
+            bn = fmax(bn, hypot(b[2 * i], b[2 * i + 1]));
+        } else {
+            rn = fmax(rn, fabs(b[i] - r[i]));
+            xn = fmax(xn, fabs(x[i]));
+            bn = fmax(bn, fabs(b[i]));
+        }
+        an = fmax(an, rs[i]);
+    }
+    return rn / (an * xn + bn);
+}
+
 static void json_string(const char *s)
 {
     putchar('"');
@@ -239,16 +260,21 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     }
     double *b = NULL, *x = NULL;
     int n = rank == 0 ? (int)A->n : 0;
+    /* --distributed with a file: every rank holds a part of the entries, and products with A are
+     * sums over the ranks */
+    const int part = c->distributed && c->file != NULL;
     double *ftimes = calloc(2 * (size_t)c->repeat, sizeof *ftimes); /* factorization, then fill times */
     canopy_status fst = CANOPY_SUCCESS, rst = CANOPY_SUCCESS;
     char fmsg[600] = ""; /* the factorization's warning, before later calls replace it */
     const char *stage = "set_matrix";
     if (c->distributed) {
-        /* this rank's consecutive block of columns, in global numbering */
+        /* this rank's consecutive block of columns, in global numbering; a file read by parts
+         * (canopy_read_matrix_part) holds this rank's entries in any column: all columns */
         int P, me;
         MPI_Comm_size(comm, &P);
         MPI_Comm_rank(comm, &me);
-        canopy_int j0 = (canopy_int)((int64_t)A->n * me / P), j1 = (canopy_int)((int64_t)A->n * (me + 1) / P);
+        canopy_int j0 = part ? 0 : (canopy_int)((int64_t)A->n * me / P);
+        canopy_int j1 = part ? A->n : (canopy_int)((int64_t)A->n * (me + 1) / P);
         canopy_int *cols = malloc(((size_t)(j1 - j0) + 1) * sizeof *cols);
         canopy_int *cp = malloc(((size_t)(j1 - j0) + 1) * sizeof *cp);
         if (cols && cp) {
@@ -293,10 +319,31 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    tmp.gflops_factorize, tmp.time_fill);
     }
     double ferr = NAN;
-    int sc = rank == 0 && A->arith == CANOPY_COMPLEX ? 2 : 1; /* doubles per scalar */
+    int sc = (rank == 0 || part) && A->arith == CANOPY_COMPLEX ? 2 : 1; /* doubles per scalar */
     if (st >= 0 && !c->analyze_only) {
         size_t len = (size_t)n * (size_t)c->nrhs;
-        if (rank == 0) {
+        if (part) {
+            /* b = A ones, summed over the ranks' parts onto rank 0 */
+            int nn = (int)A->n;
+            double *ones = calloc((size_t)sc * nn + 1, sizeof *ones), *bp = malloc(((size_t)sc * nn + 1) * sizeof *bp);
+            if (rank == 0) {
+                b = malloc((len ? sc * len : 1) * sizeof *b);
+                x = malloc((len ? sc * len : 1) * sizeof *x);
+            }
+            if (!ones || !bp || (rank == 0 && (!b || !x))) {
+                fprintf(stderr, "canopy-solve: out of memory for the right-hand sides\n");
+                MPI_Abort(comm, 1);
+            }
+            for (int i = 0; i < nn; i++) ones[(size_t)sc * i] = 1.0;
+            spmv(A, ones, bp, NULL);
+            MPI_Reduce(bp, rank == 0 ? b : NULL, sc * nn, MPI_DOUBLE, MPI_SUM, 0, comm);
+            if (rank == 0) {
+                for (int k = 1; k < c->nrhs; k++) memcpy(b + (size_t)k * sc * n, b, (size_t)sc * n * sizeof *b);
+                memcpy(x, b, sc * len * sizeof *b);
+            }
+            free(ones);
+            free(bp);
+        } else if (rank == 0) {
             b = malloc((len ? sc * len : 1) * sizeof *b);
             x = malloc((len ? sc * len : 1) * sizeof *x);
             double *ones = calloc((size_t)sc * n + 1, sizeof *ones);
@@ -324,24 +371,26 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     }
     canopy_stats S;
     canopy_get_stats(s, &S);
-    if (c->opts.refine_max_iter == 0 && st >= 0 && !c->analyze_only && rank == 0) {
+    if (c->opts.refine_max_iter == 0 && st >= 0 && !c->analyze_only && part) {
+        /* the residual's product over the parts: x to every rank, the sums to rank 0 */
+        int nn = (int)A->n;
+        double *xp = malloc(((size_t)sc * nn + 1) * sizeof *xp), *r = malloc(((size_t)sc * nn + 1) * sizeof *r);
+        double *rs = malloc(((size_t)nn + 1) * sizeof *rs);
+        if (!xp || !r || !rs) MPI_Abort(comm, 1);
+        if (rank == 0) memcpy(xp, x, (size_t)sc * nn * sizeof *xp);
+        MPI_Bcast(xp, sc * nn, MPI_DOUBLE, 0, comm);
+        spmv(A, xp, r, rs);
+        MPI_Reduce(rank == 0 ? MPI_IN_PLACE : r, rank == 0 ? r : NULL, sc * nn, MPI_DOUBLE, MPI_SUM, 0, comm);
+        MPI_Reduce(rank == 0 ? MPI_IN_PLACE : rs, rank == 0 ? rs : NULL, nn, MPI_DOUBLE, MPI_SUM, 0, comm);
+        if (rank == 0) S.backward_error = backward_error(sc, n, b, x, r, rs);
+        free(xp);
+        free(r);
+        free(rs);
+    } else if (c->opts.refine_max_iter == 0 && st >= 0 && !c->analyze_only && rank == 0) {
         /* no refinement asked: still report the normwise backward error of the plain solve */
         double *r = malloc(((size_t)sc * n + 1) * sizeof *r), *rs = malloc(((size_t)n + 1) * sizeof *rs);
-        double an = 0, rn = 0, xn = 0, bn = 0;
         spmv(A, x, r, rs);
-        for (int i = 0; i < n; i++) {
-            if (sc == 2) {
-                rn = fmax(rn, hypot(b[2 * i] - r[2 * i], b[2 * i + 1] - r[2 * i + 1]));
-                xn = fmax(xn, hypot(x[2 * i], x[2 * i + 1]));
-                bn = fmax(bn, hypot(b[2 * i], b[2 * i + 1]));
-            } else {
-                rn = fmax(rn, fabs(b[i] - r[i]));
-                xn = fmax(xn, fabs(x[i]));
-                bn = fmax(bn, fabs(b[i]));
-            }
-            an = fmax(an, rs[i]);
-        }
-        S.backward_error = rn / (an * xn + bn);
+        S.backward_error = backward_error(sc, n, b, x, r, rs);
         free(r);
         free(rs);
     }
@@ -478,7 +527,11 @@ static int load(const cli *c, int which, canopy_csc *A, char *name, size_t nlen,
     if (rank == 0 || c->distributed) {
         memset(A, 0, sizeof *A);
         if (which == 0 && c->file) {
-            st = canopy_read_matrix(c->file, A, msg, sizeof msg);
+            int P = 1;
+            MPI_Comm_size(comm, &P);
+            /* --distributed: each rank keeps only its share of the file's entries */
+            st = c->distributed ? canopy_read_matrix_part(c->file, rank, P, A, msg, sizeof msg)
+                                : canopy_read_matrix(c->file, A, msg, sizeof msg);
             snprintf(name, nlen, "%s", c->file);
             if (st == CANOPY_SUCCESS && c->kind_override >= 0) {
                 if (c->kind_override != CANOPY_KIND_GENERAL && A->kind == CANOPY_KIND_GENERAL) {

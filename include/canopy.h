@@ -385,6 +385,21 @@ CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **solver);
 CANOPY_EXPORT canopy_status canopy_read_matrix(const char *path, canopy_csc *A, char *msg, size_t msglen);
 
 /**
+ * Part @p part (0-based) of @p nparts of a matrix file, for distributed input without any rank
+ * holding the whole matrix: an n x n CSC matrix (same n, kind, triangle and arithmetic as
+ * canopy_read_matrix gives) holding only this part's entries, for canopy_set_matrix_distributed
+ * (which sums the parts). Matrix Market: entries [nz part / nparts, nz (part + 1) / nparts) of the
+ * file in file order; the whole file is parsed and checked by every part (a gzip stream cannot be
+ * entered in the middle, and every part then reports the same error for a bad file), only the
+ * part's entries are stored. A duplicate entry is reported when both copies fall in one part
+ * (canopy_set_matrix_distributed sums copies from different parts). Harwell-Boeing /
+ * Rutherford-Boeing: the file is read whole, then cut to the columns
+ * [n part / nparts, n (part + 1) / nparts).
+ */
+CANOPY_EXPORT canopy_status canopy_read_matrix_part(const char *path, int part, int nparts, canopy_csc *A,
+                                                    char *msg, size_t msglen);
+
+/**
  * Laplacian on an nx x ny x nz grid (nz = 1 for 2D) with Dirichlet boundaries, as an SPD matrix
  * (full storage). @p stencil is 5 (2D), 7 or 27 (3D).
  */

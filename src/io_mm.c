@@ -137,7 +137,18 @@ static void next_word(const char **ps, char *w, size_t wlen)
 
 canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err)
 {
+    return io_read_mm_part(path, 0, 1, A, err);
+}
+
+/*
+ * Part @p part of @p nparts: every entry of the file is parsed and checked (so every part fails
+ * alike on a bad file), entries [nz part / nparts, nz (part + 1) / nparts) in file order are kept.
+ */
+canopy_status io_read_mm_part(const char *path, int part, int nparts, canopy_csc *A, canopy_err *err)
+{
     if (path == NULL || A == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "io_read_mm: NULL argument");
+    if (nparts < 1 || part < 0 || part >= nparts)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "part %d of %d: must be 0 <= part < nparts", part, nparts);
     memset(A, 0, sizeof *A);
     canopy_err local;
     canopy_err_clear(&local);
@@ -254,6 +265,9 @@ canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err)
     s.vsz = field == F_PATTERN ? 0 : field == F_COMPLEX ? 2 : 1;
     bool lower = false, upper = false;
     int64_t k = 0;
+    /* this part's entries, in file order: k0 <= k < k1, stored at k - k0 */
+    const int64_t k0 = (int64_t)((double)nz * part / nparts), k1 = (int64_t)((double)nz * (part + 1) / nparts);
+    const int64_t kept = k1 - k0;
     while (k < nz) {
         line = io_next_line(s.r, e);
         if (line == NULL) {
@@ -266,7 +280,7 @@ canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err)
             if (!add_skip(&s, k, e)) goto done;
             continue;
         }
-        if (!grow_entries(&s, k + 1, nz, e)) goto done;
+        if (k >= k0 && k < k1 && !grow_entries(&s, k - k0 + 1, kept, e)) goto done;
         long ln = io_line_number(s.r);
         const char *p = line;
         int64_t i, j;
@@ -316,9 +330,12 @@ canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err)
             canopy_err_set(e, CANOPY_ERR_MATRIX, "%s:%ld: nonzero diagonal entry (%lld, %lld) in a skew-symmetric matrix", path, ln, (long long)i, (long long)j);
             goto done;
         }
-        s.row[k] = (cint)(i - 1);
-        s.col[k] = (cint)(j - 1);
-        for (int c = 0; c < s.vsz; c++) s.val[k * s.vsz + c] = v[c];
+        if (k >= k0 && k < k1) {
+            int64_t q = k - k0;
+            s.row[q] = (cint)(i - 1);
+            s.col[q] = (cint)(j - 1);
+            for (int c = 0; c < s.vsz; c++) s.val[q * s.vsz + c] = v[c];
+        }
         k++;
     }
     /* anything but comments after the last announced entry means the count was wrong */
@@ -331,17 +348,17 @@ canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err)
     }
     if (e->status != CANOPY_SUCCESS) goto done;
 
-    int64_t total = nz;
+    int64_t total = kept;
     if (sym == S_SKEW) {
         /* expand: a_ji = -a_ij; diagonal entries (zero) are kept once */
         int64_t off = 0;
-        for (int64_t q = 0; q < nz; q++) off += s.row[q] != s.col[q];
-        if (nz + off > CINT_MAX - 1) {
+        for (int64_t q = 0; q < kept; q++) off += s.row[q] != s.col[q];
+        if (kept + off > CINT_MAX - 1) {
             canopy_err_set(e, CANOPY_ERR_TOO_LARGE, "%s: expanded skew-symmetric matrix has too many entries for the index type", path);
             goto done;
         }
-        if (!grow_entries(&s, nz + off, nz + off, e)) goto done;
-        for (int64_t q = 0; q < nz; q++) {
+        if (!grow_entries(&s, kept + off, kept + off, e)) goto done;
+        for (int64_t q = 0; q < kept; q++) {
             if (s.row[q] == s.col[q]) continue;
             s.row[total] = s.col[q];
             s.col[total] = s.row[q];
@@ -349,15 +366,15 @@ canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err)
             total++;
         }
     }
-    if (nz == 0 && !grow_entries(&s, 1, 1, e)) goto done;
+    if (kept == 0 && !grow_entries(&s, 1, 1, e)) goto done;
 
     int64_t dup[4] = {-1, -1, 0, 0};
-    canopy_status st = io_build_csc((cint)n, total, s.row, s.col, s.val, s.vsz, nz, A, dup, e);
+    canopy_status st = io_build_csc((cint)n, total, s.row, s.col, s.val, s.vsz, kept, A, dup, e);
     s.row = s.col = NULL;
     s.val = NULL;
     if (st == CANOPY_ERR_MATRIX && e->status == CANOPY_SUCCESS) {
         /* entry ids are positions in the file; recover the row/column from the line map */
-        long l0 = entry_line(&s, dup[0]), l1 = entry_line(&s, dup[1]);
+        long l0 = entry_line(&s, dup[0] + k0), l1 = entry_line(&s, dup[1] + k0);
         canopy_err_set(e, CANOPY_ERR_MATRIX, "%s:%ld: duplicate entry (%lld, %lld), already given on line %ld", path, l1,
                        (long long)dup[2] + 1, (long long)dup[3] + 1, l0);
     }

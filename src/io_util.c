@@ -205,6 +205,55 @@ CANOPY_EXPORT canopy_status canopy_read_matrix(const char *path, canopy_csc *A, 
     return err.status;
 }
 
+/* Keep the columns [j0, j1) of A, in place (the other columns become empty). */
+static void keep_columns(canopy_csc *A, cint j0, cint j1)
+{
+    int vsz = A->arith == CANOPY_COMPLEX ? 2 : A->arith == CANOPY_PATTERN ? 0 : 1;
+    double *v = A->values;
+    cint b = (cint)A->base, first = A->colptr[j0] - b, last = A->colptr[j1] - b;
+    memmove(A->rowind, A->rowind + first, (size_t)(last - first) * sizeof(cint));
+    if (vsz) memmove(v, v + (size_t)first * vsz, (size_t)(last - first) * vsz * sizeof(double));
+    for (cint j = 0; j <= A->n; j++) {
+        cint p = A->colptr[j] - b;
+        A->colptr[j] = (p < first ? 0 : p > last ? last - first : p - first) + b;
+    }
+}
+
+CANOPY_EXPORT canopy_status canopy_read_matrix_part(const char *path, int part, int nparts, canopy_csc *A, char *msg,
+                                                    size_t msglen)
+{
+    canopy_err err;
+    canopy_err_clear(&err);
+    if (msg && msglen) msg[0] = '\0';
+    if (path == NULL || A == NULL) {
+        canopy_err_set(&err, CANOPY_ERR_ARGUMENT, "canopy_read_matrix_part: NULL %s", path ? "matrix" : "path");
+    } else if (nparts < 1 || part < 0 || part >= nparts) {
+        memset(A, 0, sizeof *A);
+        canopy_err_set(&err, CANOPY_ERR_ARGUMENT, "canopy_read_matrix_part: part %d of %d (must be 0 <= part < nparts)",
+                       part, nparts);
+    } else {
+        memset(A, 0, sizeof *A);
+        int fmt = format_from_name(path);
+        if (fmt == FMT_UNKNOWN) {
+            io_reader *r;
+            if (io_open(path, &r, &err) == CANOPY_SUCCESS) {
+                const char *line = io_next_line(r, &err);
+                if (err.status == CANOPY_SUCCESS)
+                    fmt = (line && starts_with_nocase(line, "%%MatrixMarket")) ? FMT_MM : FMT_HB;
+                io_close(r);
+            }
+        }
+        if (fmt == FMT_MM) {
+            io_read_mm_part(path, part, nparts, A, &err);
+        } else if (fmt == FMT_HB && io_read_hb(path, A, &err) == CANOPY_SUCCESS) {
+            /* Harwell-Boeing: read whole (a compressed file cannot be entered in the middle), cut */
+            keep_columns(A, (cint)((int64_t)A->n * part / nparts), (cint)((int64_t)A->n * (part + 1) / nparts));
+        }
+    }
+    if (err.status != CANOPY_SUCCESS && msg && msglen) snprintf(msg, msglen, "%s", err.msg);
+    return err.status;
+}
+
 /* ---- triplets -> CSC ------------------------------------------------------------------------ */
 
 /*

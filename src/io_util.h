@@ -27,6 +27,7 @@ canopy_status io_build_csc(cint n, int64_t nz, cint *row, cint *col, double *val
 
 /** Readers (io_mm.c, io_hb.c): produce a 0-based CSC as described for canopy_read_matrix. */
 canopy_status io_read_mm(const char *path, canopy_csc *A, canopy_err *err);
+canopy_status io_read_mm_part(const char *path, int part, int nparts, canopy_csc *A, canopy_err *err);
 canopy_status io_read_hb(const char *path, canopy_csc *A, canopy_err *err);
 
 #endif

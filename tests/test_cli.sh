@@ -59,6 +59,17 @@ if [ -n "$MPIEXEC" ]; then
     n2=$(printf '%s\n' "$j2" | sed -n 's/.*"nnz_factor": \([0-9]*\),.*/\1/p')
     if [ -n "$n1" ] && [ "$n1" = "$n2" ] && be_ok "$j2"; then echo "ok: 2 ranks"; else
         echo "FAIL: 2 ranks"; echo "$j2"; fails=$((fails + 1)); fi
+    # --distributed with a file: each rank reads its part of the entries (canopy_read_matrix_part);
+    # b = A ones and the residual are sums over the parts
+    for f in hb_real_sym.rsa hb_complex_unsym.cua mm_real_general.mtx mm_skew.mtx; do
+        for extra in "" "--refine 0"; do
+            # shellcheck disable=SC2086
+            jd=$($MPIEXEC -n 2 "$bin" --json --distributed $extra "$data/$f" 2>&1)
+            if [ $? -eq 0 ] && be_ok "$jd"; then echo "ok: 2 ranks --distributed $extra $f"; else
+                echo "FAIL: 2 ranks --distributed $extra $f"; echo "$jd"; fails=$((fails + 1)); fi
+        done
+    done
+    t "2 ranks --distributed, bad file" 1 $MPIEXEC -n 2 "$bin" --distributed "$data/bad_nan.mtx"
 fi
 # canopy-simulate: usage, the JSON figures, a trace canopy-trace reads, bad input
 sim=${top_builddir:-.}/canopy-simulate

@@ -484,6 +484,89 @@ START_TEST(import_alloc_failures)
 }
 END_TEST
 
+
+/*
+ * canopy_read_matrix_part: every part has the whole file's n, kind, triangle and arithmetic, and
+ * the parts' entries together are the file's, each exactly once (nparts 1..5, Matrix Market and
+ * Harwell-Boeing, real, complex, symmetric, skew, gzip); a bad file fails alike in every part.
+ */
+static void check_parts(const char *path, const char *label)
+{
+    canopy_csc W, A;
+    char msg[512];
+    ck_assert_msg(canopy_read_matrix(path, &W, msg, sizeof msg) == CANOPY_SUCCESS, "%s: %s", label, msg);
+    int vsz = W.arith == CANOPY_COMPLEX ? 2 : W.arith == CANOPY_PATTERN ? 0 : 1;
+    int64_t nnz = matrix_nnz(&W);
+    unsigned char *seen = calloc((size_t)nnz + 1, 1);
+    ck_assert_ptr_nonnull(seen);
+    for (int np = 1; np <= 5; np++) {
+        memset(seen, 0, (size_t)nnz + 1);
+        int64_t total = 0;
+        for (int part = 0; part < np; part++) {
+            ck_assert_msg(canopy_read_matrix_part(path, part, np, &A, msg, sizeof msg) == CANOPY_SUCCESS, "%s %d/%d: %s",
+                          label, part, np, msg);
+            ck_assert_msg(A.n == W.n && A.kind == W.kind && A.arith == W.arith && A.base == W.base &&
+                              (W.kind == CANOPY_KIND_GENERAL || A.triangle == W.triangle),
+                          "%s part %d/%d: n, kind, arithmetic or triangle differ", label, part, np);
+            for (cint j = 0; j < A.n; j++)
+                for (cint p = A.colptr[j] - A.base; p < A.colptr[j + 1] - A.base; p++) {
+                    cint i = A.rowind[p], lo = W.colptr[j] - W.base, hi = W.colptr[j + 1] - W.base;
+                    while (lo < hi) { /* the whole matrix's column is sorted by row */
+                        cint mid = lo + (hi - lo) / 2;
+                        if (W.rowind[mid] < i) lo = mid + 1;
+                        else hi = mid;
+                    }
+                    ck_assert_msg(lo < W.colptr[j + 1] - W.base && W.rowind[lo] == i, "%s %d/%d: entry (%d, %d) not in the file",
+                                  label, part, np, (int)i, (int)j);
+                    ck_assert_msg(!seen[lo], "%s %d/%d: entry (%d, %d) in two parts", label, part, np, (int)i, (int)j);
+                    seen[lo] = 1;
+                    for (int c = 0; c < vsz; c++)
+                        ck_assert(((const double *)A.values)[(size_t)p * vsz + c] == ((const double *)W.values)[(size_t)lo * vsz + c]);
+                    total++;
+                }
+            canopy_csc_free(&A);
+        }
+        ck_assert_msg(total == nnz, "%s, %d parts: %lld entries in all, the file has %lld", label, np, (long long)total,
+                      (long long)nnz);
+    }
+    free(seen);
+    canopy_csc_free(&W);
+}
+
+START_TEST(read_parts)
+{
+    static const char *files[] = {"mm_real_general.mtx", "mm_skew.mtx", "hb_skew.rza", "hb_real_sym.rsa",
+                                  "hb_complex_unsym.cua"};
+    size_t mem0 = canopy_mem_current();
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) check_parts(data_path(files[f]), files[f]);
+    const char *dir = testutil_matrix_dir();
+    static const char *big[] = {"bcsstk14.rsa", "young1c.mtx", "sherman3.mtx", "1138_bus.mtx", "bcsstk13.mtx.gz"};
+    for (size_t f = 0; dir && f < sizeof big / sizeof big[0]; f++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, big[f]);
+        check_parts(path, big[f]);
+    }
+    /* a bad file: the same status and message in every part (every part parses every line) */
+    canopy_csc A;
+    char msg[512], first[512];
+    for (int part = 0; part < 3; part++) {
+        ck_assert_int_eq(canopy_read_matrix_part(data_path("bad_nan.mtx"), part, 3, &A, msg, sizeof msg), CANOPY_ERR_MATRIX);
+        ck_assert_ptr_null(A.colptr);
+        if (part == 0) snprintf(first, sizeof first, "%s", msg);
+        else ck_assert_str_eq(msg, first);
+    }
+    /* a duplicate is found by the part holding both copies (here: the only one) */
+    ck_assert_int_eq(canopy_read_matrix_part(data_path("bad_duplicate.mtx"), 0, 1, &A, msg, sizeof msg), CANOPY_ERR_MATRIX);
+    ck_assert_ptr_nonnull(strstr(msg, "duplicate"));
+    ck_assert_int_eq(canopy_read_matrix_part(data_path("bad_truncated.mtx"), 2, 3, &A, msg, sizeof msg), CANOPY_ERR_FORMAT);
+    ck_assert_int_eq(canopy_read_matrix_part(data_path("mm_real_general.mtx"), 3, 3, &A, msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(msg, "part 3 of 3"));
+    ck_assert_int_eq(canopy_read_matrix_part(data_path("mm_real_general.mtx"), 0, 0, &A, msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_read_matrix_part(NULL, 0, 1, &A, msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert_uint_eq(canopy_mem_current(), mem0);
+}
+END_TEST
+
 /* ---- the shared real matrices ------------------------------------------------------------- */
 
 static const struct shared_matrix {
@@ -593,6 +676,7 @@ int main(void)
     tcase_add_test(tc, import_valid);
     tcase_add_test(tc, import_alloc_failures);
     tcase_add_test(tc, read_shared_matrices);
+    tcase_add_test(tc, read_parts);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }
