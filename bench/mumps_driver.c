@@ -9,6 +9,7 @@
  * Link with a MUMPS built with SCOTCH (Debian: libmumps-ptscotch-dev, -ldmumps_ptscotch);
  * the plain Debian libdmumps has AMD/AMF/PORD/QAMD only.
  */
+#include <sys/resource.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,20 @@ static void rank_min_max(bench_report *rep, const char *prefix, double v)
     bench_report_extra(rep, key, lo);
     snprintf(key, sizeof(key), "%s_rank_max", prefix);
     bench_report_extra(rep, key, hi);
+}
+
+/* The process's peak resident set (getrusage), rank 0's and the mean of the others (as Canopy's
+ * rss_peak_rank0 / rss_peak_rank_mean), added to the report's extra keys. */
+static void rss_rank0_mean(bench_report *rep)
+{
+    struct rusage ru;
+    double v = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 : 0, first = v, sum = v;
+    int np = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    MPI_Bcast(&first, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    bench_report_extra(rep, "rss_peak_rank0", first);
+    bench_report_extra(rep, "rss_peak_rank_mean", np > 1 ? (sum - first) / (np - 1) : first);
 }
 
 static void mumps_fail(bench_report *rep, const char *phase, const DMUMPS_STRUC_C *id)
@@ -294,6 +309,7 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         bench_errors(&A, b, rhs, &rep.backward_error, &rep.forward_error);
+    rss_rank0_mean(&rep);
     rc = 0;
 
 finish:

@@ -461,6 +461,12 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             json_num("factor_bytes_rank_max", S.factor_bytes_rank_max, 0);
             json_num("peak_memory_rank_min", S.peak_memory_rank_min, 0);
             json_num("peak_memory_rank_max", S.peak_memory_rank_max, 0);
+            json_num("peak_memory_rank0", S.peak_memory_rank0, 0);
+            json_num("peak_memory_rank_mean", S.peak_memory_rank_mean, 0);
+            json_num("rss_peak_rank0", S.rss_peak_rank0, 0);
+            json_num("rss_peak_rank_mean", S.rss_peak_rank_mean, 0);
+            json_num("rss_peak_rank_min", S.rss_peak_rank_min, 0);
+            json_num("rss_peak_rank_max", S.rss_peak_rank_max, 0);
             json_num("memory_predicted_rank_max", S.memory_predicted_rank_max, 0);
             json_num("memory_limit_rank", S.memory_limit_rank, 0);
             printf("\"steals\": %lld, \"steals_remote\": %lld, \"factor_bytes_unlocated\": %lld, \"threads\": [",

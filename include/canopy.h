@@ -227,6 +227,11 @@ typedef struct canopy_stats {
                                        one the simulation chose for auto: also the 2D tiles' size); 0: none */
     double time_fill;             /**< seconds of the last factorization spent before its first task: the
                                        owners zero (the first time: fault in) their memory and assemble A */
+    /* memory per rank at the end of the last factorization (analysis included): Canopy's allocator
+     * (as peak_memory_bytes, per rank) and the OS's peak resident set of the process (getrusage),
+     * rank 0 against the mean of the others (with one rank: its own) */
+    double peak_memory_rank0, peak_memory_rank_mean;
+    double rss_peak_rank0, rss_peak_rank_mean, rss_peak_rank_min, rss_peak_rank_max;
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

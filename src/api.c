@@ -6,6 +6,8 @@
  */
 #include "solver.h"
 
+#include <sys/resource.h>
+
 #include <float.h>
 #include <pthread.h>
 #include <math.h>
@@ -89,6 +91,31 @@ static canopy_status finish(canopy_solver *s)
     if (s->nranks > 1) MPI_Bcast(&s->stats, (int)sizeof s->stats, MPI_BYTE, 0, s->comm);
     if (st < 0) say(s, 1, "%s", s->err.msg);
     return st;
+}
+
+/* Rank 0's memory against the others', by Canopy's count (@p used: this rank's) and by the OS's
+ * peak resident set. Collective on several ranks; reductions only, so that nothing can fail on one
+ * rank alone. */
+void api_memory_figures(canopy_solver *s, double used)
+{
+    struct rusage ru;
+    double rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 : 0; /* Linux: KiB */
+    canopy_stats *st = &s->stats;
+    double mine[2] = {used, rss}, first[2] = {used, rss}, sum[2] = {used, rss};
+    double lo = rss, hi = rss;
+    if (s->nranks > 1) {
+        MPI_Bcast(first, 2, MPI_DOUBLE, 0, s->comm);
+        MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, s->comm);
+        MPI_Allreduce(&rss, &lo, 1, MPI_DOUBLE, MPI_MIN, s->comm);
+        MPI_Allreduce(&rss, &hi, 1, MPI_DOUBLE, MPI_MAX, s->comm);
+    }
+    double others = s->nranks > 1 ? (double)(s->nranks - 1) : 1.0;
+    st->peak_memory_rank0 = first[0];
+    st->rss_peak_rank0 = first[1];
+    st->peak_memory_rank_mean = s->nranks > 1 ? (sum[0] - first[0]) / others : used;
+    st->rss_peak_rank_mean = s->nranks > 1 ? (sum[1] - first[1]) / others : rss;
+    st->rss_peak_rank_min = lo;
+    st->rss_peak_rank_max = hi;
 }
 
 static void note_memory(canopy_solver *s)
@@ -589,10 +616,18 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
     if (phase_ok(s, PHASE_ANALYZED, "canopy_factorize", "canopy_analyze")) {
-        if (s->nranks > 1) dist_factorize(s);
-        else factorize_rank0(s);
+        if (s->nranks > 1) {
+            dist_factorize(s);
+            note_memory(s);
+        } else {
+            factorize_rank0(s);
+            note_memory(s);
+            size_t peak = canopy_mem_peak();
+            api_memory_figures(s, peak > s->mem_base ? (double)(peak - s->mem_base) : 0);
+        }
+    } else {
+        note_memory(s);
     }
-    note_memory(s);
     canopy_status st = finish(s);
     if (st >= 0) s->phase = PHASE_FACTORIZED;
     else if (s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED;

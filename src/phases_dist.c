@@ -249,6 +249,7 @@ canopy_status dist_factorize(canopy_solver *s)
     size_t peak = canopy_mem_peak();
     double used = peak > s->mem_base ? (double)(peak - s->mem_base) : 0;
     summary_stats(s->comm, used, &sts->peak_memory_rank_min, &sts->peak_memory_rank_max, NULL, NULL);
+    api_memory_figures(s, used);
     if (s->rank == 0 && have && s->opts.comm_heatmap[0]) {
         canopy_err herr = {0};
         if (comm_heatmap_write(s->opts.comm_heatmap, R, s->comm_bytes, "bytes sent, last factorization", &herr) !=

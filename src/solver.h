@@ -61,6 +61,8 @@ void dist_pingpong(canopy_solver *s);
 canopy_status dist_analyze(canopy_solver *s);
 /** canopy_factorize on every rank (memory check, entries, fan-in exchange, statistics). */
 canopy_status dist_factorize(canopy_solver *s);
+/** stats.peak_memory_rank0/_mean and rss_peak_*: collective with several ranks (src/api.c). */
+void api_memory_figures(canopy_solver *s, double used);
 /** Solves of canopy_solve / canopy_refine: rank 0 drives (refine.c calls api_apply_solve), the
  * others serve until rank 0 says it is done. */
 void dist_serve_solves(canopy_solver *s);

@@ -6,7 +6,8 @@
  * (the workers hidden from the solve). The cblks whose subtree lies on one rank are solved by that
  * rank's workers in whatever order they become ready; each writes only its own rows in a fixed
  * order, so both solutions must have the same bits, and a small residual. (One rank runs the
- * one-rank solve: residuals only.)
+ * one-rank solve: residuals only.) The per-rank memory figures of the factorization are checked
+ * against each other and against the OS's peak resident set.
  */
 #include "config.h"
 
@@ -114,6 +115,19 @@ static bool solve_with(const char *name, const canopy_csc *A, const char *fact, 
         (st = canopy_factorize(s)) >= CANOPY_SUCCESS)
         st = canopy_solve(s, nrhs, rank == 0 ? x : NULL, A->n);
     if (st >= CANOPY_SUCCESS) {
+        /* memory per rank: Canopy's count and the OS's peak resident set agree in kind (the
+         * process holds at least what Canopy counts: these matrices are small next to the
+         * libraries' own footprint), and rank 0 and the mean lie within [min, max] */
+        canopy_stats S;
+        canopy_get_stats(s, &S);
+        if (!(S.rss_peak_rank_min > 0 && S.rss_peak_rank_min <= S.rss_peak_rank0 && S.rss_peak_rank0 <= S.rss_peak_rank_max &&
+              S.rss_peak_rank_min <= S.rss_peak_rank_mean && S.rss_peak_rank_mean <= S.rss_peak_rank_max))
+            fail("%s T=%d: resident set figures out of order: rank 0 %g, mean %g, min %g, max %g", name, T, S.rss_peak_rank0,
+                 S.rss_peak_rank_mean, S.rss_peak_rank_min, S.rss_peak_rank_max);
+        if (!(S.peak_memory_rank0 > 0 && S.peak_memory_rank0 <= S.rss_peak_rank0 &&
+              S.peak_memory_rank_mean <= S.rss_peak_rank_mean && (size > 1 || S.peak_memory_rank_mean == S.peak_memory_rank0)))
+            fail("%s T=%d: Canopy's count (rank 0 %g, mean %g) against the OS's (rank 0 %g, mean %g)", name, T,
+                 S.peak_memory_rank0, S.peak_memory_rank_mean, S.rss_peak_rank0, S.rss_peak_rank_mean);
         if (s->F.exec.pool == NULL) fail("%s T=%d: no worker pool", name, T);
         sched_pool *pool = s->F.exec.pool;
         s->F.exec.pool = NULL;
