@@ -170,6 +170,12 @@ static int parse_args(int argc, char **argv, cli *c)
         fprintf(stderr, "canopy-simulate: --ordering user needs a permutation: use the API\n");
         return 2;
     }
+    if (c->opts.ordering == CANOPY_ORDER_PTSCOTCH && c->po.ranks > 1) {
+        /* PT-SCOTCH's ordering depends on the number of processes that compute it */
+        fprintf(stderr, "canopy-simulate: --ordering ptscotch on %d ranks cannot be reproduced on this one process "
+                        "(PT-SCOTCH's ordering depends on its rank count): use --ordering scotch\n", c->po.ranks);
+        return 2;
+    }
     return 0;
 }
 

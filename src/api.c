@@ -426,9 +426,17 @@ static canopy_status choose_split(canopy_solver *s, const canopy_csc *G, const c
     return st;
 }
 
-static canopy_status analyze_rank0(canopy_solver *s)
+/* What the analysis carries from one step to the next on rank 0. */
+typedef struct analysis_work {
+    canopy_csc G;       /* adjacency graph of As + As^T */
+    cint *perm, *iperm; /* the fill-reducing ordering */
+    double t0, t1, t2;  /* start, graph built, ordering done */
+} analysis_work;
+
+/* Rank 0: the factorization kind, scaling (and matching), the graph to order. */
+static canopy_status analyze_prepare(canopy_solver *s, analysis_work *w)
 {
-    double t0 = canopy_wtime();
+    w->t0 = w->t1 = canopy_wtime();
     if (choose_factorization(s) != CANOPY_SUCCESS) return s->err.status;
     if (s->opts.ordering == CANOPY_ORDER_USER && s->user_perm == NULL)
         return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
@@ -445,18 +453,39 @@ static canopy_status analyze_rank0(canopy_solver *s)
             scaling_apply(&s->A, &s->sc, &s->As, &s->err) != CANOPY_SUCCESS)
             return s->err.status;
     }
-
-    canopy_csc G = {0};
-    cint *perm = NULL, *iperm = NULL;
-    double t1 = canopy_wtime();
-    if (matrix_graph(&s->As, &G, &s->err) == CANOPY_SUCCESS) {
-        perm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
-        iperm = canopy_alloc((size_t)G.n, sizeof(cint), "ordering", &s->err);
-        if (perm && iperm) order_compute(&G, s->opts.ordering, s->user_perm,
-                                        s->opts.ordering_threads > 0 ? s->opts.ordering_threads : runtime_plan_threads(&s->rt), perm,
-                                        iperm, &s->err);
+    w->t1 = canopy_wtime();
+    if (matrix_graph(&s->As, &w->G, &s->err) == CANOPY_SUCCESS) {
+        w->perm = canopy_alloc((size_t)w->G.n, sizeof(cint), "ordering", &s->err);
+        w->iperm = canopy_alloc((size_t)w->G.n, sizeof(cint), "ordering", &s->err);
     }
-    double t2 = canopy_wtime();
+    return s->err.status;
+}
+
+/*
+ * The ordering: on rank 0, or with ordering=ptscotch on every rank (rank 0 says whether it got
+ * that far, so that a failed preparation leaves nobody inside PT-SCOTCH). Collective on several
+ * ranks.
+ */
+static void analyze_order(canopy_solver *s, analysis_work *w)
+{
+    bool ready = s->rank == 0 && s->err.status == CANOPY_SUCCESS;
+    int pt = ready && s->opts.ordering == CANOPY_ORDER_PTSCOTCH;
+    if (s->nranks > 1) MPI_Bcast(&pt, 1, MPI_INT, 0, s->comm);
+    if (pt)
+        order_ptscotch(s->comm, s->rank == 0 ? &w->G : NULL, w->perm, w->iperm, &s->err);
+    else if (ready)
+        order_compute(&w->G, s->opts.ordering, s->user_perm,
+                      s->opts.ordering_threads > 0 ? s->opts.ordering_threads : runtime_plan_threads(&s->rt), w->perm,
+                      w->iperm, &s->err);
+    w->t2 = canopy_wtime();
+}
+
+/* Rank 0: symbolic factorization (with the split-width choice), the one-rank plan, the figures. */
+static canopy_status analyze_finish(canopy_solver *s, analysis_work *w)
+{
+    canopy_csc *G = &w->G;
+    cint *perm = w->perm;
+    double t2 = w->t2;
     if (s->err.status == CANOPY_SUCCESS) {
         int all_threads = runtime_plan_threads(&s->rt) * plan_ranks(s);
         symbolic_opts so = {.amalgamation = s->opts.amalgamation,
@@ -466,16 +495,17 @@ static canopy_status analyze_rank0(canopy_solver *s)
                             /* auto: only where proportional mapping gives a block several threads */
                             .split_share = s->opts.split_size >= 0 ? 0.0 : 1.0 / (2.0 * all_threads)};
         if (s->opts.split_size < 0 && all_threads > 1) {
-            choose_split(s, &G, perm, &so);
+            choose_split(s, G, perm, &so);
         } else {
             s->stats.split_width = so.split_size;
-            symbolic_analyze(&G, perm, &so, &s->S, &s->err);
+            symbolic_analyze(G, perm, &so, &s->S, &s->err);
         }
     }
     double t3 = canopy_wtime();
-    matrix_free(&G);
-    canopy_free(perm);
-    canopy_free(iperm);
+    matrix_free(G);
+    canopy_free(w->perm);
+    canopy_free(w->iperm);
+    w->perm = w->iperm = NULL;
     if (s->err.status != CANOPY_SUCCESS) return s->err.status;
     /* the static plan: proportional mapping, simulation, task graph (and the worker pool); with
      * several ranks every rank plans after the structure is shared (dist_analyze) */
@@ -486,9 +516,9 @@ static canopy_status analyze_rank0(canopy_solver *s)
     double t4 = canopy_wtime();
 
     canopy_stats *st = &s->stats;
-    st->time_order = t2 - t1;
+    st->time_order = t2 - w->t1;
     st->time_symbolic = t3 - t2;
-    st->time_analyze = t4 - t0;
+    st->time_analyze = t4 - w->t0;
     st->time_factorize_predicted = s->rt.plan.factor.predicted_time;
     st->twod_levels = s->rt.plan.twod_levels;
     st->twod_cblks = s->rt.plan.twod_cblks;
@@ -503,6 +533,20 @@ static canopy_status analyze_rank0(canopy_solver *s)
     return CANOPY_SUCCESS;
 }
 
+
+/* The whole analysis: rank 0 prepares, orders (with the others for PT-SCOTCH) and finishes. */
+static canopy_status analyze_all(canopy_solver *s)
+{
+    analysis_work w = {0};
+    if (s->rank == 0) analyze_prepare(s, &w);
+    analyze_order(s, &w);
+    if (s->rank == 0) analyze_finish(s, &w);
+    matrix_free(&w.G);
+    canopy_free(w.perm);
+    canopy_free(w.iperm);
+    return s->err.status;
+}
+
 CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
@@ -510,7 +554,7 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
     if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
         free_analysis(s);
         if (s->nranks > 1) dist_pingpong(s);
-        if (s->rank == 0) analyze_rank0(s);
+        analyze_all(s);
         if (s->nranks > 1) dist_analyze(s);
     }
     note_memory(s);
@@ -534,7 +578,7 @@ canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, doub
         s->rt.virt_threads = threads;
         s->rt.comm_latency = latency;
         s->rt.comm_byte_time = byte_time;
-        analyze_rank0(s);
+        analyze_all(s);
     }
     canopy_status st = finish(s);
     if (st >= 0) s->phase = PHASE_ANALYZED;

@@ -4,6 +4,7 @@
  * "comm-threads" is CANOPY_COMM_THREADS.
  */
 #include "options.h"
+#include "order.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -152,7 +153,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
         if ((k = pick(value, "auto|llt|ldlt|lu")) < 0) BAD("auto, llt, ldlt or lu");
         o->factorization = (canopy_factorization)k;
     } else if (!strcmp(key, "ordering")) {
-        if ((k = pick(value, "scotch|natural|user")) < 0) BAD("scotch, natural or user");
+        if ((k = pick(value, "scotch|natural|user|ptscotch")) < 0) BAD("scotch, natural, user or ptscotch");
+        if (k == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
+            return set_msg(msg, len, "option ordering=%s: %s", value, ORDER_NO_PTSCOTCH);
         o->ordering = (canopy_ordering)k;
     } else if (!strcmp(key, "scaling")) {
         if ((k = pick(value, "auto|none|equilibrate|matching")) < 0) BAD("auto, none, equilibrate or matching");
@@ -244,9 +247,11 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
                               o->ordering_threads);
     if ((unsigned)o->bind > CANOPY_BIND_LIST || (unsigned)o->numa > CANOPY_NUMA_INTERLEAVE ||
         (unsigned)o->scheduler > CANOPY_SCHED_DYNAMIC || (unsigned)o->tree > CANOPY_TREE_SHIFTED ||
-        (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_USER ||
+        (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_PTSCOTCH ||
         (unsigned)o->scaling > CANOPY_SCALING_MATCHING)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: an enumerated option holds an unknown value");
+    if (o->ordering == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering = ptscotch: %s", ORDER_NO_PTSCOTCH);
     if (o->comm_threads < 0 || o->comm_threads > 2)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: comm_threads = %d (expected 0, 1 or 2)", o->comm_threads);
     if (o->bind == CANOPY_BIND_LIST && (memchr(o->bind_list, '\0', sizeof o->bind_list) == NULL || !valid_core_list(o->bind_list)))

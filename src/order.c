@@ -54,16 +54,14 @@ bool order_invert(cint n, const cint *perm, cint *iperm, cint *bad)
  * The cmin/cmax/frat parameters only shape SCOTCH's own column-block tree, which we do not
  * use (supernodes are detected and amalgamated in amalgamate.c).
  */
-#define ORDER_LEAF_SIZE 120
 #define ORDER_SCOTCH_THREADS_MAX 256 /* SCOTCH's pool: more would only cost memory */
-#define ORDER_LEAF_METHOD 'f'
 
 #define ORDER_SEPA(bal) "m{vert=200,rat=0.7,low=h{pass=10}f{bal=" bal "},asc=f{bal=" bal "}}"
 #define ORDER_ND                                                                            \
     "n{sep=/(vert>%d)?" ORDER_SEPA("0.2") ";,"                                              \
     "ole=%c{cmin=0,cmax=1000000,frat=0.0},ose=s}"
 
-static int order_strategy_string(char *buf, size_t len, int leaf, char method)
+int order_strategy_string(char *buf, size_t len, int leaf, char method)
 {
     return snprintf(buf, len, "c{rat=0.7,cpr=" ORDER_ND ",unc=" ORDER_ND "}", leaf, method, leaf, method);
 }

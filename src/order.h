@@ -5,6 +5,7 @@
 #ifndef CANOPY_ORDER_H
 #define CANOPY_ORDER_H
 
+#include <mpi.h>
 #include "common.h"
 
 /**
@@ -21,5 +22,29 @@ canopy_status order_compute(const canopy_csc *G, canopy_ordering method, const c
  * 0..n-1, with *bad (if not NULL) the first entry k whose value is out of range or repeated.
  */
 bool order_invert(cint n, const cint *perm, cint *iperm, cint *bad);
+
+/** Leaves of the nested dissection: parts of at most this many vertices, ordered by halo
+ * approximate minimum fill (the reasons are in src/order.c). */
+#define ORDER_LEAF_SIZE 120
+#define ORDER_LEAF_METHOD 'f'
+
+/** Our sequential SCOTCH ordering strategy (src/order.c) into @p buf; snprintf's return. */
+int order_strategy_string(char *buf, size_t len, int leaf, char method);
+
+/** Why ordering=ptscotch is refused in a build without PT-SCOTCH. */
+#define ORDER_NO_PTSCOTCH                                                                          \
+    "this Canopy was built without PT-SCOTCH (configure --with-ptscotch: Debian's libptscotch-dev, " \
+    "which is built for Open MPI only)"
+
+/** Whether this build has PT-SCOTCH. */
+bool order_have_ptscotch(void);
+
+/**
+ * PT-SCOTCH nested dissection of @p G on every rank of @p comm (src/order_ptscotch.c). @p G,
+ * @p perm and @p iperm are read and written on rank 0 only (others may pass NULL): the graph is
+ * sent out in contiguous vertex ranges, dissected in parallel, and the ordering gathered back.
+ * Collective; the status is agreed, so every rank returns the same one.
+ */
+canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cint *iperm, canopy_err *err);
 
 #endif

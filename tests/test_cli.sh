@@ -70,6 +70,12 @@ if [ -n "$MPIEXEC" ]; then
         done
     done
     t "2 ranks --distributed, bad file" 1 $MPIEXEC -n 2 "$bin" --distributed "$data/bad_nan.mtx"
+    # PT-SCOTCH on both ranks, or (a build without it) a refusal that says why
+    jp=$($MPIEXEC -n 2 "$bin" --json --ordering ptscotch --laplacian 10x10x10 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && be_ok "$jp"; then echo "ok: 2 ranks --ordering ptscotch"
+    elif [ $rc -eq 2 ] && printf '%s\n' "$jp" | grep -q "without PT-SCOTCH"; then echo "ok: --ordering ptscotch refused (no PT-SCOTCH)"
+    else echo "FAIL: 2 ranks --ordering ptscotch"; echo "$jp"; fails=$((fails + 1)); fi
 fi
 # canopy-simulate: usage, the JSON figures, a trace canopy-trace reads, bad input
 sim=${top_builddir:-.}/canopy-simulate
@@ -78,6 +84,7 @@ t "simulate --help" 0 "$sim" --help
 t "simulate without input" 2 "$sim" --ranks 4
 t "simulate bad ranks" 2 "$sim" --ranks 0 --laplacian 8
 t "simulate bad bandwidth" 2 "$sim" --bandwidth -3 --laplacian 8
+t "simulate --ordering ptscotch on 2 ranks" 2 "$sim" --ranks 2 --ordering ptscotch --laplacian 8
 t "simulate missing file" 1 "$sim" /nonexistent/matrix.mtx
 t "simulate text" 0 "$sim" --ranks 3 --threads 4 --cost-cache fixed --laplacian 10x10x10
 trace=${TMPDIR:-/tmp}/canopy_cli_sim.$$
