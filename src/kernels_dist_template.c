@@ -6,7 +6,7 @@
 
 /*
  * Message-driven substitution on the calling thread of each rank, over y (n x nrhs, new
- * numbering; every rank has the right-hand side and fills the rows of its own cblks).
+ * numbering; every rank starts with the right-hand side's rows of its own cblks and fills them).
  * Forward: the contributions of one rank's cblks to a cblk j of another rank are summed into one
  * w_j x nrhs block and reduced along the tree of j's members (owner first, then the ranks holding
  * bloks facing j); the owner subtracts the sum before its diagonal solve. Backward: the owner of

@@ -960,6 +960,77 @@ static canopy_status solve_setup_build(numeric *F, canopy_err *err)
     return CANOPY_SUCCESS;
 }
 
+/*
+ * Rank 0's permuted right-hand sides (or solution) in the order the ranks' own rows follow: rank
+ * by rank, each rank's cblks in order, each cblk's rows column after column. counts and displs
+ * (in doubles) say where each rank's share lies.
+ */
+static void solve_layout(const numeric *F, cint nrhs, int64_t *counts, int64_t *displs)
+{
+    const sched_local *L = F->exec.local;
+    const symbolic *S = F->S;
+    int R = L->nranks, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    for (int r = 0; r < R; r++) counts[r] = displs[r] = 0;
+    for (cint k = 0; k < S->ncblk; k++) counts[L->cblk_rank[k]] += (int64_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]) * nrhs * dps;
+    for (int r = 1; r < R; r++) displs[r] = displs[r - 1] + counts[r - 1];
+}
+
+/* Between the user's b (original numbering, on rank 0) and the ranks' packed rows: to_user 0
+ * packs b into all, 1 unpacks all into b. */
+static canopy_status solve_pack_user(const numeric *F, cint nrhs, void *b, char *all, const int64_t *displs, int to_user,
+                                     canopy_err *err)
+{
+    const sched_local *L = F->exec.local;
+    const symbolic *S = F->S;
+    cint n = S->n;
+    int R = L->nranks, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    size_t sb = F->scalar_bytes;
+    int64_t *at = canopy_alloc((size_t)R, sizeof(int64_t), "solve workspace", err);
+    if (at == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    for (int r = 0; r < R; r++) at[r] = displs[r] / dps;
+    char *bb = b;
+    for (cint k = 0; k < S->ncblk; k++) {
+        int r0 = L->cblk_rank[k];
+        cint f = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - f;
+        for (cint r = 0; r < nrhs; r++, at[r0] += w)
+            for (cint i = 0; i < w; i++) {
+                char *u = bb + ((size_t)S->perm[f + i] + (size_t)r * n) * sb, *v = all + (size_t)(at[r0] + i) * sb;
+                if (to_user)
+                    memcpy(u, v, sb);
+                else
+                    memcpy(v, u, sb);
+            }
+    }
+    canopy_free(at);
+    return CANOPY_SUCCESS;
+}
+
+/* Between this rank's packed rows and y (new numbering, n x nrhs): to_y 1 unpacks, 0 packs. */
+static void solve_pack_own(const numeric *F, cint nrhs, char *y, char *pack, int to_y)
+{
+    const sched_local *L = F->exec.local;
+    const symbolic *S = F->S;
+    cint n = S->n;
+    size_t sb = F->scalar_bytes;
+    int64_t p = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        if (L->cblk_rank[k] != L->rank) continue;
+        cint f = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - f;
+        for (cint r = 0; r < nrhs; r++, p += w) {
+            char *u = y + ((size_t)f + (size_t)r * n) * sb, *v = pack + (size_t)p * sb;
+            if (to_y)
+                memcpy(u, v, (size_t)w * sb);
+            else
+                memcpy(v, u, (size_t)w * sb);
+        }
+    }
+}
+
+/*
+ * The solve over several ranks: rank 0 sends each rank only the rows of its own cblks (one
+ * scatter, not the whole right-hand side to everyone), the ranks solve (message-driven, their own
+ * subtrees on all threads), and the rows come back the same way.
+ */
 canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err)
 {
     const numeric_exec *x = &F->exec;
@@ -968,7 +1039,7 @@ canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err
     cint n = S->n;
     int R = L->nranks, me = L->rank, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
     size_t sb = F->scalar_bytes;
-    double *y = NULL, *pack = NULL;
+    double *y = NULL, *pack = NULL, *all = NULL;
     int64_t *counts = NULL, *displs = NULL;
     canopy_status st = CANOPY_SUCCESS;
     if (F->sol_op == NULL) st = solve_setup(F, err);
@@ -979,24 +1050,26 @@ canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err
     for (cint k = 0; k < S->ncblk; k++)
         if (L->cblk_rank[k] == me) mine_rows += S->cblk_fcol[k + 1] - S->cblk_fcol[k];
     if (st == CANOPY_SUCCESS) {
-        y = canopy_alloc(ny + 1, sb, "solve workspace", err);
+        /* zeroed: the rows of other ranks' cblks are written (by their broadcasts) before use */
+        y = canopy_calloc(ny + 1, sb, "solve workspace", err);
         pack = canopy_alloc((size_t)mine_rows * (size_t)nrhs + 1, sb, "solve workspace", err);
         counts = canopy_alloc((size_t)R, sizeof(int64_t), "solve workspace", err);
         displs = canopy_alloc((size_t)R, sizeof(int64_t), "solve workspace", err);
-        if (!y || !pack || !counts || !displs) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        if (me == 0) all = canopy_alloc(ny + 1, sb, "solve workspace", err);
+        if (!y || !pack || !counts || !displs || (me == 0 && !all)) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    if (st == CANOPY_SUCCESS) {
+        solve_layout(F, nrhs, counts, displs);
+        if (me == 0) st = solve_pack_user(F, nrhs, b, (char *)all, displs, 0, err);
     }
     if (comm_agree(x->comm, err) < 0) {
         st = err->status;
         goto out;
     }
-    /* the right-hand side, permuted, to every rank */
-    if (me == 0) {
-        const char *bb = b;
-        for (cint r = 0; r < nrhs; r++)
-            for (cint i = 0; i < n; i++)
-                memcpy((char *)y + ((size_t)i + (size_t)r * n) * sb, bb + ((size_t)S->perm[i] + (size_t)r * n) * sb, sb);
-    }
-    if ((st = comm_share_bcast(x->comm, y, (int64_t)ny * dps, err)) != CANOPY_SUCCESS) goto out;
+    /* each rank's own rows of the permuted right-hand side */
+    if ((st = comm_share_scatter(x->comm, all, counts, displs, pack, mine_rows * nrhs * dps, err)) != CANOPY_SUCCESS)
+        goto out;
+    solve_pack_own(F, nrhs, (char *)y, (char *)pack, 1);
     F->solve_counts[0] = F->solve_counts[1] = 0;
     int old = numeric_blas_single();
     st = F->arith == CANOPY_COMPLEX ? numeric_solve_dist_z(F, nrhs, (double _Complex *)y, err)
@@ -1006,45 +1079,12 @@ canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err
         st = err->status;
         goto out;
     }
-    /* this rank's rows, cblk by cblk, to rank 0 */
-    int64_t p = 0;
-    for (cint k = 0; k < S->ncblk; k++) {
-        if (L->cblk_rank[k] != me) continue;
-        cint f = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - f;
-        for (cint r = 0; r < nrhs; r++, p += w)
-            memcpy((char *)pack + (size_t)p * sb, (char *)y + ((size_t)f + (size_t)r * n) * sb, (size_t)w * sb);
-    }
-    for (int r = 0; r < R; r++) counts[r] = displs[r] = 0;
-    for (cint k = 0; k < S->ncblk; k++) counts[L->cblk_rank[k]] += (int64_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]) * nrhs * dps;
-    for (int r = 1; r < R; r++) displs[r] = displs[r - 1] + counts[r - 1];
-    double *all = me == 0 ? canopy_alloc(ny + 1, sb, "solve workspace", err) : NULL;
-    int ok = me != 0 || all != NULL;
-    if (!ok && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "solve workspace");
-    if (comm_agree(x->comm, err) < 0) {
-        canopy_free(all);
-        st = err->status;
-        goto out;
-    }
+    /* this rank's rows, cblk by cblk, back to rank 0 */
+    solve_pack_own(F, nrhs, (char *)y, (char *)pack, 0);
     st = comm_share_gather(x->comm, pack, mine_rows * nrhs * dps, all, counts, displs, err);
-    if (st == CANOPY_SUCCESS && me == 0) {
-        int64_t *at = canopy_alloc((size_t)R, sizeof(int64_t), "solve workspace", err);
-        if (at) {
-            for (int r = 0; r < R; r++) at[r] = displs[r] / dps;
-            char *bb = b;
-            for (cint k = 0; k < S->ncblk; k++) {
-                int r0 = L->cblk_rank[k];
-                cint f = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - f;
-                for (cint r = 0; r < nrhs; r++, at[r0] += w)
-                    for (cint i = 0; i < w; i++)
-                        memcpy(bb + ((size_t)S->perm[f + i] + (size_t)r * n) * sb, (char *)all + (size_t)(at[r0] + i) * sb, sb);
-            }
-        } else {
-            st = CANOPY_ERR_NOMEM;
-        }
-        canopy_free(at);
-    }
-    canopy_free(all);
+    if (st == CANOPY_SUCCESS && me == 0) st = solve_pack_user(F, nrhs, b, (char *)all, displs, 1, err);
 out:
+    canopy_free(all);
     canopy_free(y);
     canopy_free(pack);
     canopy_free(counts);
