@@ -313,7 +313,9 @@ CANOPY_EXPORT canopy_status canopy_update_values_distributed(canopy_solver *solv
 /**
  * Distributed right-hand sides and solution: each rank holds @p nloc rows (global indices
  * @p rows, 0-based, each row on exactly one rank) of B in @p b (nloc x nrhs, leading dimension
- * @p ldb >= nloc), overwritten by the same rows of X. Collective.
+ * @p ldb >= nloc), overwritten by the same rows of X. Collective. The rows travel straight
+ * between the ranks that hold them and the ranks that own their column blocks (not through
+ * rank 0); canopy_refine_distributed still gathers on rank 0.
  */
 CANOPY_EXPORT canopy_status canopy_solve_distributed(canopy_solver *solver, canopy_int nrhs, canopy_int nloc,
                                                      const canopy_int *rows, void *b, canopy_int ldb);

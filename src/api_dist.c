@@ -8,8 +8,9 @@
  * and handed to the centralized entry points of src/api.c. A matrix given in pieces is assembled
  * on rank 0 into one CSC matrix where every entry given several times (by several ranks, or twice
  * by one rank) is the sum of what was given; struct api_dist keeps what maps later values onto it.
- * Right-hand sides are gathered into one n x nrhs array on rank 0 and the solution is scattered
- * back to the rows' owners.
+ * For refinement, right-hand sides and iterates are gathered into n x nrhs arrays on rank 0 and
+ * the solution is scattered back to the rows' owners; a plain distributed solve sends the rows
+ * straight to the owners of their cblks and back (src/solve_direct.c).
  *
  * Owns struct api_dist. Does not own the phases, the matrix checks of the assembled matrix
  * (matrix_import, through canopy_set_matrix) or the solver's copies of the matrix.
@@ -661,6 +662,23 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
         if (s->err.status == CANOPY_SUCCESS) value_type(L.vsz, &L.vt, &s->err);
     }
     if (comm_agree(s->comm, &s->err) < 0) goto done;
+
+    if (!refine && s->nranks > 1) {
+        /* straight to the owners and back (src/solve_direct.c), once nrhs and the row count agree */
+        int64_t mm[3] = {nrhs, -(int64_t)nrhs, nloc}, lo[2], tot = 0;
+        if (!mpi_ok(MPI_Allreduce(mm, lo, 2, MPI_INT64_T, MPI_MIN, s->comm), &s->err, "MPI_Allreduce (nrhs)") ||
+            !mpi_ok(MPI_Allreduce(mm + 2, &tot, 1, MPI_INT64_T, MPI_SUM, s->comm), &s->err, "MPI_Allreduce (rows)"))
+            goto done;
+        if (lo[0] != -lo[1])
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: nrhs differs across ranks (from %" PRId64 " to %" PRId64 ")",
+                           call, lo[0], -lo[1]);
+        else if (tot != n)
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: the ranks give %" PRId64 " rows in all for n = %" CINT_FMT
+                           " (each row must be on exactly one rank)", call, tot, n);
+        if (comm_agree(s->comm, &s->err) < 0 || nrhs == 0) goto done;
+        api_solve_direct(s, n, arith, nrhs, nloc, rows, b, ldb);
+        goto done;
+    }
 
     /* the row layout (and nrhs, which must be the same everywhere): counts, then the rows
      * themselves, checked on rank 0 */

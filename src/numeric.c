@@ -1026,6 +1026,19 @@ static void solve_pack_own(const numeric *F, cint nrhs, char *y, char *pack, int
     }
 }
 
+canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err *err)
+{
+    canopy_status st = F->sol_op == NULL ? solve_setup(F, err) : CANOPY_SUCCESS;
+    if (comm_agree(F->exec.comm, err) < 0) return err->status;
+    (void)st;
+    F->solve_counts[0] = F->solve_counts[1] = 0;
+    int old = numeric_blas_single();
+    st = F->arith == CANOPY_COMPLEX ? numeric_solve_dist_z(F, nrhs, (double _Complex *)y, err)
+                                    : numeric_solve_dist_d(F, nrhs, y, err);
+    numeric_blas_restore(old);
+    return comm_agree(F->exec.comm, err);
+}
+
 /*
  * The solve over several ranks: rank 0 sends each rank only the rows of its own cblks (one
  * scatter, not the whole right-hand side to everyone), the ranks solve (message-driven, their own
@@ -1070,15 +1083,7 @@ canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err
     if ((st = comm_share_scatter(x->comm, all, counts, displs, pack, mine_rows * nrhs * dps, err)) != CANOPY_SUCCESS)
         goto out;
     solve_pack_own(F, nrhs, (char *)y, (char *)pack, 1);
-    F->solve_counts[0] = F->solve_counts[1] = 0;
-    int old = numeric_blas_single();
-    st = F->arith == CANOPY_COMPLEX ? numeric_solve_dist_z(F, nrhs, (double _Complex *)y, err)
-                                    : numeric_solve_dist_d(F, nrhs, y, err);
-    numeric_blas_restore(old);
-    if (comm_agree(x->comm, err) < 0) {
-        st = err->status;
-        goto out;
-    }
+    if ((st = numeric_solve_dist_own(F, nrhs, y, err)) != CANOPY_SUCCESS) goto out;
     /* this rank's rows, cblk by cblk, back to rank 0 */
     solve_pack_own(F, nrhs, (char *)y, (char *)pack, 0);
     st = comm_share_gather(x->comm, pack, mine_rows * nrhs * dps, all, counts, displs, err);

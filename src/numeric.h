@@ -201,6 +201,13 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy
 canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err);
 
 /**
+ * The solve over several ranks on y (n x nrhs, new numbering), of which this rank has filled the
+ * rows of its own cblks (the others zero): they hold the solution's on return. For callers that
+ * move the right-hand sides to the owners themselves. Collective; the status is agreed.
+ */
+canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err *err);
+
+/**
  * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in
  * buffers it sends and receives (one part each; LU doubles them), @p nthreads workers, and
  * @p local_entries entries of A it holds. canopy-simulate prices every virtual rank with it.

@@ -72,6 +72,12 @@ canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y);
 /** After a solve: its communication figures. */
 void dist_solve_stats(canopy_solver *s);
 
+/** canopy_solve_distributed on several ranks, its arguments checked and agreed (nrhs > 0, the
+ * same everywhere, n rows in all): the rows go straight to their owners and back
+ * (src/solve_direct.c). Collective. */
+canopy_status api_solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nrhs, cint nloc, const cint *rows,
+                               void *b, cint ldb);
+
 /**
  * canopy_analyze on one rank as the real run on @p ranks nodes x @p threads threads would do it
  * (split width, 2D levels and plans for that layout, messages priced with @p latency seconds and

@@ -205,6 +205,81 @@ static void check_file(const char *file, const char *fact)
     canopy_csc_free(&A);
 }
 
+
+/*
+ * canopy_solve_distributed sends the rows straight to their owners (src/solve_direct.c): with one
+ * allocation made to fail on one rank at each step, every rank returns the same status, and once
+ * nothing fails the solution is right (each rank holds an interleaved set of rows, so that rows
+ * travel both ways between every pair of ranks).
+ */
+static void check_direct_faults(void)
+{
+    canopy_csc A = {0};
+    if (canopy_generate_laplacian(9, 8, 7, 7, &A) != CANOPY_SUCCESS) {
+        fail("canopy_generate_laplacian failed");
+        return;
+    }
+    canopy_int n = A.n, nloc = 0;
+    canopy_int *rows = xmalloc((size_t)n * sizeof *rows);
+    /* row sums of A (b = A 1), from the stored triangle */
+    double *rs = xmalloc((size_t)n * sizeof *rs);
+    int sym = A.kind != CANOPY_KIND_GENERAL && A.triangle != CANOPY_TRIANGLE_BOTH;
+    for (canopy_int i = 0; i < n; i++) rs[i] = 0;
+    for (canopy_int j = 0; j < n; j++)
+        for (canopy_int p = A.colptr[j] - A.base; p < A.colptr[j + 1] - A.base; p++) {
+            canopy_int i = A.rowind[p] - A.base;
+            double v = ((const double *)A.values)[p];
+            rs[i] += v;
+            if (sym && i != j) rs[j] += v;
+        }
+    for (canopy_int i = rank; i < n; i += size) rows[nloc++] = i;
+    double *b = xmalloc((size_t)nloc * 2 * sizeof(double) + 1);
+    canopy_options o;
+    canopy_options_default(&o);
+    canopy_options_set(&o, "threads", "2", NULL, 0);
+    canopy_options_set(&o, "bind", "none", NULL, 0);
+    canopy_options_set(&o, "cost-cache", "fixed", NULL, 0);
+    canopy_options_set(&o, "verbose", "0", NULL, 0);
+    canopy_solver *s = NULL;
+    canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
+    if (st == CANOPY_SUCCESS) st = canopy_set_matrix(s, rank == 0 ? &A : NULL);
+    if (st == CANOPY_SUCCESS) st = canopy_analyze(s);
+    if (st == CANOPY_SUCCESS) st = canopy_factorize(s);
+    if (st != CANOPY_SUCCESS) {
+        fail("direct solve: setup: %s", canopy_last_error(s));
+        goto out;
+    }
+    int tried = 0;
+    for (int victim = 0; victim < size; victim += size > 1 ? size - 1 : 1) {
+        for (long k = 0; k < 200; k++) {
+            /* b = A x for x = 1 (first column) and x = 2 (second) */
+            for (canopy_int q = 0; q < nloc; q++)
+                for (int c = 0; c < 2; c++) b[q + (size_t)c * nloc] = rs[rows[q]] * (c + 1);
+            if (rank == victim) canopy_alloc_fail_after(k);
+            st = canopy_solve_distributed(s, 2, nloc, rows, b, nloc > 0 ? nloc : 1);
+            canopy_alloc_fail_after(-1);
+            int lo = st, hi = st;
+            MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            tried++;
+            if (lo != hi) fail("direct solve: allocation %ld failing on rank %d: statuses %d and %d", k, victim, lo, hi);
+            if (lo < 0) continue;
+            double worst = 0;
+            for (canopy_int q = 0; q < nloc; q++)
+                for (int c = 0; c < 2; c++) worst = fmax(worst, fabs(b[q + (size_t)c * nloc] - (c + 1)));
+            if (!(worst <= 1e-10)) fail("direct solve: solution off by %.3g (victim %d, k %ld)", worst, victim, k);
+            break;
+        }
+    }
+    if (rank == 0) printf("canopy_solve_distributed under fault injection: %d solves, errors agreed\n", tried);
+out:
+    canopy_destroy(&s);
+    canopy_csc_free(&A);
+    free(rows);
+    free(rs);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -223,6 +298,7 @@ int main(int argc, char **argv)
     check_file("bcsstk14.rsa", "ldlt");
     check_file("orsirr_1.rua", "lu");
     check_file("young1c.mtx", "auto");
+    check_direct_faults();
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("test_dist_solve on %d ranks: %s\n", size, all ? "FAILED" : "passed");
