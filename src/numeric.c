@@ -735,7 +735,7 @@ static canopy_status numeric_share_values(numeric *F, const canopy_csc *A, canop
     return st < 0 ? st : CANOPY_SUCCESS;
 }
 
-canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy_csc *A, canopy_arith arith,
+canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *A, bool release, canopy_arith arith,
                                      canopy_factorization kind, double threshold, canopy_err *err)
 {
     const numeric_exec *x = &F->exec;
@@ -754,6 +754,7 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy
         return st;
     }
     if ((st = numeric_share_values(F, A, err)) != CANOPY_SUCCESS) return st;
+    if (release && A) matrix_free(A);
     st = prepare_threads(F, err);
     if (comm_agree(x->comm, err) < 0) return err->status;
     F->threshold = threshold;

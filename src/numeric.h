@@ -189,9 +189,11 @@ canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc 
  * Factorization over several ranks (F->exec.local->nranks > 1): collective on F->exec.comm.
  * @p A: the scaled matrix on rank 0 (NULL elsewhere); @p arith the same on every rank. Entries go
  * from rank 0 to the owners of their cblks; the ranks exchange fan-in buffers (comm/exchange.h).
+ * With @p release, A is freed on rank 0 as soon as its entries have gone out, so that it does not
+ * sit beside the factor at rank 0's peak (the caller rebuilds it for the next factorization).
  * The status is this rank's: the caller agrees on it.
  */
-canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, const canopy_csc *A, canopy_arith arith,
+canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *A, bool release, canopy_arith arith,
                                      canopy_factorization kind, double threshold, canopy_err *err);
 
 /**

@@ -156,15 +156,25 @@ static void summary_stats(MPI_Comm comm, double mine, double *min, double *max, 
     if (stddev) *stddev = cs.stddev;
 }
 
+/* Rank 0: the scaled copy of A, rebuilt when the last factorization released it. */
+static void scaled_matrix(canopy_solver *s)
+{
+    if (s->rank == 0 && s->As.colptr == NULL && s->err.status == CANOPY_SUCCESS)
+        scaling_apply(&s->A, &s->sc, &s->As, &s->err);
+}
+
 static canopy_status factorize_once(canopy_solver *s, double threshold)
 {
     numeric_exec x;
+    scaled_matrix(s);
     runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->arith == CANOPY_COMPLEX, &s->err);
     canopy_status st = comm_agree(s->comm, &s->err);
     if (st < 0) return st;
     runtime_exec(&s->rt, &s->opts, &x);
     numeric_set_exec(&s->F, &x);
-    numeric_factorize_dist(&s->F, &s->S, s->rank == 0 ? &s->As : NULL, s->arith, s->fact, threshold, &s->err);
+    /* rank 0's scaled copy goes once its entries are out: it is not needed again until the next
+     * factorization, and rank 0's peak is the factor's time */
+    numeric_factorize_dist(&s->F, &s->S, s->rank == 0 ? &s->As : NULL, true, s->arith, s->fact, threshold, &s->err);
     return comm_agree(s->comm, &s->err);
 }
 
@@ -182,7 +192,8 @@ canopy_status dist_factorize(canopy_solver *s)
     canopy_status st = comm_agree(s->comm, &s->err);
     if (st < 0) return st;
     double threshold = 0;
-    if (s->rank == 0) {
+    scaled_matrix(s);
+    if (s->rank == 0 && s->err.status == CANOPY_SUCCESS) {
         s->anorm = matrix_norm_inf(&s->As);
         if (!isfinite(s->anorm)) s->anorm = matrix_abs_max(&s->As);
         if (!(s->anorm > 0)) canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");

@@ -70,6 +70,16 @@ if [ -n "$MPIEXEC" ]; then
         done
     done
     t "2 ranks --distributed, bad file" 1 $MPIEXEC -n 2 "$bin" --distributed "$data/bad_nan.mtx"
+    # rank 0 releases its scaled copy of A once the entries are out: refactorizations and the
+    # fallback from LL^T to LDL^T (a KKT matrix claimed SPD) rebuild it
+    jr=$($MPIEXEC -n 2 "$bin" --json --repeat 3 --laplacian 9x9x9 2>&1 | tail -1)
+    if be_ok "$jr"; then echo "ok: 2 ranks --repeat 3"; else echo "FAIL: 2 ranks --repeat 3"; echo "$jr"; fails=$((fails + 1)); fi
+    hg=${top_srcdir:-.}/../shared/matrices/hangGlider_2.mtx
+    if [ -f "$hg" ]; then
+        jf=$($MPIEXEC -n 2 "$bin" --json --kind spd "$hg" 2>&1 | tail -1)
+        if be_ok "$jf" && printf '%s\n' "$jf" | grep -q '"factorization": "ldlt"'; then echo "ok: 2 ranks, LL^T falls back to LDL^T"
+        else echo "FAIL: 2 ranks, LL^T fallback"; echo "$jf"; fails=$((fails + 1)); fi
+    fi
     # PT-SCOTCH on both ranks, or (a build without it) a refusal that says why
     jp=$($MPIEXEC -n 2 "$bin" --json --ordering ptscotch --laplacian 10x10x10 2>&1)
     rc=$?
