@@ -27,6 +27,7 @@ def parse_args(argv):
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--ranks", default="2,4")
     p.add_argument("--no-mumps", action="store_true", help="Canopy only")
+    p.add_argument("--no-ptscotch", action="store_true", help="no ordering=ptscotch row (builds without PT-SCOTCH)")
     p.add_argument("matrices", nargs="*")
     return p.parse_args(argv)
 
@@ -65,6 +66,8 @@ def main(argv):
         spd = "G3" in os.path.basename(m)
         for R in [int(x) for x in args.ranks.split(",")]:
             confs = [("canopy", "centralized", []), ("canopy", "distributed", ["--distributed"])]
+            if not args.no_ptscotch:  # PT-SCOTCH builds: the ordering on every rank too
+                confs.append(("canopy", "distributed, ptscotch", ["--distributed", "--ordering", "ptscotch"]))
             if not args.no_mumps:
                 confs.append(("mumps", "centralized", []))
             rows = {c[:2]: [] for c in confs}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # memory.sh: peak resident memory per rank, rank 0 against the others, Canopy (centralized and
 # --distributed input) and MUMPS, under mpiexec; a Markdown table on stdout:
-#   bench/memory.sh [--repeat R] [--ranks 2,4] [--no-mumps] [MATRIX...]
+#   bench/memory.sh [--repeat R] [--ranks 2,4] [--no-mumps] [--no-ptscotch] [MATRIX...]
 # Default matrix: ../shared/matrices/G3_circuit.mtx.gz (SPD). Builds mumps_driver (see mpi.sh for
 # the launcher and BENCH_MPIRUN); bench/README.md, "Memory per rank", explains the table.
 set -e
