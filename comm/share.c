@@ -141,3 +141,39 @@ canopy_status comm_share_bcast(MPI_Comm comm, void *buf, int64_t count, canopy_e
                ? CANOPY_SUCCESS
                : canopy_err_set(err, CANOPY_ERR_MPI, "broadcast of the right-hand side failed");
 }
+
+canopy_status comm_share_scatter_bytes(MPI_Comm comm, const void *send, const int64_t *counts, const int64_t *displs,
+                                       void *recv, int64_t recv_bytes, canopy_err *err)
+{
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    if (rank == 0) {
+        int ok = 1;
+        for (int r = 0; r < nranks; r++) {
+            const char *p = (const char *)send + displs[r];
+            if (r == 0) {
+                if (counts[0] > 0) memcpy(recv, p, (size_t)counts[0]);
+                continue;
+            }
+            for (int64_t off = 0; off < counts[r]; off += SHARE_CHUNK) {
+                int64_t c = counts[r] - off < SHARE_CHUNK ? counts[r] - off : SHARE_CHUNK;
+                if (MPI_Send(p + off, (int)c, MPI_BYTE, r, 79, comm) != MPI_SUCCESS) ok = 0;
+            }
+        }
+        return ok ? CANOPY_SUCCESS : canopy_err_set(err, CANOPY_ERR_MPI, "scatter from rank 0 failed");
+    }
+    for (int64_t off = 0; off < recv_bytes; off += SHARE_CHUNK) {
+        int64_t c = recv_bytes - off < SHARE_CHUNK ? recv_bytes - off : SHARE_CHUNK;
+        if (MPI_Recv((char *)recv + off, (int)c, MPI_BYTE, 0, 79, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return canopy_err_set(err, CANOPY_ERR_MPI, "scatter from rank 0 failed");
+    }
+    return CANOPY_SUCCESS;
+}
+
+canopy_status comm_share_bcast_bytes(MPI_Comm comm, void *buf, int64_t bytes, canopy_err *err)
+{
+    return share_bcast(comm, buf, bytes, MPI_BYTE, 1)
+               ? CANOPY_SUCCESS
+               : canopy_err_set(err, CANOPY_ERR_MPI, "broadcast from rank 0 failed");
+}

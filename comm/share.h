@@ -27,6 +27,16 @@ canopy_status comm_share_scatter(MPI_Comm comm, const void *send, const int64_t 
 /** Broadcast @p count doubles from rank 0 (64-bit count). Collective. */
 canopy_status comm_share_bcast(MPI_Comm comm, void *buf, int64_t count, canopy_err *err);
 
+/**
+ * Scatter bytes from rank 0: rank r gets counts[r] bytes from send + displs[r] (counts/displs
+ * only read on rank 0; the parts may overlap) into recv (recv_bytes). Collective.
+ */
+canopy_status comm_share_scatter_bytes(MPI_Comm comm, const void *send, const int64_t *counts, const int64_t *displs,
+                                       void *recv, int64_t recv_bytes, canopy_err *err);
+
+/** Broadcast @p bytes bytes from rank 0 (64-bit count). Collective. */
+canopy_status comm_share_bcast_bytes(MPI_Comm comm, void *buf, int64_t bytes, canopy_err *err);
+
 /** Gather to rank 0 (the reverse of comm_share_scatter). Collective. */
 canopy_status comm_share_gather(MPI_Comm comm, const void *send, int64_t send_count, void *recv,
                                 const int64_t *counts, const int64_t *displs, canopy_err *err);

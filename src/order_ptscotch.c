@@ -5,6 +5,8 @@
  * the symbolic factorization. The graph still starts on rank 0 (it is built there from the
  * assembled matrix) and is sent out in slices; what runs in parallel is the dissection itself.
  *
+ * The messages go through comm/share.h; the calls into PT-SCOTCH are PT-SCOTCH's own MPI.
+ *
  * Without PT-SCOTCH (configure found none built for this MPI) the option is refused when it is
  * set, and order_ptscotch() says so if it is reached anyway.
  */
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "comm/agree.h"
+#include "comm/share.h"
 
 #ifdef CANOPY_HAVE_PTSCOTCH
 bool order_have_ptscotch(void) { return true; }
@@ -30,82 +33,66 @@ bool order_have_ptscotch(void) { return false; }
 /* configure refuses a SCOTCH whose integers differ from ours, so the arrays are handed over as is */
 _Static_assert(sizeof(SCOTCH_Num) == sizeof(cint), "SCOTCH_Num must be canopy_int");
 
-#define PT_CHUNK (1 << 30) /* bytes per MPI message: counts are ints */
-
-static int send_bytes(const void *buf, size_t len, int dest, int tag, MPI_Comm comm)
-{
-    const char *p = buf;
-    do {
-        int part = len > PT_CHUNK ? PT_CHUNK : (int)len;
-        int rc = MPI_Send(p, part, MPI_BYTE, dest, tag, comm);
-        if (rc != MPI_SUCCESS) return rc;
-        p += part;
-        len -= (size_t)part;
-    } while (len > 0);
-    return MPI_SUCCESS;
-}
-
-static int recv_bytes(void *buf, size_t len, int src, int tag, MPI_Comm comm)
-{
-    char *p = buf;
-    do {
-        int part = len > PT_CHUNK ? PT_CHUNK : (int)len;
-        int rc = MPI_Recv(p, part, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return rc;
-        p += part;
-        len -= (size_t)part;
-    } while (len > 0);
-    return MPI_SUCCESS;
-}
-
 /* first vertex of rank r's range: the vertices split as evenly as the count allows */
 static cint range_start(cint n, int nranks, int r) { return (cint)((int64_t)n * r / nranks); }
 
 /*
  * Rank 0 sends each rank its slice of G (column pointers rebased to 0, row indices global);
- * the others receive theirs into *vert / *edge (rank 0's slice is a copy as well, so that every
- * rank frees what it holds). Collective; the status is agreed.
+ * every rank ends with its own copy in *vert / *edge. Collective; the status is agreed.
  */
 static canopy_status scatter_graph(MPI_Comm comm, int rank, int nranks, const canopy_csc *G, cint n, SCOTCH_Num **vert,
                                    SCOTCH_Num **edge, cint *nedge, canopy_err *err)
 {
-    enum { TAG_COUNT = 71, TAG_VERT, TAG_EDGE };
     cint lo = range_start(n, nranks, rank), nv = range_start(n, nranks, rank + 1) - lo;
-    int64_t ne = 0;
+    int64_t *cnt = NULL, *vc = NULL, *vd = NULL, *ec = NULL, *ed = NULL, ne = 0;
     *vert = NULL;
     *edge = NULL;
     if (rank == 0) {
-        for (int r = 1; r < nranks; r++) {
-            cint rlo = range_start(n, nranks, r), rhi = range_start(n, nranks, r + 1);
-            int64_t cnt = (int64_t)(G->colptr[rhi] - G->colptr[rlo]);
-            MPI_Send(&cnt, 1, MPI_INT64_T, r, TAG_COUNT, comm);
+        cnt = canopy_alloc(5 * (size_t)nranks, sizeof(int64_t), "PT-SCOTCH graph slices", err);
+        if (cnt) {
+            vc = cnt + nranks;
+            vd = vc + nranks;
+            ec = vd + nranks;
+            ed = ec + nranks;
+            for (int r = 0; r < nranks; r++) {
+                cint rlo = range_start(n, nranks, r), rhi = range_start(n, nranks, r + 1);
+                cnt[r] = (int64_t)(G->colptr[rhi] - G->colptr[rlo]);
+                vc[r] = ((int64_t)(rhi - rlo) + 1) * (int64_t)sizeof(cint);
+                vd[r] = (int64_t)rlo * (int64_t)sizeof(cint);
+                ec[r] = cnt[r] * (int64_t)sizeof(cint);
+                ed[r] = (int64_t)G->colptr[rlo] * (int64_t)sizeof(cint);
+            }
         }
-        ne = (int64_t)(G->colptr[nv] - G->colptr[0]);
-    } else {
-        MPI_Recv(&ne, 1, MPI_INT64_T, 0, TAG_COUNT, comm, MPI_STATUS_IGNORE);
     }
+    if (comm_agree(comm, err) < 0) goto out;
+    /* each rank's edge count (8-byte elements, one per rank) */
+    {
+        int64_t *one = NULL, *disp = NULL;
+        if (rank == 0) {
+            one = canopy_alloc(2 * (size_t)nranks, sizeof(int64_t), "PT-SCOTCH graph slices", err);
+            if (one) {
+                disp = one + nranks;
+                for (int r = 0; r < nranks; r++) {
+                    one[r] = 1;
+                    disp[r] = r;
+                }
+            }
+        }
+        if (comm_agree(comm, err) >= 0) comm_share_scatter(comm, cnt, one, disp, &ne, 1, err);
+        canopy_free(one);
+    }
+    if (comm_agree(comm, err) < 0) goto out;
     *vert = canopy_alloc((size_t)nv + 1, sizeof(SCOTCH_Num), "PT-SCOTCH graph slice", err);
     *edge = canopy_alloc((size_t)ne + 1, sizeof(SCOTCH_Num), "PT-SCOTCH graph slice", err);
-    if (comm_agree(comm, err) < 0) return err->status;
-    int rc = MPI_SUCCESS;
-    if (rank == 0) {
-        for (int r = 1; r < nranks && rc == MPI_SUCCESS; r++) {
-            cint rlo = range_start(n, nranks, r), rhi = range_start(n, nranks, r + 1);
-            rc = send_bytes(G->colptr + rlo, (size_t)(rhi - rlo + 1) * sizeof(cint), r, TAG_VERT, comm);
-            if (rc == MPI_SUCCESS)
-                rc = send_bytes(G->rowind + G->colptr[rlo], (size_t)(G->colptr[rhi] - G->colptr[rlo]) * sizeof(cint), r,
-                                TAG_EDGE, comm);
-        }
-        memcpy(*vert, G->colptr, ((size_t)nv + 1) * sizeof(cint));
-        memcpy(*edge, G->rowind, (size_t)ne * sizeof(cint));
-    } else {
-        rc = recv_bytes(*vert, ((size_t)nv + 1) * sizeof(cint), 0, TAG_VERT, comm);
-        if (rc == MPI_SUCCESS) rc = recv_bytes(*edge, (size_t)ne * sizeof(cint), 0, TAG_EDGE, comm);
-        SCOTCH_Num base = (*vert)[0];
-        for (cint v = 0; v <= nv; v++) (*vert)[v] -= base;
-    }
-    if (rc != MPI_SUCCESS) canopy_err_set(err, CANOPY_ERR_MPI, "PT-SCOTCH: sending the graph slices failed (MPI error %d)", rc);
+    if (comm_agree(comm, err) < 0) goto out;
+    if (comm_share_scatter_bytes(comm, rank == 0 ? G->colptr : NULL, vc, vd, *vert, ((int64_t)nv + 1) * (int64_t)sizeof(cint),
+                                 err) == CANOPY_SUCCESS)
+        comm_share_scatter_bytes(comm, rank == 0 ? G->rowind : NULL, ec, ed, *edge, ne * (int64_t)sizeof(cint), err);
+    SCOTCH_Num base = (*vert)[0];
+    for (cint v = 0; v <= nv; v++) (*vert)[v] -= base;
     *nedge = (cint)ne;
+out:
+    canopy_free(cnt);
     return comm_agree(comm, err);
 }
 
@@ -146,12 +133,12 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
         head[0] = ok;
         head[1] = ok ? (int64_t)G->n : 0;
     }
-    if (comm_agree(comm, err) < 0) return err->status;
-    MPI_Bcast(head, 2, MPI_INT64_T, 0, comm);
+    if (rank == 0 && head[0] && head[1] > 0) head[0] = 1 + (G->colptr[G->n] > 0); /* 2: there are edges */
+    if (comm_agree(comm, err) < 0 || comm_share_bcast_bytes(comm, head, sizeof head, err) != CANOPY_SUCCESS)
+        return comm_agree(comm, err);
     cint n = (cint)head[1];
     /* nothing to dissect: SCOTCH dislikes empty graphs, and the sequential path skips them too */
-    int64_t edges = rank == 0 && n > 0 ? (int64_t)G->colptr[n] : 0;
-    MPI_Bcast(&edges, 1, MPI_INT64_T, 0, comm);
+    int64_t edges = head[0] == 2;
     if (n <= 1 || edges == 0) {
         if (rank == 0)
             for (cint k = 0; k < n; k++) perm[k] = iperm[k] = k;
@@ -167,16 +154,46 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
     }
     cint nv = range_start(n, nranks, rank + 1) - range_start(n, nranks, rank);
 
-    SCOTCH_Dgraph dg;
+    /*
+     * A private context, as for the sequential ordering (src/order.c): one thread, the
+     * deterministic option and a generator reset to a fixed seed. With PT-SCOTCH's default
+     * context its nested dissection runs the two halves of a separator on two threads, each
+     * with MPI calls on its own sub-communicator: under fault-injection loops this hung now and
+     * then (one rank waiting in SCOTCH's thread launch while the other had finished), and the
+     * ordering changed from run to run.
+     */
+    SCOTCH_Dgraph dg0, dgraph, *dg = &dgraph;
+    SCOTCH_Context ctx;
     SCOTCH_Strat strat;
     SCOTCH_Dordering dord;
-    int have_graph = 0, have_strat = 0, have_dord = 0;
-    if (SCOTCH_dgraphInit(&dg, comm) != 0)
+    int have_dg0 = 0, have_ctx = 0, have_graph = 0, have_strat = 0, have_dord = 0;
+    if (SCOTCH_dgraphInit(&dg0, comm) != 0)
         canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH_dgraphInit failed");
     else
-        have_graph = 1;
-    if (have_graph && SCOTCH_dgraphBuild(&dg, 0, nv, nv, vert, NULL, NULL, NULL, nedge, nedge, edge, NULL, NULL) != 0)
+        have_dg0 = 1;
+    if (have_dg0 && SCOTCH_dgraphBuild(&dg0, 0, nv, nv, vert, NULL, NULL, NULL, nedge, nedge, edge, NULL, NULL) != 0)
         canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH_dgraphBuild failed on %" CINT_FMT " vertices", nv);
+    if (comm_agree(comm, err) < 0) goto done;
+    if (SCOTCH_contextInit(&ctx) == 0) {
+        have_ctx = 1;
+        SCOTCH_randomSeed(12345);
+        SCOTCH_randomReset();
+        bool ok = SCOTCH_contextOptionSetNum(&ctx, SCOTCH_OPTIONNUMDETERMINISTIC, 1) == 0 &&
+                  SCOTCH_contextOptionSetNum(&ctx, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1) == 0 &&
+                  SCOTCH_contextRandomClone(&ctx) == 0;
+        if (ok) {
+            SCOTCH_contextRandomSeed(&ctx, 12345);
+            SCOTCH_contextRandomReset(&ctx);
+            ok = SCOTCH_contextThreadSpawn(&ctx, 1, NULL) == 0 && SCOTCH_dgraphInit(&dgraph, comm) == 0;
+        }
+        if (ok) {
+            have_graph = 1;
+            ok = SCOTCH_contextBindDgraph(&ctx, &dg0, &dgraph) == 0;
+        }
+        if (!ok) canopy_err_set(err, CANOPY_ERR_ORDERING, "cannot set up a PT-SCOTCH context");
+    } else {
+        canopy_err_set(err, CANOPY_ERR_ORDERING, "cannot set up a PT-SCOTCH context");
+    }
     if (comm_agree(comm, err) < 0) goto done;
 
     if (SCOTCH_stratInit(&strat) != 0) {
@@ -195,12 +212,12 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
     }
     if (comm_agree(comm, err) < 0) goto done;
 
-    if (SCOTCH_dgraphOrderInit(&dg, &dord) != 0)
+    if (SCOTCH_dgraphOrderInit(dg, &dord) != 0)
         canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH_dgraphOrderInit failed");
     else
         have_dord = 1;
     if (comm_agree(comm, err) < 0) goto done;
-    if (SCOTCH_dgraphOrderCompute(&dg, &dord, &strat) != 0)
+    if (SCOTCH_dgraphOrderCompute(dg, &dord, &strat) != 0)
         canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH_dgraphOrderCompute failed on %" CINT_FMT " vertices", n);
     if (comm_agree(comm, err) < 0) goto done;
 
@@ -208,15 +225,15 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
     SCOTCH_Ordering cord;
     int have_cord = 0;
     if (rank == 0) {
-        if (SCOTCH_dgraphCorderInit(&dg, &cord, (SCOTCH_Num *)iperm, (SCOTCH_Num *)perm, NULL, NULL, NULL) != 0)
+        if (SCOTCH_dgraphCorderInit(dg, &cord, (SCOTCH_Num *)iperm, (SCOTCH_Num *)perm, NULL, NULL, NULL) != 0)
             canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH_dgraphCorderInit failed");
         else
             have_cord = 1;
     }
     if (comm_agree(comm, err) < 0) goto done;
-    if (SCOTCH_dgraphOrderGather(&dg, &dord, rank == 0 ? &cord : NULL) != 0)
+    if (SCOTCH_dgraphOrderGather(dg, &dord, rank == 0 ? &cord : NULL) != 0)
         canopy_err_set(err, CANOPY_ERR_ORDERING, "SCOTCH_dgraphOrderGather failed");
-    if (have_cord) SCOTCH_dgraphCorderExit(&dg, &cord);
+    if (have_cord) SCOTCH_dgraphCorderExit(dg, &cord);
     if (rank == 0 && err->status == CANOPY_SUCCESS) {
         /* trust, but check: what comes back must be a permutation and its inverse */
         cint bad = -1;
@@ -228,9 +245,11 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
     comm_agree(comm, err);
 
 done:
-    if (have_dord) SCOTCH_dgraphOrderExit(&dg, &dord);
+    if (have_dord) SCOTCH_dgraphOrderExit(dg, &dord);
     if (have_strat) SCOTCH_stratExit(&strat);
-    if (have_graph) SCOTCH_dgraphExit(&dg);
+    if (have_graph) SCOTCH_dgraphExit(&dgraph); /* before its context */
+    if (have_ctx) SCOTCH_contextExit(&ctx);
+    if (have_dg0) SCOTCH_dgraphExit(&dg0);
     canopy_free(vert);
     canopy_free(edge);
     return err->status;
