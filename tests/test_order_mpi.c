@@ -5,9 +5,9 @@
  * structure below depends on it); the block structure equals what the sequential analysis builds
  * when handed the same ordering (ordering=user on one rank: same cblks, same column boundaries,
  * same nnz(L) and flops); nnz(L) and flops are printed against the sequential SCOTCH ordering
- * and must stay within 2x of it. Then fault injection: an allocation made to fail on one rank at
- * each step of the parallel analysis gives the same error on every rank, and nobody hangs (the
- * script's timeout). Skipped (77) in a build without PT-SCOTCH, after checking that the option is
+ * and must stay within 2x of it, and on one rank be the same. Then fault injection: an
+ * allocation made to fail on one rank at each step of the parallel analysis gives the same error
+ * on every rank, and nobody hangs (the script's timeout). Skipped (77) in a build without PT-SCOTCH, after checking that the option is
  * refused with a message that says why.
  */
 #include "config.h"
@@ -159,6 +159,11 @@ static void check_matrix(const char *name, const canopy_csc *A, const char *fact
                    "backward error %.1e\n",
                    name, fact, size, (long long)pt.nnz_factor, pt.flops, (long long)st_seq.nnz_factor, st_seq.flops, rn, rf,
                    berr);
+            /* on one rank PT-SCOTCH runs our sequential strategy in the same deterministic
+             * context: the very same ordering */
+            if (size == 1 && (pt.nnz_factor != st_seq.nnz_factor || pt.flops != st_seq.flops))
+                fail("%s on one rank: PT-SCOTCH's ordering differs from SCOTCH's (nnz(L) %lld vs %lld)", name,
+                     (long long)pt.nnz_factor, (long long)st_seq.nnz_factor);
             if (!(rn <= 2.0 && rf <= 2.0))
                 fail("%s on %d ranks: PT-SCOTCH's factor is far worse than SCOTCH's (nnz(L) x%.2f, flops x%.2f)", name, size,
                      rn, rf);
