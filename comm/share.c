@@ -177,3 +177,63 @@ canopy_status comm_share_bcast_bytes(MPI_Comm comm, void *buf, int64_t bytes, ca
                ? CANOPY_SUCCESS
                : canopy_err_set(err, CANOPY_ERR_MPI, "broadcast from rank 0 failed");
 }
+
+canopy_status comm_share_counts(MPI_Comm comm, const int64_t *scounts, int64_t *rcounts, canopy_err *err)
+{
+    if (MPI_Alltoall(scounts, 1, MPI_INT64_T, rcounts, 1, MPI_INT64_T, comm) != MPI_SUCCESS)
+        return canopy_err_set(err, CANOPY_ERR_MPI, "exchange of the message sizes failed");
+    return CANOPY_SUCCESS;
+}
+
+canopy_status comm_share_alltoallv(MPI_Comm comm, const void *send, const int64_t *scounts, void *recv,
+                                   const int64_t *rcounts, size_t elem, canopy_err *err)
+{
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    /* messages of at most SHARE_CHUNK bytes; the same tag from one source arrives in order */
+    int64_t nreq = 0, soff = 0, roff = 0;
+    for (int q = 0; q < nranks; q++) {
+        if (q == rank) continue;
+        nreq += ((int64_t)((size_t)scounts[q] * elem) + SHARE_CHUNK - 1) / SHARE_CHUNK;
+        nreq += ((int64_t)((size_t)rcounts[q] * elem) + SHARE_CHUNK - 1) / SHARE_CHUNK;
+    }
+    MPI_Request *req = canopy_alloc((size_t)nreq + 1, sizeof *req, "message requests", err);
+    /* a rank without its requests must not leave the others waiting */
+    canopy_status st = comm_agree(comm, err);
+    if (st < 0) {
+        canopy_free(req);
+        return st;
+    }
+    int ok = 1;
+    int64_t k = 0;
+    for (int q = 0; q < nranks; q++) {
+        size_t rb = (size_t)rcounts[q] * elem;
+        char *p = (char *)recv + (size_t)roff * elem;
+        if (q != rank)
+            for (size_t off = 0; off < rb; off += SHARE_CHUNK) {
+                size_t c = rb - off < SHARE_CHUNK ? rb - off : SHARE_CHUNK;
+                if (MPI_Irecv(p + off, (int)c, MPI_BYTE, q, 80, comm, &req[k++]) != MPI_SUCCESS) ok = 0;
+            }
+        roff += rcounts[q];
+    }
+    for (int q = 0; q < nranks; q++) {
+        size_t sb = (size_t)scounts[q] * elem;
+        const char *p = (const char *)send + (size_t)soff * elem;
+        if (q == rank) {
+            /* the own part: a copy to where rank q's part lands */
+            int64_t at = 0;
+            for (int r = 0; r < rank; r++) at += rcounts[r];
+            if (sb > 0) memcpy((char *)recv + (size_t)at * elem, p, sb);
+        } else {
+            for (size_t off = 0; off < sb; off += SHARE_CHUNK) {
+                size_t c = sb - off < SHARE_CHUNK ? sb - off : SHARE_CHUNK;
+                if (MPI_Isend(p + off, (int)c, MPI_BYTE, q, 80, comm, &req[k++]) != MPI_SUCCESS) ok = 0;
+            }
+        }
+        soff += scounts[q];
+    }
+    if (k > 0 && MPI_Waitall((int)k, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS) ok = 0;
+    canopy_free(req);
+    return ok ? CANOPY_SUCCESS : canopy_err_set(err, CANOPY_ERR_MPI, "exchange of the matrix entries failed");
+}

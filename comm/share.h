@@ -34,6 +34,18 @@ canopy_status comm_share_bcast(MPI_Comm comm, void *buf, int64_t count, canopy_e
 canopy_status comm_share_scatter_bytes(MPI_Comm comm, const void *send, const int64_t *counts, const int64_t *displs,
                                        void *recv, int64_t recv_bytes, canopy_err *err);
 
+/**
+ * Every rank to every rank: rank r sends scounts[q] elements of @p elem bytes to rank q, taken
+ * one after the other from @p send in rank order, and receives rcounts[q] elements from rank q
+ * into @p recv, in rank order (64-bit counts; messages of at most SHARE_CHUNK bytes). rcounts
+ * must match what the others send (comm_share_counts gives them). Collective.
+ */
+canopy_status comm_share_alltoallv(MPI_Comm comm, const void *send, const int64_t *scounts, void *recv,
+                                   const int64_t *rcounts, size_t elem, canopy_err *err);
+
+/** rcounts[q] = what rank q sends this rank (the transpose of every rank's scounts). Collective. */
+canopy_status comm_share_counts(MPI_Comm comm, const int64_t *scounts, int64_t *rcounts, canopy_err *err);
+
 /** Broadcast @p bytes bytes from rank 0 (64-bit count). Collective. */
 canopy_status comm_share_bcast_bytes(MPI_Comm comm, void *buf, int64_t bytes, canopy_err *err);
 

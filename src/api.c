@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "comm/agree.h"
+#include "dist_matrix.h"
 #include "matrix.h"
 #include "numa/topology.h"
 #include "options.h"
@@ -254,16 +255,30 @@ static canopy_status keep_layout(canopy_solver *s, const canopy_csc *A)
     return CANOPY_SUCCESS;
 }
 
-CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc *A)
+void api_matrix_reset(canopy_solver *s)
 {
-    if (s == NULL) return CANOPY_ERR_ARGUMENT;
-    canopy_err_clear(&s->err);
     free_matrix(s);
     s->phase = PHASE_CREATED;
     /* figures of a previous matrix must not survive it */
     canopy_stats fresh = {.ranks = s->stats.ranks, .threads_per_rank = s->stats.threads_per_rank,
                           .numa_nodes = s->stats.numa_nodes};
     s->stats = fresh;
+}
+
+canopy_status api_matrix_done(canopy_solver *s)
+{
+    note_memory(s);
+    canopy_status st = finish(s);
+    if (st >= 0) s->phase = PHASE_MATRIX;
+    else free_matrix(s);
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc *A)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    api_matrix_reset(s);
     if (s->rank == 0) {
         if (A == NULL) {
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_set_matrix: NULL matrix on rank 0");
@@ -280,11 +295,7 @@ CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc
             s->stats.nnz = matrix_nnz(&s->A);
         }
     }
-    note_memory(s);
-    canopy_status st = finish(s);
-    if (st >= 0) s->phase = PHASE_MATRIX;
-    else free_matrix(s);
-    return st;
+    return api_matrix_done(s);
 }
 
 CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canopy_int *perm)
@@ -534,11 +545,51 @@ static canopy_status analyze_finish(canopy_solver *s, analysis_work *w)
 }
 
 
-/* The whole analysis: rank 0 prepares, orders (with the others for PT-SCOTCH) and finishes. */
+canopy_csc *api_factor_source(canopy_solver *s)
+{
+    return distm_active(s) && scaling_identity(&s->sc) ? &s->A : &s->As;
+}
+
+/*
+ * A distributed matrix on several ranks (collective): the factorization kind on every rank, the
+ * scaling (src/dist_matrix.c: computed on rank 0 over the gathered matrix unless it is none) applied
+ * to each rank's block columns, and the pattern gathered on rank 0 for the graph to order: the
+ * ordering and the symbolic factorization run there.
+ */
+static canopy_status analyze_prepare_dist(canopy_solver *s, analysis_work *w)
+{
+    w->t0 = w->t1 = canopy_wtime();
+    choose_factorization(s);
+    if (s->rank == 0 && s->err.status == CANOPY_SUCCESS && s->opts.ordering == CANOPY_ORDER_USER && s->user_perm == NULL)
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "ordering=user but no permutation was given (canopy_set_permutation)");
+    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    canopy_matrix_kind skind = s->fact == CANOPY_FACT_LU ? CANOPY_KIND_GENERAL : s->A.kind;
+    if (distm_scaling(s, s->opts.scaling, skind) < 0) return s->err.status;
+    if (!scaling_identity(&s->sc)) scaling_apply(&s->A, &s->sc, &s->As, &s->err);
+    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    if (!isfinite(distm_abs_max(s, api_factor_source(s)))) {
+        say(s, 1, "scaling overflows the double range; continuing without scaling");
+        matrix_free(&s->As);
+        if (distm_scaling(s, CANOPY_SCALING_NONE, skind) < 0) return s->err.status;
+    }
+    w->t1 = canopy_wtime();
+    canopy_csc pattern = {0};
+    if (distm_gather(s, api_factor_source(s), false, &pattern) < 0) return s->err.status;
+    if (s->rank == 0 && matrix_graph(&pattern, &w->G, &s->err) == CANOPY_SUCCESS) {
+        w->perm = canopy_alloc((size_t)w->G.n, sizeof(cint), "ordering", &s->err);
+        w->iperm = canopy_alloc((size_t)w->G.n, sizeof(cint), "ordering", &s->err);
+    }
+    matrix_free(&pattern);
+    return s->err.status;
+}
+
+/* The whole analysis: rank 0 prepares (all ranks for a distributed matrix), orders (with the
+ * others for PT-SCOTCH) and finishes. */
 static canopy_status analyze_all(canopy_solver *s)
 {
     analysis_work w = {0};
-    if (s->rank == 0) analyze_prepare(s, &w);
+    if (distm_active(s)) analyze_prepare_dist(s, &w);
+    else if (s->rank == 0) analyze_prepare(s, &w);
     analyze_order(s, &w);
     if (s->rank == 0) analyze_finish(s, &w);
     matrix_free(&w.G);
@@ -592,7 +643,10 @@ CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *v
     /* what happened on rank 0: 0 nothing changed (refused values leave the old ones and their
      * factors in place), 1 new values in place, 2 the scaled copy was lost (re-analysis needed) */
     int outcome = 0;
-    if (phase_ok(s, PHASE_MATRIX, "canopy_update_values", "canopy_set_matrix") && s->rank == 0) {
+    if (phase_ok(s, PHASE_MATRIX, "canopy_update_values", "canopy_set_matrix") && s->dist != NULL) {
+        canopy_err_set(&s->err, CANOPY_ERR_PHASE, "canopy_update_values: the matrix was given distributed: use "
+                       "canopy_update_values_distributed");
+    } else if (s->err.status == CANOPY_SUCCESS && s->rank == 0) {
         if (values == NULL) {
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_update_values: NULL values on rank 0");
         } else if (matrix_update_values(&s->layout, values, &s->A, &s->err) == CANOPY_SUCCESS) {
@@ -605,6 +659,23 @@ CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *v
     canopy_status st = finish(s);
     if (s->nranks > 1) MPI_Bcast(&outcome, 1, MPI_INT, 0, s->comm);
     if (outcome == 1 && s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED; /* refactorize */
+    if (outcome == 2 && s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
+    return st;
+}
+
+canopy_status api_values_changed(canopy_solver *s)
+{
+    /* 1 new values in place (refactorize), 2 the scaled copy was lost (re-analysis needed) */
+    int outcome = 1;
+    if (distm_active(s)) {
+        matrix_free(&s->As); /* the factorization rebuilds it from the new values */
+    } else if (s->phase >= PHASE_ANALYZED && s->rank == 0 &&
+               scaling_apply(&s->A, &s->sc, &s->As, &s->err) != CANOPY_SUCCESS) {
+        outcome = 2;
+    }
+    canopy_status st = finish(s);
+    if (s->nranks > 1) MPI_Bcast(&outcome, 1, MPI_INT, 0, s->comm);
+    if (outcome == 1 && s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED;
     if (outcome == 2 && s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
     return st;
 }

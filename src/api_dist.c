@@ -2,18 +2,16 @@
  * Distributed input and right-hand sides: canopy_set_matrix_distributed,
  * canopy_update_values_distributed, canopy_solve_distributed and canopy_refine_distributed.
  *
- * This release analyzes and factorizes on rank 0, so distributed data are checked where they
- * live (every rank its own piece, the outcome agreed with comm_agree before any further
- * collective, so that a rank with bad input never leaves the others waiting), gathered to rank 0,
- * and handed to the centralized entry points of src/api.c. A matrix given in pieces is assembled
- * on rank 0 into one CSC matrix where every entry given several times (by several ranks, or twice
- * by one rank) is the sum of what was given; struct api_dist keeps what maps later values onto it.
- * For refinement, right-hand sides and iterates are gathered into n x nrhs arrays on rank 0 and
- * the solution is scattered back to the rows' owners; a plain distributed solve sends the rows
- * straight to the owners of their cblks and back (src/solve_direct.c).
+ * Distributed data are checked where they live (every rank its own piece, the outcome agreed
+ * with comm_agree before any further collective, so that a rank with bad input never leaves the
+ * others waiting). A matrix given in pieces goes straight to the owners of its block columns,
+ * where every entry given several times (by several ranks, or twice by one rank) is the sum of
+ * what was given (src/dist_matrix.c); no rank gathers it. For refinement, right-hand sides and
+ * iterates are gathered into n x nrhs arrays on rank 0 and the solution is scattered back to the
+ * rows' owners; a plain distributed solve sends the rows straight to the owners of their cblks
+ * and back (src/solve_direct.c).
  *
- * Owns struct api_dist. Does not own the phases, the matrix checks of the assembled matrix
- * (matrix_import, through canopy_set_matrix) or the solver's copies of the matrix.
+ * Does not own the phases or the solver's copies of the matrix.
  */
 #include "solver.h"
 
@@ -23,6 +21,7 @@
 #include <string.h>
 
 #include "comm/agree.h"
+#include "dist_matrix.h"
 #include "matrix.h"
 #include "refine.h"
 
@@ -31,34 +30,6 @@
 #else
 #define CINT_MPI MPI_INT32_T
 #endif
-
-/* What canopy_update_values_distributed needs of the layout given to canopy_set_matrix_distributed. */
-struct api_dist {
-    int vsz;          /* doubles per value: 1 real, 2 complex */
-    int64_t nloc;     /* entries of this rank's piece (length of its values) */
-    /* rank 0 only */
-    int *counts;      /* [nranks] entries gathered from each rank */
-    int *displs;      /* [nranks] where each rank's entries start in the gathered stream */
-    int64_t ngath;    /* entries gathered in all (sum of counts) */
-    cint *map;        /* [ngath] position of each gathered entry in the assembled matrix */
-    int64_t nnz;      /* entries of the assembled matrix (the layout given to canopy_set_matrix) */
-};
-
-static void dist_free(struct api_dist *d)
-{
-    if (d == NULL) return;
-    canopy_free(d->counts);
-    canopy_free(d->displs);
-    canopy_free(d->map);
-    canopy_free(d);
-}
-
-void api_dist_free(canopy_solver *s)
-{
-    if (s == NULL) return;
-    dist_free(s->dist);
-    s->dist = NULL;
-}
 
 /* A failed MPI call: recorded like any other failure (the default error handler aborts anyway). */
 static bool mpi_ok(int rc, canopy_err *err, const char *what)
@@ -200,265 +171,60 @@ static void check_same_descriptor(MPI_Comm comm, const canopy_dist_csc *A, canop
     }
 }
 
-/*
- * Rank 0: the gathered pieces (tc columns in rank order, column c holding gcnt[c] entries, the
- * entries one after the other in the same order) assembled into @p M (index base @p base, rows of
- * a column in order of first appearance, each (i, j) once, its value the sum of what was given);
- * map[e] receives the position of gathered entry e.
- */
-static canopy_status assemble(cint n, int vsz, cint base, int64_t tc, const cint *gcols, const cint *gcnt,
-                              int64_t te, const cint *grow, const double *gval, canopy_csc *M, cint *map,
-                              canopy_err *err)
-{
-    canopy_status st = CANOPY_SUCCESS;
-    cint *start = canopy_alloc((size_t)tc + 1, sizeof(cint), "gathered column starts", err);
-    cint *head = canopy_calloc((size_t)n + 1, sizeof(cint), "gathered columns per column", err);
-    cint *order = canopy_alloc((size_t)tc + 1, sizeof(cint), "gathered column order", err);
-    cint *last = canopy_alloc((size_t)n, sizeof(cint), "assembly marks", err);
-    cint *where = canopy_alloc((size_t)n, sizeof(cint), "assembly positions", err);
-    M->colptr = canopy_alloc((size_t)n + 1, sizeof(cint), "column pointers", err);
-    M->rowind = canopy_alloc((size_t)te + 1, sizeof(cint), "row indices", err);
-    if (!start || !head || !order || !last || !where || !M->colptr || !M->rowind) {
-        st = err->status != CANOPY_SUCCESS ? err->status : CANOPY_ERR_NOMEM;
-        goto done;
-    }
-    /* the gathered columns sorted by global column (counting sort, stable: rank order kept) */
-    start[0] = 0;
-    for (int64_t c = 0; c < tc; c++) {
-        start[c + 1] = start[c] + gcnt[c];
-        head[gcols[c] - base + 1]++;
-    }
-    for (cint j = 0; j < n; j++) head[j + 1] += head[j];
-    for (int64_t c = 0; c < tc; c++) order[head[gcols[c] - base]++] = (cint)c;
-    /* head[j] is now the end of column j's gathered columns in order[] */
-    for (cint i = 0; i < n; i++) last[i] = -1;
-    cint pos = 0, o = 0;
-    M->colptr[0] = 0;
-    for (cint j = 0; j < n; j++) {
-        for (; o < head[j]; o++) {
-            cint c = order[o];
-            for (cint e = start[c]; e < start[c + 1]; e++) {
-                cint i = grow[e] - base;
-                if (last[i] != j) { /* first time (i, j) is seen */
-                    last[i] = j;
-                    where[i] = pos;
-                    M->rowind[pos++] = i;
-                }
-                map[e] = where[i];
-            }
-        }
-        M->colptr[j + 1] = pos;
-    }
-    M->values = canopy_calloc((size_t)pos + 1, (size_t)vsz * sizeof(double), "assembled values", err);
-    if (M->values == NULL) {
-        st = err->status != CANOPY_SUCCESS ? err->status : CANOPY_ERR_NOMEM;
-        goto done;
-    }
-    double *v = M->values;
-    for (int64_t e = 0; e < te; e++)
-        for (int q = 0; q < vsz; q++) v[(size_t)map[e] * vsz + q] += gval[(size_t)e * vsz + q];
-    /* in the caller's index base, so that canopy_set_matrix's messages name the caller's indices */
-    for (cint j = 0; j <= n; j++) M->colptr[j] += base;
-    for (cint p = 0; p < pos; p++) M->rowind[p] += base;
-    M->n = n;
-    M->base = (int)base;
-done:
-    canopy_free(start);
-    canopy_free(head);
-    canopy_free(order);
-    canopy_free(last);
-    canopy_free(where);
-    return st;
-}
-
-/*
- * A failed distributed input leaves the solver as a failed canopy_set_matrix does: no usable
- * matrix (the old one's memory is released by the next canopy_set_matrix* or canopy_destroy).
- */
-static canopy_status set_failed(canopy_solver *s)
-{
-    api_dist_free(s);
-    s->phase = PHASE_CREATED;
-    return s->err.status;
-}
-
 CANOPY_EXPORT canopy_status canopy_set_matrix_distributed(canopy_solver *s, const canopy_dist_csc *A)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    const bool root = s->rank == 0;
-    const int np = s->nranks;
     int64_t nnz = 0;
     check_piece(A, &nnz, &s->err);
     check_same_descriptor(s->comm, A, &s->err);
     /* only a piece of the agreed matrix is worth reading (a rank whose arith differs would read
      * its values with the wrong size) */
     if (s->err.status == CANOPY_SUCCESS) check_entries(A, &s->err);
-
-    struct api_dist *d = canopy_calloc(1, sizeof *d, "distributed layout", &s->err);
-    int64_t *sizes = NULL;               /* rank 0: (columns, entries) of each rank */
-    int *ccounts = NULL, *cdispls = NULL; /* rank 0: columns of each rank and their start */
-    cint *lcnt = NULL;                   /* entries of each local column */
-    cint *gcols = NULL, *gcnt = NULL, *grow = NULL;
-    double *gval = NULL;
-    canopy_csc M = {0};
-    MPI_Datatype vt = MPI_DATATYPE_NULL;
-    const cint nc = A != NULL && s->err.status == CANOPY_SUCCESS ? A->ncols : 0;
-    const int vsz = A != NULL && A->arith == CANOPY_COMPLEX ? 2 : 1;
-    if (d != NULL) {
-        d->vsz = vsz;
-        d->nloc = nnz;
+    if (s->err.status == CANOPY_SUCCESS && A->arith == CANOPY_COMPLEX && A->kind == CANOPY_KIND_SPD)
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                       "a complex matrix is HERMITIAN (LL^H when positive definite) or SYMMETRIC, not SPD");
+    /* every rank's piece checked: agree before anything moves */
+    if (comm_agree(s->comm, &s->err) < 0) {
+        api_matrix_reset(s);
+        return s->err.status;
     }
-    lcnt = canopy_alloc((size_t)nc + 1, sizeof(cint), "local column counts", &s->err);
-    if (root) {
-        sizes = canopy_alloc(2 * (size_t)np, sizeof(int64_t), "piece sizes", &s->err);
-        ccounts = canopy_alloc((size_t)np, sizeof(int), "piece sizes", &s->err);
-        cdispls = canopy_alloc((size_t)np, sizeof(int), "piece sizes", &s->err);
-        if (d != NULL) {
-            d->counts = canopy_alloc((size_t)np, sizeof(int), "piece sizes", &s->err);
-            d->displs = canopy_alloc((size_t)np, sizeof(int), "piece sizes", &s->err);
-        }
+    api_matrix_reset(s);
+    /* the entries go straight to the owners of their columns (src/dist_matrix.c) */
+    int64_t total = 0;
+    if (distm_assemble(s, A, &total) == CANOPY_SUCCESS) {
+        s->stats.n = A->n;
+        s->stats.nnz = total;
     }
-    if (s->err.status == CANOPY_SUCCESS) value_type(vsz, &vt, &s->err);
-    /* every rank's piece checked (and the small buffers in place): agree before gathering */
-    if (comm_agree(s->comm, &s->err) < 0) goto fail;
-
-    const cint n = A->n, base = A->base;
-    for (cint k = 0; k < nc; k++) lcnt[k] = A->colptr[k + 1] - A->colptr[k];
-    int64_t mine[2] = {nc, nnz};
-    if (!mpi_ok(MPI_Gather(mine, 2, MPI_INT64_T, sizes, 2, MPI_INT64_T, 0, s->comm), &s->err, "MPI_Gather (piece sizes)"))
-        goto fail;
-    int64_t tc = 0, te = 0;
-    if (root) {
-        for (int r = 0; r < np; r++) {
-            tc += sizes[2 * r];
-            te += sizes[2 * r + 1];
-        }
-        if (tc > INT_MAX || te > INT_MAX) {
-            canopy_err_set(&s->err, CANOPY_ERR_TOO_LARGE, "problem too large: the pieces hold %" PRId64 " columns and %" PRId64
-                           " entries in all, more than one MPI message can gather (%d); this release assembles the matrix on rank 0",
-                           tc, te, INT_MAX);
-        } else {
-            int64_t oc = 0, oe = 0;
-            for (int r = 0; r < np; r++) {
-                ccounts[r] = (int)sizes[2 * r];
-                cdispls[r] = (int)oc;
-                d->counts[r] = (int)sizes[2 * r + 1];
-                d->displs[r] = (int)oe;
-                oc += sizes[2 * r];
-                oe += sizes[2 * r + 1];
-            }
-            d->ngath = te;
-            gcols = canopy_alloc((size_t)tc + 1, sizeof(cint), "gathered columns", &s->err);
-            gcnt = canopy_alloc((size_t)tc + 1, sizeof(cint), "gathered columns", &s->err);
-            grow = canopy_alloc((size_t)te + 1, sizeof(cint), "gathered row indices", &s->err);
-            gval = canopy_alloc((size_t)te + 1, (size_t)vsz * sizeof(double), "gathered values", &s->err);
-            d->map = canopy_alloc((size_t)te + 1, sizeof(cint), "assembly map", &s->err);
-        }
-    }
-    if (comm_agree(s->comm, &s->err) < 0) goto fail;
-
-    /* the pieces in rank order; cols, colptr and rowind are only read (MPI-3 const buffers) */
-    bool ok = mpi_ok(MPI_Gatherv(NZ_IDX(A->cols), (int)nc, CINT_MPI, NZ_IDXW(gcols), ccounts, cdispls, CINT_MPI, 0, s->comm),
-                     &s->err, "MPI_Gatherv (columns)") &&
-              mpi_ok(MPI_Gatherv(lcnt, (int)nc, CINT_MPI, NZ_IDXW(gcnt), ccounts, cdispls, CINT_MPI, 0, s->comm),
-                     &s->err, "MPI_Gatherv (column counts)") &&
-              mpi_ok(MPI_Gatherv(NZ_IDX(A->rowind), (int)nnz, CINT_MPI, NZ_IDXW(grow), root ? d->counts : NULL,
-                                 root ? d->displs : NULL, CINT_MPI, 0, s->comm), &s->err, "MPI_Gatherv (row indices)") &&
-              mpi_ok(MPI_Gatherv(NZ_VAL(A->values), (int)nnz, vt, NZ_VALW(gval), root ? d->counts : NULL,
-                                 root ? d->displs : NULL, vt, 0, s->comm), &s->err, "MPI_Gatherv (values)");
-    if (!ok) goto fail;
-    if (root) {
-        canopy_free(lcnt); /* the gathered arrays below take rank 0's memory */
-        lcnt = NULL;
-        if (assemble(n, vsz, base, tc, gcols, gcnt, te, grow, gval, &M, d->map, &s->err) == CANOPY_SUCCESS) {
-            d->nnz = (int64_t)M.colptr[n] - base;
-            M.arith = A->arith;
-            M.kind = A->kind;
-            M.triangle = A->triangle;
-        }
-        canopy_free(gcols);
-        canopy_free(gcnt);
-        canopy_free(grow);
-        canopy_free(gval);
-        gcols = gcnt = grow = NULL;
-        gval = NULL;
-    }
-    if (comm_agree(s->comm, &s->err) < 0) goto fail;
-
-    /* canopy_set_matrix releases the previous matrix, s->dist included, and checks the sum */
-    canopy_status st = canopy_set_matrix(s, root ? &M : NULL);
-    matrix_free(&M);
-    canopy_free(sizes);
-    canopy_free(ccounts);
-    canopy_free(cdispls);
-    canopy_free(lcnt);
-    value_type_free(vsz, &vt);
-    if (st >= 0) s->dist = d;
-    else dist_free(d);
-    return st;
-
-fail:
-    matrix_free(&M);
-    canopy_free(sizes);
-    canopy_free(ccounts);
-    canopy_free(cdispls);
-    canopy_free(lcnt);
-    canopy_free(gcols);
-    canopy_free(gcnt);
-    canopy_free(grow);
-    canopy_free(gval);
-    value_type_free(vsz, &vt);
-    dist_free(d);
-    return set_failed(s);
+    return api_matrix_done(s);
 }
 
 CANOPY_EXPORT canopy_status canopy_update_values_distributed(canopy_solver *s, const void *values)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    const struct api_dist *d = s->dist; /* the same presence on every rank */
-    const bool root = s->rank == 0;
-    double *gval = NULL, *sum = NULL;
-    MPI_Datatype vt = MPI_DATATYPE_NULL;
-    if (d == NULL) {
+    const int64_t nloc = distm_piece_entries(s);
+    const int vsz = s->A.arith == CANOPY_COMPLEX ? 2 : 1;
+    if (s->dist == NULL || s->phase < PHASE_MATRIX) {
         canopy_err_set(&s->err, CANOPY_ERR_PHASE, "canopy_update_values_distributed: no distributed matrix "
                        "(call canopy_set_matrix_distributed first)");
-    } else if (d->nloc > 0 && values == NULL) {
+    } else if (nloc > 0 && values == NULL) {
         canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_update_values_distributed: NULL values on a rank holding %"
-                       PRId64 " entries", d->nloc);
+                       PRId64 " entries", nloc);
     } else {
         const double *v = values;
-        for (int64_t k = 0; k < d->nloc * d->vsz; k++)
+        for (int64_t k = 0; k < nloc * vsz; k++)
             if (!isfinite(v[k])) {
                 canopy_err_set(&s->err, CANOPY_ERR_MATRIX, "canopy_update_values_distributed: value %" PRId64
                                " of this rank (0-based, in the layout given to canopy_set_matrix_distributed) is not finite",
-                               k / d->vsz);
+                               k / vsz);
                 break;
             }
-        if (root) {
-            gval = canopy_alloc((size_t)d->ngath + 1, (size_t)d->vsz * sizeof(double), "gathered values", &s->err);
-            sum = canopy_calloc((size_t)d->nnz + 1, (size_t)d->vsz * sizeof(double), "assembled values", &s->err);
-        }
-        if (s->err.status == CANOPY_SUCCESS) value_type(d->vsz, &vt, &s->err);
     }
-    if (comm_agree(s->comm, &s->err) < 0) goto done;
-
-    if (!mpi_ok(MPI_Gatherv(NZ_VAL(values), (int)d->nloc, vt, NZ_VALW(gval), d->counts, d->displs, vt, 0, s->comm),
-                &s->err, "MPI_Gatherv (values)"))
-        goto done;
-    if (root)
-        for (int64_t e = 0; e < d->ngath; e++)
-            for (int q = 0; q < d->vsz; q++) sum[(size_t)d->map[e] * d->vsz + q] += gval[(size_t)e * d->vsz + q];
-    canopy_free(gval);
-    gval = NULL;
-    /* collective: checks the sums on rank 0, keeps the analysis, asks for a refactorization */
-    canopy_update_values(s, root ? sum : NULL);
-done:
-    if (d != NULL) value_type_free(d->vsz, &vt);
-    canopy_free(gval);
-    canopy_free(sum);
-    return s->err.status;
+    /* the presence of a distributed matrix is the same everywhere: agree, then move the values */
+    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    if (distm_update(s, values) < 0) return s->err.status;
+    return api_values_changed(s);
 }
 
 /* ---- canopy_solve_distributed, canopy_refine_distributed --------------------------------- */

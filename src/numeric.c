@@ -157,8 +157,9 @@ void numeric_free(numeric *F)
     canopy_free(F->recv_off);
     canopy_free(F->send_slot);
     canopy_free(F->aval);
-    canopy_free(F->root_order);
-    canopy_free(F->root_counts);
+    canopy_free(F->send_order);
+    canopy_free(F->send_counts);
+    canopy_free(F->recv_counts);
     canopy_free(F->peer_counts);
     solve_setup_free(F);
     comm_exchange_free(F->xch);
@@ -598,9 +599,11 @@ static canopy_status numeric_allocate_dist(numeric *F, const symbolic *S, canopy
 }
 
 /*
- * Rank 0 builds the entry map of the whole matrix and sends each rank the entries of its cblks:
- * once their places (cblk, offset inside the panel; U entries encoded as in amap_dst), then at
- * every factorization their values, in the same order.
+ * Every rank holding a part of A (rank 0 all of it with centralized input, every rank a block of
+ * columns with distributed input; NULL or no columns: nothing) maps its entries and sends each
+ * owner the entries of its cblks: once their places (cblk, offset inside the panel; U entries
+ * encoded as in amap_dst), then at every factorization their values, in the same order. An
+ * owner receives the parts in rank order.
  */
 static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_err *err)
 {
@@ -608,68 +611,49 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
     const sched_local *L = x->local;
     const symbolic *S = F->S;
     int R = L->nranks;
-    int64_t *pairs = NULL, *displs = NULL, *counts2 = NULL, *displs2 = NULL, *mine = NULL;
-    int64_t one[1] = {0};
+    int64_t *pairs = NULL, *fill = NULL, *mine = NULL;
     canopy_status st = CANOPY_SUCCESS;
-    if (L->rank == 0 && A) {
+    F->send_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+    F->recv_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+    fill = canopy_calloc((size_t)R + 1, sizeof(int64_t), "entry distribution", err);
+    if (!F->send_counts || !F->recv_counts || !fill) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    if (st == CANOPY_SUCCESS && A != NULL && A->colptr != NULL && A->n == S->n) {
         int64_t nnz = matrix_nnz(A);
-        /* the global map, in the single-rank layout, then regrouped rank by rank */
+        /* the map of the part held, in the single-rank layout, then regrouped rank by rank */
         F->amap_src = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
         F->amap_dst = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
-        F->root_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
-        displs = canopy_calloc((size_t)R + 1, sizeof(int64_t), "entry distribution", err);
-        if (F->amap_src && F->amap_dst && F->root_counts && displs) st = build_amap(F, A, err);
+        if (F->amap_src && F->amap_dst) st = build_amap(F, A, err);
         else st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         if (st == CANOPY_SUCCESS) {
-            F->root_order = canopy_alloc((size_t)F->amap_nnz + 1, sizeof(int64_t), "entry distribution", err);
+            F->send_order = canopy_alloc((size_t)F->amap_nnz + 1, sizeof(int64_t), "entry distribution", err);
             pairs = canopy_alloc(2 * (size_t)F->amap_nnz + 2, sizeof(int64_t), "entry distribution", err);
-            counts2 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
-            displs2 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
-            if (!F->root_order || !pairs || !counts2 || !displs2) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+            if (!F->send_order || !pairs) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         }
         if (st == CANOPY_SUCCESS) {
-            for (cint k = 0; k < S->ncblk; k++) F->root_counts[L->cblk_rank[k]] += F->amap_ptr[k + 1] - F->amap_ptr[k];
-            for (int r = 0; r < R; r++) displs[r + 1] = displs[r] + F->root_counts[r];
-            int64_t *fill = displs2;
-            for (int r = 0; r < R; r++) fill[r] = displs[r];
+            for (cint k = 0; k < S->ncblk; k++) F->send_counts[L->cblk_rank[k]] += F->amap_ptr[k + 1] - F->amap_ptr[k];
+            for (int r = 0; r < R; r++) fill[r + 1] = fill[r] + F->send_counts[r];
             for (cint k = 0; k < S->ncblk; k++) {
                 int r = L->cblk_rank[k];
                 for (int64_t e = F->amap_ptr[k]; e < F->amap_ptr[k + 1]; e++) {
                     int64_t q = fill[r]++, d = F->amap_dst[e];
-                    F->root_order[q] = F->amap_src[e];
+                    F->send_order[q] = F->amap_src[e];
                     pairs[2 * q] = k;
                     pairs[2 * q + 1] = d >= 0 ? d - S->cblk_coef[k] : -((-d - 2) - S->cblk_coef[k]) - 2;
                 }
-            }
-            for (int r = 0; r < R; r++) {
-                counts2[r] = 2 * F->root_counts[r];
-                displs2[r] = 2 * displs[r];
             }
         }
         canopy_free(F->amap_src);
         canopy_free(F->amap_dst);
         F->amap_src = F->amap_dst = NULL;
     }
+    canopy_free(fill);
     if (comm_agree(x->comm, err) < 0) {
         st = err->status;
         goto out;
     }
-    {
-        int64_t *c1 = NULL, *d1 = NULL;
-        if (L->rank == 0) {
-            c1 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
-            d1 = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
-            for (int r = 0; c1 && d1 && r < R; r++) {
-                c1[r] = 1;
-                d1[r] = r;
-            }
-        }
-        st = comm_share_scatter(x->comm, F->root_counts, c1, d1, one, 1, err);
-        canopy_free(c1);
-        canopy_free(d1);
-    }
-    if (st != CANOPY_SUCCESS) goto out;
-    int64_t cnt = one[0];
+    if ((st = comm_share_counts(x->comm, F->send_counts, F->recv_counts, err)) != CANOPY_SUCCESS) goto out;
+    int64_t cnt = 0;
+    for (int r = 0; r < R; r++) cnt += F->recv_counts[r];
     mine = canopy_alloc(2 * (size_t)cnt + 2, sizeof(int64_t), "entry map", err);
     F->amap_src = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
     F->amap_dst = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
@@ -680,7 +664,7 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
         st = err->status;
         goto out;
     }
-    st = comm_share_scatter(x->comm, pairs, counts2, displs2, mine, 2 * cnt, err);
+    st = comm_share_alltoallv(x->comm, pairs, F->send_counts, mine, F->recv_counts, 2 * sizeof(int64_t), err);
     if (st != CANOPY_SUCCESS) goto out;
     memset(F->amap_ptr, 0, ((size_t)S->ncblk + 1) * sizeof(int64_t));
     for (int64_t e = 0; e < cnt; e++) {
@@ -695,43 +679,30 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
     F->amap_nnz_in = cnt;
 out:
     canopy_free(pairs);
-    canopy_free(displs);
-    canopy_free(counts2);
-    canopy_free(displs2);
     canopy_free(mine);
     return st;
 }
 
-/* The values of this factorization, from rank 0 to the owners (collective). */
+/* The values of this factorization, from the ranks holding A to the owners (collective). */
 static canopy_status numeric_share_values(numeric *F, const canopy_csc *A, canopy_err *err)
 {
     const sched_local *L = F->exec.local;
     int R = L->nranks, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
-    double *send = NULL;
-    int64_t *counts = NULL, *displs = NULL;
-    if (L->rank == 0) {
-        send = canopy_alloc((size_t)matrix_nnz(A) * (size_t)dps + 1, sizeof(double), "entry distribution", err);
-        counts = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
-        displs = canopy_alloc((size_t)R, sizeof(int64_t), "entry distribution", err);
-        if (send && counts && displs) {
-            const double *v = A->values;
-            int64_t tot = 0;
-            for (int r = 0; r < R; r++) {
-                counts[r] = F->root_counts[r] * dps;
-                displs[r] = tot;
-                tot += counts[r];
-            }
-            for (int64_t q = 0; q < tot / dps; q++)
-                for (int c = 0; c < dps; c++) send[q * dps + c] = v[F->root_order[q] * dps + c];
-        }
+    int64_t nsend = 0;
+    for (int r = 0; r < R; r++) nsend += F->send_counts[r];
+    if (nsend > 0 && (A == NULL || A->values == NULL))
+        canopy_err_set(err, CANOPY_ERR_INTERNAL, "the entries to send are gone (no matrix on this rank)");
+    double *send = canopy_alloc((size_t)nsend * (size_t)dps + 1, sizeof(double), "entry distribution", err);
+    if (send != NULL && err->status == CANOPY_SUCCESS) {
+        const double *v = A != NULL ? A->values : NULL;
+        for (int64_t q = 0; q < nsend; q++)
+            for (int c = 0; c < dps; c++) send[q * dps + c] = v[F->send_order[q] * dps + c];
     }
-    int ok = L->rank != 0 || (send && counts && displs);
-    if (!ok && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry distribution");
     canopy_status st = comm_agree(F->exec.comm, err);
-    if (st >= 0) st = comm_share_scatter(F->exec.comm, send, counts, displs, F->aval, F->amap_nnz * dps, err);
+    if (st >= 0)
+        st = comm_share_alltoallv(F->exec.comm, send, F->send_counts, F->aval, F->recv_counts, (size_t)dps * sizeof(double),
+                                  err);
     canopy_free(send);
-    canopy_free(counts);
-    canopy_free(displs);
     return st < 0 ? st : CANOPY_SUCCESS;
 }
 

@@ -111,8 +111,10 @@ typedef struct numeric {
     int *send_slot;                 /**< [ncblk] first exchange slot of the fan-in sent to remote cblk j */
     comm_exchange *xch;             /**< the exchange of the running factorization */
     void *aval;                     /**< several ranks: this rank's entries of A (amap order) */
-    int64_t *root_order;            /**< rank 0 of several: A's value index of each entry, rank by rank */
-    int64_t *root_counts;           /**< rank 0: [nranks] entries per rank */
+    int64_t *send_order;            /**< several ranks: the value index in this rank's part of A of each
+                                         entry it sends, rank by rank */
+    int64_t *send_counts;           /**< [nranks] entries this rank sends each rank */
+    int64_t *recv_counts;           /**< [nranks] entries this rank receives from each rank */
     int stress;                     /**< CANOPY_STRESS: random delays in the tasks */
     int64_t *peer_counts;           /**< several ranks: [4 x nranks] messages sent, bytes sent, messages
                                          received, bytes received per peer (last factorization) */

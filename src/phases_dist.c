@@ -17,6 +17,7 @@
 #include "comm/peerstats.h"
 #include "comm/pingpong.h"
 #include "comm/share.h"
+#include "dist_matrix.h"
 #include "matrix.h"
 
 static const char *level_name(int level)
@@ -156,10 +157,12 @@ static void summary_stats(MPI_Comm comm, double mine, double *min, double *max, 
     if (stddev) *stddev = cs.stddev;
 }
 
-/* Rank 0: the scaled copy of A, rebuilt when the last factorization released it. */
+/* The scaled copy of A (rank 0's, or every rank's block columns of a distributed matrix), rebuilt
+ * when the last factorization released it; a distributed matrix that is not scaled needs none. */
 static void scaled_matrix(canopy_solver *s)
 {
-    if (s->rank == 0 && s->As.colptr == NULL && s->err.status == CANOPY_SUCCESS)
+    if ((s->rank == 0 || distm_active(s)) && api_factor_source(s) == &s->As && s->As.colptr == NULL &&
+        s->err.status == CANOPY_SUCCESS)
         scaling_apply(&s->A, &s->sc, &s->As, &s->err);
 }
 
@@ -172,9 +175,10 @@ static canopy_status factorize_once(canopy_solver *s, double threshold)
     if (st < 0) return st;
     runtime_exec(&s->rt, &s->opts, &x);
     numeric_set_exec(&s->F, &x);
-    /* rank 0's scaled copy goes once its entries are out: it is not needed again until the next
-     * factorization, and rank 0's peak is the factor's time */
-    numeric_factorize_dist(&s->F, &s->S, s->rank == 0 ? &s->As : NULL, true, s->arith, s->fact, threshold, &s->err);
+    /* the scaled copy goes once its entries are out: it is not needed again until the next
+     * factorization, and the peak is the factor's time */
+    canopy_csc *src = s->rank == 0 || distm_active(s) ? api_factor_source(s) : NULL;
+    numeric_factorize_dist(&s->F, &s->S, src, src == &s->As, s->arith, s->fact, threshold, &s->err);
     return comm_agree(s->comm, &s->err);
 }
 
@@ -193,7 +197,16 @@ canopy_status dist_factorize(canopy_solver *s)
     if (st < 0) return st;
     double threshold = 0;
     scaled_matrix(s);
-    if (s->rank == 0 && s->err.status == CANOPY_SUCCESS) {
+    if (distm_active(s)) {
+        /* the norms of a distributed matrix: row sums over every rank's columns */
+        if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+        canopy_csc *src = api_factor_source(s);
+        s->anorm = distm_norm_inf(s, src);
+        if (!isfinite(s->anorm)) s->anorm = distm_abs_max(s, src);
+        s->anorm_input = src == &s->A ? s->anorm : distm_norm_inf(s, &s->A);
+        if (!(s->anorm > 0)) canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
+        threshold = fmax(s->opts.pivot_threshold * s->anorm, DBL_MIN);
+    } else if (s->rank == 0 && s->err.status == CANOPY_SUCCESS) {
         s->anorm = matrix_norm_inf(&s->As);
         if (!isfinite(s->anorm)) s->anorm = matrix_abs_max(&s->As);
         if (!(s->anorm > 0)) canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
@@ -279,6 +292,19 @@ canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y)
     return numeric_solve_dist(&s->F, nrhs, y, &s->err);
 }
 
+canopy_status api_apply_matrix(canopy_solver *s, cint nrhs, double alpha, const void *x, cint ldx, double beta,
+                               void *y, cint ldy)
+{
+    if (!distm_active(s)) {
+        matrix_spmv(&s->A, nrhs, alpha, x, ldx, beta, y, ldy);
+        return CANOPY_SUCCESS;
+    }
+    int cmd = -2 - (int)nrhs;
+    comm_quiet_barrier(s->comm);
+    MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
+    return distm_spmv(s, nrhs, alpha, x, ldx, beta, y, ldy);
+}
+
 void dist_serve_solves(canopy_solver *s)
 {
     for (;;) {
@@ -286,7 +312,12 @@ void dist_serve_solves(canopy_solver *s)
         /* rank 0 may be computing a residual: wait without taking a core */
         comm_quiet_barrier(s->comm);
         MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
-        if (cmd < 0) return;
+        if (cmd == -1) return;
+        if (cmd < -1) {
+            /* a product with a distributed matrix (api_apply_matrix) */
+            distm_spmv(s, -2 - cmd, 0, NULL, 0, 0, NULL, 0);
+            continue;
+        }
         numeric_solve_dist(&s->F, cmd, NULL, &s->err);
     }
 }

@@ -51,24 +51,44 @@ bool refine_find_nonfinite(canopy_arith arith, cint n, cint nrhs, const void *v,
     return false;
 }
 
-double refine_backward_error(const canopy_csc *A, double anorm, cint nrhs, const void *b, cint ldb,
-                             const void *x, cint ldx, void *r)
+/* The backward error of x once r holds b - A x. */
+static double backward_error_of(canopy_arith arith, cint n, double anorm, cint nrhs, const void *b, cint ldb,
+                                const void *x, cint ldx, const void *r)
 {
-    cint n = A->n;
-    size_t sz = A->arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
-    for (cint k = 0; k < nrhs; k++)
-        memcpy((char *)r + (size_t)k * n * sz, (const char *)b + (size_t)k * ldb * sz, (size_t)n * sz);
-    matrix_spmv(A, nrhs, -1.0, x, ldx, 1.0, r, n);
     double worst = 0;
     for (cint k = 0; k < nrhs; k++) {
-        double rn = col_inf_norm(A->arith, n, r, (size_t)k * n);
-        double xn = col_inf_norm(A->arith, n, x, (size_t)k * ldx);
-        double bn = col_inf_norm(A->arith, n, b, (size_t)k * ldb);
+        double rn = col_inf_norm(arith, n, r, (size_t)k * n);
+        double xn = col_inf_norm(arith, n, x, (size_t)k * ldx);
+        double bn = col_inf_norm(arith, n, b, (size_t)k * ldb);
         double den = anorm * xn + bn;
         double e = den > 0 ? rn / den : (rn > 0 ? INFINITY : 0);
         if (!(e <= worst)) worst = e; /* NaN propagates */
     }
     return worst;
+}
+
+static void copy_columns(size_t sz, cint n, cint nrhs, const void *b, cint ldb, void *r)
+{
+    for (cint k = 0; k < nrhs; k++)
+        memcpy((char *)r + (size_t)k * n * sz, (const char *)b + (size_t)k * ldb * sz, (size_t)n * sz);
+}
+
+double refine_backward_error(const canopy_csc *A, double anorm, cint nrhs, const void *b, cint ldb,
+                             const void *x, cint ldx, void *r)
+{
+    copy_columns(A->arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double), A->n, nrhs, b, ldb, r);
+    matrix_spmv(A, nrhs, -1.0, x, ldx, 1.0, r, A->n);
+    return backward_error_of(A->arith, A->n, anorm, nrhs, b, ldb, x, ldx, r);
+}
+
+/* refine_backward_error with the solver's A where it lives (several ranks: api_apply_matrix). */
+static double solver_backward_error(canopy_solver *s, double anorm, cint nrhs, const void *b, cint ldb,
+                                    const void *x, cint ldx, void *r)
+{
+    cint n = s->A.n;
+    copy_columns(s->A.arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double), n, nrhs, b, ldb, r);
+    if (api_apply_matrix(s, nrhs, -1.0, x, ldx, 1.0, r, n) != CANOPY_SUCCESS) return INFINITY;
+    return backward_error_of(s->A.arith, n, anorm, nrhs, b, ldb, x, ldx, r);
 }
 
 canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ldb)
@@ -158,7 +178,7 @@ static double gmres_column(canopy_solver *s, gmres_ws *g, double anorm, const do
     cint n = g->n, m = g->m;
     double *H = g->H;
 #define HH(i, j) H[(size_t)(j) * ((size_t)m + 1) + (i)]
-    double berr = refine_backward_error(&s->A, anorm, 1, b, n, x, n, g->r);
+    double berr = solver_backward_error(s, anorm, 1, b, n, x, n, g->r);
     while (*budget > 0 && berr > tol && isfinite(berr)) {
         double beta = sqrt(dot(n, g->r, g->r));
         if (!(beta > 0)) break;
@@ -177,7 +197,7 @@ static double gmres_column(canopy_solver *s, gmres_ws *g, double anorm, const do
             double *v = g->V + (size_t)k * n, *z = g->Z + (size_t)k * n, *vn = g->V + (size_t)(k + 1) * n;
             memcpy(z, v, (size_t)n * sizeof *z);
             if (refine_apply_inverse(s, 1, z, n) != CANOPY_SUCCESS) return berr;
-            matrix_spmv(&s->A, 1, 1.0, z, n, 0.0, vn, n);
+            if (api_apply_matrix(s, 1, 1.0, z, n, 0.0, vn, n) != CANOPY_SUCCESS) return berr;
             (*budget)--;
             for (cint i = 0; i <= k; i++) { /* modified Gram-Schmidt */
                 double h = dot(n, vn, g->V + (size_t)i * n);
@@ -212,7 +232,7 @@ static double gmres_column(canopy_solver *s, gmres_ws *g, double anorm, const do
         memcpy(g->w, x, (size_t)n * sizeof *x);
         for (cint j = 0; j < k; j++)
             for (cint t = 0; t < n; t++) g->w[t] += g->y[j] * g->Z[(size_t)j * n + t];
-        double e = refine_backward_error(&s->A, anorm, 1, b, n, g->w, n, g->r);
+        double e = solver_backward_error(s, anorm, 1, b, n, g->w, n, g->r);
         if (!(e < berr)) break; /* no progress: round-off floor reached */
         memcpy(x, g->w, (size_t)n * sizeof *x);
         berr = e;
@@ -263,9 +283,9 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
         canopy_free(best);
         return s->err.status;
     }
-    double anorm = matrix_norm_inf(&s->A);
+    double anorm = s->nranks > 1 && s->dist != NULL ? s->anorm_input : matrix_norm_inf(&s->A);
     double tol = s->opts.refine_tolerance;
-    double berr = refine_backward_error(&s->A, anorm, nrhs, b, ldb, x, ldx, r);
+    double berr = solver_backward_error(s, anorm, nrhs, b, ldb, x, ldx, r);
     int steps = 0;
     for (cint k = 0; k < nrhs; k++) memcpy((char *)best + (size_t)k * n * sz, (char *)x + (size_t)k * ldx * sz, (size_t)n * sz);
     while (steps < s->opts.refine_max_iter && berr > tol && isfinite(berr)) {
@@ -285,7 +305,7 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
             }
         }
         steps++;
-        double e = refine_backward_error(&s->A, anorm, nrhs, b, ldb, x, ldx, r);
+        double e = solver_backward_error(s, anorm, nrhs, b, ldb, x, ldx, r);
         if (e < berr) {
             for (cint k = 0; k < nrhs; k++)
                 memcpy((char *)best + (size_t)k * n * sz, (char *)x + (size_t)k * ldx * sz, (size_t)n * sz);

@@ -40,4 +40,10 @@ void scaling_solution(const scaling *sc, canopy_arith arith, cint nrhs, void *x,
 
 void scaling_free(scaling *sc);
 
+/** true when the scaling changes nothing (no vectors, no permutation). */
+static inline bool scaling_identity(const scaling *sc)
+{
+    return sc->row == NULL && sc->col == NULL && sc->row_perm == NULL;
+}
+
 #endif

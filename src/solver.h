@@ -36,10 +36,12 @@ struct canopy_solver {
     int have_rt;
     canopy_factorization fact;  /* the factorization in use (never AUTO after analysis) */
     double anorm;               /* ||As||_inf, the pivot threshold's scale */
+    double anorm_input;         /* ||A||_inf of a distributed matrix (src/dist_matrix.c), for refinement */
     canopy_stats stats;
     canopy_err err;             /* last failure, agreed across ranks */
     size_t mem_base;            /* canopy_mem_current() when the solver was created */
-    struct api_dist *dist;      /* distributed input layout (src/api_dist.c), NULL if centralized */
+    struct api_dist *dist;      /* distributed input layout (src/dist_matrix.c), NULL if centralized; with
+                                   several ranks A and As are then this rank's block columns */
     /* several ranks (src/phases_dist.c) */
     canopy_arith arith;         /* of the matrix (rank 0's, shared at analysis) */
     int ranks_on_node, node_rank;
@@ -86,7 +88,23 @@ canopy_status api_solve_direct(canopy_solver *s, cint n, canopy_arith arith, cin
  */
 canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, double latency, double byte_time);
 
-/** Release what src/api_dist.c keeps for a distributed matrix (NULL-safe). */
+/** Release what src/dist_matrix.c keeps for a distributed matrix (NULL-safe). */
 void api_dist_free(canopy_solver *s);
+
+/** canopy_set_matrix*: forget the previous matrix and its analysis (every rank). */
+void api_matrix_reset(canopy_solver *s);
+/** canopy_set_matrix*: the end of the call (agreed outcome, phase). Collective. */
+canopy_status api_matrix_done(canopy_solver *s);
+/** canopy_update_values*: s->A holds new values on every rank that holds it: rescale, ask for a
+ * refactorization. Collective. */
+canopy_status api_values_changed(canopy_solver *s);
+
+/** y = alpha A x + beta y on rank 0 (refinement): A where it lives (several ranks with a
+ * distributed matrix: the others take part from dist_serve_solves). */
+canopy_status api_apply_matrix(canopy_solver *s, cint nrhs, double alpha, const void *x, cint ldx, double beta,
+                               void *y, cint ldy);
+
+/** The matrix the factorization reads: As, or A itself when a distributed matrix is not scaled. */
+canopy_csc *api_factor_source(canopy_solver *s);
 
 #endif
