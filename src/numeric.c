@@ -666,15 +666,20 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
     }
     st = comm_share_alltoallv(x->comm, pairs, F->send_counts, mine, F->recv_counts, 2 * sizeof(int64_t), err);
     if (st != CANOPY_SUCCESS) goto out;
+    /* the parts of several senders interleave the cblks: group the entries by cblk again (counting
+     * sort; amap_src[x] is the entry's place in aval) */
     memset(F->amap_ptr, 0, ((size_t)S->ncblk + 1) * sizeof(int64_t));
+    for (int64_t e = 0; e < cnt; e++) F->amap_ptr[mine[2 * e] + 1]++;
+    for (cint k = 0; k < S->ncblk; k++) F->amap_ptr[k + 1] += F->amap_ptr[k];
     for (int64_t e = 0; e < cnt; e++) {
         cint k = (cint)mine[2 * e];
-        int64_t rel = mine[2 * e + 1];
-        F->amap_ptr[k + 1]++;
-        F->amap_src[e] = e;
-        F->amap_dst[e] = rel >= 0 ? rel + F->lcoef[k] : -((-rel - 2) + F->lcoef[k]) - 2;
+        int64_t rel = mine[2 * e + 1], at = F->amap_ptr[k]++;
+        F->amap_src[at] = e;
+        F->amap_dst[at] = rel >= 0 ? rel + F->lcoef[k] : -((-rel - 2) + F->lcoef[k]) - 2;
     }
-    for (cint k = 0; k < S->ncblk; k++) F->amap_ptr[k + 1] += F->amap_ptr[k];
+    /* amap_ptr[k] now holds the end of cblk k: shift back to starts */
+    for (cint k = S->ncblk; k > 0; k--) F->amap_ptr[k] = F->amap_ptr[k - 1];
+    F->amap_ptr[0] = 0;
     F->amap_nnz = cnt;
     F->amap_nnz_in = cnt;
 out:
