@@ -7,6 +7,9 @@
 #include "solver.h"
 
 #include <sys/resource.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <float.h>
 #include <pthread.h>
@@ -606,6 +609,11 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
         free_analysis(s);
         if (s->nranks > 1) dist_pingpong(s);
         analyze_all(s);
+#if defined(__GLIBC__)
+        /* the analysis' graphs and SCOTCH's work went back to the heap: hand them to the system
+         * before the factor is allocated (rank 0 of several would otherwise keep them resident) */
+        malloc_trim(0);
+#endif
         if (s->nranks > 1) dist_analyze(s);
     }
     note_memory(s);
