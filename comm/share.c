@@ -233,7 +233,9 @@ canopy_status comm_share_alltoallv(MPI_Comm comm, const void *send, const int64_
         }
         soff += scounts[q];
     }
-    if (k > 0 && MPI_Waitall((int)k, req, MPI_STATUSES_IGNORE) != MPI_SUCCESS) ok = 0;
+    /* one MPI_Wait each: GCC flags MPI_STATUSES_IGNORE with MPICH's headers (stringop-overflow) */
+    for (int64_t i = 0; i < k; i++)
+        if (MPI_Wait(&req[i], MPI_STATUS_IGNORE) != MPI_SUCCESS) ok = 0;
     canopy_free(req);
     return ok ? CANOPY_SUCCESS : canopy_err_set(err, CANOPY_ERR_MPI, "exchange of the matrix entries failed");
 }
