@@ -20,12 +20,15 @@
 struct api_dist {
     int vsz;              /* doubles per value: 1 real, 2 complex */
     int herm;             /* Hermitian complex: mirrors are conjugated */
+    int sym, both;        /* symmetric kind; given by both triangles (mirrors are partners) */
     int64_t nloc;         /* entries of this rank's piece (length of its values) */
-    int64_t *rec_of;      /* [2 nloc] send position of entry e's record and of its mirror (-1: none) */
+    /* the piece's structure, 0-based (new values are packed into records as the first ones were;
+     * 4 bytes an entry, where positions would take 16) */
+    cint ncols, *cols, *colptr, *rowind;
     int64_t *send_counts; /* [nranks] records sent to each rank */
     int64_t *recv_counts; /* [nranks] records received from each rank */
     int64_t nsend, nrecv;
-    int64_t *recv_pos;    /* [nrecv] position in s->A of each received record; -1 for a partner */
+    cint *recv_pos;       /* [nrecv] position in s->A of each received record; -1 for a partner */
 };
 
 enum { REC_SUM = 0, REC_PARTNER = 1 };
@@ -34,7 +37,9 @@ void api_dist_free(canopy_solver *s)
 {
     if (s == NULL || s->dist == NULL) return;
     struct api_dist *d = s->dist;
-    canopy_free(d->rec_of);
+    canopy_free(d->cols);
+    canopy_free(d->colptr);
+    canopy_free(d->rowind);
     canopy_free(d->send_counts);
     canopy_free(d->recv_counts);
     canopy_free(d->recv_pos);
@@ -83,61 +88,80 @@ static int rec_cmp(const void *a, const void *b)
     return x->q < y->q ? -1 : x->q > y->q;
 }
 
-/* The records of a piece, grouped by destination: pattern triples and values (see the top). */
+/*
+ * The records of the piece's values v, grouped by destination (fill: each destination's first
+ * record, advanced): the values into sval, and with spat the (row, column, kind) triples. The same
+ * walk at every call puts every value at the same place.
+ */
+static void pack_walk(const struct api_dist *d, cint n, int P, const double *v, int64_t *fill, cint *spat, double *sval)
+{
+    const int vsz = d->vsz;
+    for (cint k = 0; k < d->ncols; k++) {
+        cint j = d->cols[k];
+        for (cint p = d->colptr[k]; p < d->colptr[k + 1]; p++) {
+            cint i = d->rowind[p];
+            int64_t q = fill[col_owner(n, P, j)]++;
+            if (spat) {
+                spat[3 * q] = i;
+                spat[3 * q + 1] = j;
+                spat[3 * q + 2] = REC_SUM;
+            }
+            for (int c = 0; c < vsz; c++) sval[q * vsz + c] = v[(size_t)p * vsz + c];
+            if (!d->sym || i == j) continue;
+            q = fill[col_owner(n, P, i)]++;
+            if (spat) {
+                spat[3 * q] = j;
+                spat[3 * q + 1] = i;
+                spat[3 * q + 2] = d->both ? REC_PARTNER : REC_SUM;
+            }
+            sval[q * vsz] = v[(size_t)p * vsz];
+            if (vsz == 2) sval[q * 2 + 1] = d->herm ? -v[(size_t)p * 2 + 1] : v[(size_t)p * 2 + 1];
+        }
+    }
+}
+
+/* Each destination's first record (fill[0..P]), from the send counts. */
+static void record_starts(const struct api_dist *d, int P, int64_t *fill)
+{
+    fill[0] = 0;
+    for (int r = 0; r < P; r++) fill[r + 1] = fill[r] + d->send_counts[r];
+}
+
+/* The piece's structure kept (0-based), the records counted, packed into spat and sval. */
 static canopy_status pack_records(const canopy_dist_csc *A, int P, struct api_dist *d, cint **spat, double **sval,
                                   canopy_err *err)
 {
     const cint n = A->n, b = A->base;
-    const bool sym = A->kind != CANOPY_KIND_GENERAL, both = sym && A->triangle == CANOPY_TRIANGLE_BOTH;
-    const int vsz = d->vsz;
+    d->sym = A->kind != CANOPY_KIND_GENERAL;
+    d->both = d->sym && A->triangle == CANOPY_TRIANGLE_BOTH;
+    d->ncols = A->colptr != NULL ? A->ncols : 0;
     int64_t *fill = canopy_calloc((size_t)P + 1, sizeof(int64_t), "record offsets", err);
-    d->rec_of = canopy_alloc(2 * (size_t)d->nloc + 1, sizeof(int64_t), "record positions", err);
-    if (!fill || !d->rec_of) {
+    d->cols = canopy_alloc((size_t)d->ncols + 1, sizeof(cint), "piece structure", err);
+    d->colptr = canopy_alloc((size_t)d->ncols + 1, sizeof(cint), "piece structure", err);
+    d->rowind = canopy_alloc((size_t)d->nloc + 1, sizeof(cint), "piece structure", err);
+    if (!fill || !d->cols || !d->colptr || !d->rowind) {
         canopy_free(fill);
         return nomem(err);
     }
-    for (cint k = 0; k < A->ncols; k++) {
+    d->colptr[0] = 0;
+    for (cint k = 0; k < d->ncols; k++) {
         cint j = A->cols[k] - b;
+        d->cols[k] = j;
+        d->colptr[k + 1] = A->colptr[k + 1] - b;
         for (cint p = A->colptr[k] - b; p < A->colptr[k + 1] - b; p++) {
             cint i = A->rowind[p] - b;
+            d->rowind[p] = i;
             d->send_counts[col_owner(n, P, j)]++;
-            if (sym && i != j) d->send_counts[col_owner(n, P, i)]++;
+            if (d->sym && i != j) d->send_counts[col_owner(n, P, i)]++;
         }
     }
-    for (int r = 0; r < P; r++) {
-        fill[r + 1] = fill[r] + d->send_counts[r];
-        d->nsend += d->send_counts[r];
-    }
+    record_starts(d, P, fill);
+    d->nsend = fill[P];
     *spat = canopy_alloc(3 * (size_t)d->nsend + 1, sizeof(cint), "records", err);
-    *sval = canopy_alloc((size_t)d->nsend * vsz + 1, sizeof(double), "record values", err);
-    if (!*spat || !*sval) {
-        canopy_free(fill);
-        return nomem(err);
-    }
-    const double *v = A->values;
-    for (cint k = 0; k < A->ncols; k++) {
-        cint j = A->cols[k] - b;
-        for (cint p = A->colptr[k] - b; p < A->colptr[k + 1] - b; p++) {
-            cint i = A->rowind[p] - b;
-            int64_t q = fill[col_owner(n, P, j)]++;
-            (*spat)[3 * q] = i;
-            (*spat)[3 * q + 1] = j;
-            (*spat)[3 * q + 2] = REC_SUM;
-            for (int c = 0; c < vsz; c++) (*sval)[q * vsz + c] = v[(size_t)p * vsz + c];
-            d->rec_of[2 * p] = q;
-            d->rec_of[2 * p + 1] = -1;
-            if (!sym || i == j) continue;
-            q = fill[col_owner(n, P, i)]++;
-            (*spat)[3 * q] = j;
-            (*spat)[3 * q + 1] = i;
-            (*spat)[3 * q + 2] = both ? REC_PARTNER : REC_SUM;
-            (*sval)[q * vsz] = v[(size_t)p * vsz];
-            if (vsz == 2) (*sval)[q * 2 + 1] = d->herm ? -v[(size_t)p * 2 + 1] : v[(size_t)p * 2 + 1];
-            d->rec_of[2 * p + 1] = q;
-        }
-    }
+    *sval = canopy_alloc((size_t)d->nsend * d->vsz + 1, sizeof(double), "record values", err);
+    if (*spat && *sval) pack_walk(d, n, P, A->values, fill, *spat, *sval);
     canopy_free(fill);
-    return CANOPY_SUCCESS;
+    return *spat && *sval ? CANOPY_SUCCESS : nomem(err);
 }
 
 /* Position of row i in column j of the local matrix M, or -1. */
@@ -166,7 +190,7 @@ static canopy_status build_local(cint n, cint c0, cint c1, int vsz, struct api_d
             nsum++;
         }
     rec_ref *refs = canopy_alloc((size_t)nsum + 1, sizeof *refs, "assembly order", err);
-    d->recv_pos = canopy_alloc((size_t)d->nrecv + 1, sizeof(int64_t), "assembly map", err);
+    d->recv_pos = canopy_alloc((size_t)d->nrecv + 1, sizeof(cint), "assembly map", err);
     M->colptr = canopy_calloc((size_t)n + 1, sizeof(cint), "column pointers", err);
     if (!start || !refs || !d->recv_pos || !M->colptr) {
         canopy_free(start);
@@ -206,7 +230,7 @@ static canopy_status build_local(cint n, cint c0, cint c1, int vsz, struct api_d
         for (int64_t e = from; e < to; e++) {
             if (e == from || refs[e].row != refs[e - 1].row) M->rowind[pos++] = refs[e].row;
             int64_t q = refs[e].q;
-            d->recv_pos[q] = pos - 1;
+            d->recv_pos[q] = (cint)(pos - 1); /* pos <= CINT_MAX - 1: checked above */
             for (int k = 0; k < vsz; k++) mv[(size_t)(pos - 1) * vsz + k] += rval[q * vsz + k];
         }
         M->colptr[c0 + c + 1] = (cint)pos;
@@ -357,18 +381,15 @@ canopy_status distm_update(canopy_solver *s, const void *values)
     struct api_dist *d = s->dist;
     canopy_err *err = &s->err;
     const int vsz = d->vsz;
+    const int P = s->nranks;
     double *sval = canopy_alloc((size_t)d->nsend * vsz + 1, sizeof(double), "record values", err);
     double *rval = canopy_alloc((size_t)d->nrecv * vsz + 1, sizeof(double), "record values", err);
-    if (sval && rval) {
-        const double *v = values;
-        for (int64_t e = 0; e < d->nloc; e++) {
-            int64_t q = d->rec_of[2 * e], m = d->rec_of[2 * e + 1];
-            for (int c = 0; c < vsz; c++) sval[q * vsz + c] = v[e * vsz + c];
-            if (m < 0) continue;
-            sval[m * vsz] = v[e * vsz];
-            if (vsz == 2) sval[m * 2 + 1] = d->herm ? -v[e * 2 + 1] : v[e * 2 + 1];
-        }
+    int64_t *fill = canopy_alloc((size_t)P + 1, sizeof(int64_t), "record offsets", err);
+    if (sval && rval && fill) {
+        record_starts(d, P, fill);
+        pack_walk(d, s->A.n, P, values, fill, NULL, sval);
     }
+    canopy_free(fill);
     if (comm_agree(s->comm, err) >= 0 &&
         comm_share_alltoallv(s->comm, sval, d->send_counts, rval, d->recv_counts, (size_t)vsz * sizeof(double), err) ==
             CANOPY_SUCCESS) {

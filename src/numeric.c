@@ -536,8 +536,10 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     return numeric_predict_bytes_counts(S, kind, arith, held, L->nthreads, local_entries);
 }
 
-static canopy_status numeric_allocate_dist(numeric *F, const symbolic *S, canopy_arith arith, canopy_factorization kind,
-                                           canopy_err *err)
+/* The layout of this rank's factor (offsets, fan-in slots, entry map pointers): the small arrays
+ * the entry distribution needs; the panels come after it (numeric_panels_dist). */
+static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_arith arith, canopy_factorization kind,
+                                         canopy_err *err)
 {
     const sched_local *L = F->exec.local;
     F->S = S;
@@ -584,16 +586,25 @@ static canopy_status numeric_allocate_dist(numeric *F, const symbolic *S, canopy
     F->nrecv_scalars = roff;
     if (!canopy_mul_ok((size_t)(off ? off : 1), F->scalar_bytes, &F->coef_bytes))
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %lld entries is too large", (long long)off);
+    F->amap_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(int64_t), "entry map", err);
+    return F->amap_ptr ? CANOPY_SUCCESS : err && err->status ? err->status : CANOPY_ERR_NOMEM;
+}
+
+/* The panels, fan-in buffers and workspaces of the layout (the bulk of this rank's memory). */
+static canopy_status numeric_panels_dist(numeric *F, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    canopy_factorization kind = F->kind;
     F->L = numa_alloc_pages(F->coef_bytes, "factor L", err);
     if (kind == CANOPY_FACT_LU) F->U = numa_alloc_pages(F->coef_bytes, "factor U", err);
     F->fresh = 1;
-    F->R = canopy_alloc((size_t)(roff ? roff : 1), F->scalar_bytes, "received fan-in buffers", err);
+    F->R = canopy_alloc((size_t)(F->nrecv_scalars ? F->nrecv_scalars : 1), F->scalar_bytes, "received fan-in buffers",
+                        err);
     if (kind != CANOPY_FACT_LLT) F->ipiv = canopy_calloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
     if (kind == CANOPY_FACT_LDLT) F->dsub = canopy_calloc((size_t)S->n + 1, F->scalar_bytes, "2x2 pivots", err);
     F->work = canopy_alloc(F->work_scalars, F->scalar_bytes, "update buffer", err);
-    F->amap_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(int64_t), "entry map", err);
     if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || !F->R || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
-        (kind == CANOPY_FACT_LDLT && !F->dsub) || !F->work || !F->amap_ptr)
+        (kind == CANOPY_FACT_LDLT && !F->dsub) || !F->work)
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     return build_fan(F, err);
 }
@@ -611,7 +622,9 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
     const sched_local *L = x->local;
     const symbolic *S = F->S;
     int R = L->nranks;
-    int64_t *pairs = NULL, *fill = NULL, *mine = NULL;
+    /* (cblk, place in its panel) pairs: a place fits a cint, panels being checked against INT_MAX */
+    cint *pairs = NULL, *mine = NULL;
+    int64_t *fill = NULL;
     canopy_status st = CANOPY_SUCCESS;
     F->send_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
     F->recv_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
@@ -626,7 +639,7 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
         else st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         if (st == CANOPY_SUCCESS) {
             F->send_order = canopy_alloc((size_t)F->amap_nnz + 1, sizeof(int64_t), "entry distribution", err);
-            pairs = canopy_alloc(2 * (size_t)F->amap_nnz + 2, sizeof(int64_t), "entry distribution", err);
+            pairs = canopy_alloc(2 * (size_t)F->amap_nnz + 2, sizeof(cint), "entry distribution", err);
             if (!F->send_order || !pairs) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         }
         if (st == CANOPY_SUCCESS) {
@@ -638,7 +651,7 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
                     int64_t q = fill[r]++, d = F->amap_dst[e];
                     F->send_order[q] = F->amap_src[e];
                     pairs[2 * q] = k;
-                    pairs[2 * q + 1] = d >= 0 ? d - S->cblk_coef[k] : -((-d - 2) - S->cblk_coef[k]) - 2;
+                    pairs[2 * q + 1] = (cint)(d >= 0 ? d - S->cblk_coef[k] : -((-d - 2) - S->cblk_coef[k]) - 2);
                 }
             }
         }
@@ -654,25 +667,31 @@ static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_e
     if ((st = comm_share_counts(x->comm, F->send_counts, F->recv_counts, err)) != CANOPY_SUCCESS) goto out;
     int64_t cnt = 0;
     for (int r = 0; r < R; r++) cnt += F->recv_counts[r];
-    mine = canopy_alloc(2 * (size_t)cnt + 2, sizeof(int64_t), "entry map", err);
-    F->amap_src = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
-    F->amap_dst = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
+    mine = canopy_alloc(2 * (size_t)cnt + 2, sizeof(cint), "entry map", err);
     F->aval = canopy_alloc((size_t)cnt + 1, F->scalar_bytes, "local entries", err);
-    int ok = mine && F->amap_src && F->amap_dst && F->aval;
-    if (!ok && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry map");
+    if (!(mine && F->aval) && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry map");
     if (comm_agree(x->comm, err) < 0) {
         st = err->status;
         goto out;
     }
-    st = comm_share_alltoallv(x->comm, pairs, F->send_counts, mine, F->recv_counts, 2 * sizeof(int64_t), err);
+    st = comm_share_alltoallv(x->comm, pairs, F->send_counts, mine, F->recv_counts, 2 * sizeof(cint), err);
     if (st != CANOPY_SUCCESS) goto out;
+    canopy_free(pairs);
+    pairs = NULL;
+    F->amap_src = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
+    F->amap_dst = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
+    if (!(F->amap_src && F->amap_dst) && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry map");
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
     /* the parts of several senders interleave the cblks: group the entries by cblk again (counting
      * sort; amap_src[x] is the entry's place in aval) */
     memset(F->amap_ptr, 0, ((size_t)S->ncblk + 1) * sizeof(int64_t));
     for (int64_t e = 0; e < cnt; e++) F->amap_ptr[mine[2 * e] + 1]++;
     for (cint k = 0; k < S->ncblk; k++) F->amap_ptr[k + 1] += F->amap_ptr[k];
     for (int64_t e = 0; e < cnt; e++) {
-        cint k = (cint)mine[2 * e];
+        cint k = mine[2 * e];
         int64_t rel = mine[2 * e + 1], at = F->amap_ptr[k]++;
         F->amap_src[at] = e;
         F->amap_dst[at] = rel >= 0 ? rel + F->lcoef[k] : -((-rel - 2) + F->lcoef[k]) - 2;
@@ -720,7 +739,13 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     if (F->L != NULL && (F->S != S || F->kind != kind || F->arith != arith)) numeric_free(F);
     canopy_status st = CANOPY_SUCCESS;
     int first = F->L == NULL;
-    if (first) st = numeric_allocate_dist(F, S, arith, kind, err);
+    /* a first factorization moves the entries before the panels exist, and the caller's copy
+     * goes before they are allocated: the map's transient arrays and the matrix never add to
+     * the factor's peak */
+    if (first) {
+        numeric_free(F); /* what a failed first attempt left */
+        st = numeric_layout_dist(F, S, arith, kind, err);
+    }
     if (comm_agree(x->comm, err) < 0) {
         numeric_free(F);
         return err->status;
@@ -729,8 +754,16 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
         numeric_free(F);
         return st;
     }
-    if ((st = numeric_share_values(F, A, err)) != CANOPY_SUCCESS) return st;
+    if ((st = numeric_share_values(F, A, err)) != CANOPY_SUCCESS) {
+        if (first) numeric_free(F);
+        return st;
+    }
     if (release && A) matrix_free(A);
+    if (first) numeric_panels_dist(F, err);
+    if (comm_agree(x->comm, err) < 0) {
+        if (first) numeric_free(F);
+        return err->status;
+    }
     st = prepare_threads(F, err);
     if (comm_agree(x->comm, err) < 0) return err->status;
     F->threshold = threshold;
