@@ -6,7 +6,9 @@
  * ranks in several ways (column blocks, cyclic with base 1 and reversed orders, columns split over
  * two ranks with shared entries given as halves, a rank without columns), right-hand side rows
  * laid out differently from the columns; then bad input on one rank (out-of-range index, NaN,
- * mismatching descriptor, bad row layout): every rank must get the same status and message.
+ * mismatching descriptor, bad row layout, an entry without its mirror, an imaginary Hermitian
+ * diagonal): every rank must get the same status and message; and rank 0's memory against the
+ * others' with the matrix in pieces and whole.
  * Every rank builds the same global matrix and cuts its own piece, so nothing is exchanged.
  */
 #include "config.h"
@@ -603,6 +605,114 @@ static void check_alloc_failures(const canopy_csc *G)
     free(x);
 }
 
+/* ---- what only the assembly sees, and memory per rank ----------------------------------- */
+
+/*
+ * Errors that only the assembled columns show, agreed: with both triangles given, an entry whose
+ * mirror nobody gives; a Hermitian diagonal with an imaginary part.
+ */
+static void check_assembly_errors(const canopy_csc *G)
+{
+    const int bad = size - 1;
+    const bool me = rank == bad;
+    const cint n = G->n;
+    canopy_solver *s = make_solver();
+    canopy_dist_csc P;
+
+    /* the last rank moves an entry below the diagonal of its last column to a row that column
+     * does not have (and that row's column never mentions it) */
+    make_piece(G, SPLIT_BLOCK, 1.0, &P);
+    cint k = P.ncols - 1, j = P.cols[k] - P.base, target = -1, at = -1;
+    for (cint cand = (j + n / 2) % n; target < 0 && cand != j; cand = (cand + 1) % n) {
+        bool present = cand == j;
+        for (cint p = P.colptr[k] - P.base; p < P.colptr[k + 1] - P.base; p++) present |= P.rowind[p] - P.base == cand;
+        if (!present) target = cand;
+    }
+    for (cint p = P.colptr[k] - P.base; p < P.colptr[k + 1] - P.base; p++)
+        if (P.rowind[p] - P.base != j) at = p;
+    if (me && target >= 0 && at >= 0) P.rowind[at] = target + P.base;
+    canopy_status st = canopy_set_matrix_distributed(s, &P);
+    expect_agreed(s, st, CANOPY_ERR_MATRIX, "has no symmetric partner", "an entry without its mirror (both triangles)");
+    free_piece(&P);
+
+    /* Hermitian: the Laplacian with +-0.25i off the diagonal */
+    canopy_csc H = *G;
+    double *hv = xmalloc((size_t)G->colptr[n] * 2 * sizeof(double));
+    for (cint c = 0; c < n; c++)
+        for (cint p = G->colptr[c]; p < G->colptr[c + 1]; p++) {
+            cint r = G->rowind[p];
+            hv[2 * (size_t)p] = ((const double *)G->values)[p];
+            hv[2 * (size_t)p + 1] = r == c ? 0.0 : r < c ? 0.25 : -0.25;
+        }
+    H.values = hv;
+    H.arith = CANOPY_COMPLEX;
+    H.kind = CANOPY_KIND_HERMITIAN;
+    make_piece(&H, SPLIT_BLOCK, 1.0, &P);
+    st = canopy_set_matrix_distributed(s, &P);
+    CHECK(st == CANOPY_SUCCESS, "Hermitian Laplacian: %s", canopy_last_error(s));
+    k = P.ncols - 1;
+    j = P.cols[k] - P.base;
+    for (cint p = P.colptr[k] - P.base; p < P.colptr[k + 1] - P.base; p++)
+        if (me && P.rowind[p] - P.base == j) ((double *)P.values)[2 * (size_t)p + 1] = 0.5;
+    st = canopy_set_matrix_distributed(s, &P);
+    char needle[96];
+    long jj = j; /* the last rank's column, as everyone expects it */
+    MPI_Bcast(&jj, 1, MPI_LONG, bad, MPI_COMM_WORLD);
+    snprintf(needle, sizeof needle, "column %ld: diagonal entry of a Hermitian matrix has imaginary part 0.5", jj);
+    expect_agreed(s, st, CANOPY_ERR_MATRIX, needle, "imaginary Hermitian diagonal on the last rank");
+    free_piece(&P);
+    free(hv);
+    canopy_destroy(&s);
+}
+
+/* Peak of the library's memory on this rank over set_matrix(_distributed), analyze and factorize. */
+static double peak_of_run(const canopy_csc *G, bool distributed, canopy_stats *S)
+{
+    canopy_solver *s = make_solver();
+    canopy_dist_csc P;
+    canopy_status st;
+    if (distributed) {
+        make_piece(G, SPLIT_BLOCK, 1.0, &P);
+        st = canopy_set_matrix_distributed(s, &P);
+        free_piece(&P); /* the solver keeps no reference to the piece */
+    } else {
+        st = canopy_set_matrix(s, rank == 0 ? G : NULL);
+    }
+    if (st >= 0) st = canopy_analyze(s);
+    if (st >= 0) st = canopy_factorize(s);
+    CHECK(st >= 0, "memory run (%s): %s", distributed ? "distributed" : "centralized", canopy_last_error(s));
+    canopy_get_stats(s, S);
+    canopy_destroy(&s);
+    return S->peak_memory_rank0;
+}
+
+/*
+ * Memory per rank (several ranks): with the matrix given in pieces, rank 0 holds at most a little
+ * more than the mean of the ranks (its share of the factor, and the ordering's graph), and less,
+ * relative to the mean, than when it is given the whole matrix (a 27-point stencil: many entries
+ * for the fill). The figures are those of Canopy's own allocator.
+ */
+static void check_memory_per_rank(void)
+{
+    if (size < 2) return;
+    canopy_csc G = {0};
+    if (canopy_generate_laplacian(60, 60, 3, 27, &G) != CANOPY_SUCCESS) {
+        fail("canopy_generate_laplacian");
+        return;
+    }
+    canopy_stats Sd, Sc;
+    double dist0 = peak_of_run(&G, true, &Sd), cent0 = peak_of_run(&G, false, &Sc);
+    if (rank == 0 && getenv("CANOPY_TEST_VERBOSE"))
+        printf("  memory per rank, %d ranks: distributed rank 0 %.3g MB mean %.3g; centralized rank 0 %.3g MB mean %.3g\n",
+               size, dist0 * 1e-6, Sd.peak_memory_rank_mean * 1e-6, cent0 * 1e-6, Sc.peak_memory_rank_mean * 1e-6);
+    CHECK(dist0 <= 1.25 * Sd.peak_memory_rank_mean, "distributed input: rank 0 holds %.3g MB, the mean rank %.3g MB",
+          dist0 * 1e-6, Sd.peak_memory_rank_mean * 1e-6);
+    CHECK(dist0 / Sd.peak_memory_rank_mean < cent0 / Sc.peak_memory_rank_mean,
+          "rank 0 against the mean: %.3g with distributed input, %.3g with the whole matrix on rank 0",
+          dist0 / Sd.peak_memory_rank_mean, cent0 / Sc.peak_memory_rank_mean);
+    canopy_csc_free(&G);
+}
+
 /* ---- matrices --------------------------------------------------------------------------- */
 
 static const char *matrix_dir(void)
@@ -680,9 +790,11 @@ int main(int argc, char **argv)
     keep_triangle(&L, CANOPY_TRIANGLE_LOWER, &Llow);
     check_matrix("laplacian 12x10, lower triangle", &Llow);
     check_errors(&L, &Llow);
+    check_assembly_errors(&L);
     check_alloc_failures(&L);
     free_triangle(&Llow);
     canopy_csc_free(&L);
+    check_memory_per_rank();
 
     if (read_matrix("lund_a.rsa", &A)) { /* SPD, one triangle stored */
         A.kind = CANOPY_KIND_SPD;
