@@ -445,6 +445,7 @@ typedef struct analysis_work {
     canopy_csc G;       /* adjacency graph of As + As^T */
     cint *perm, *iperm; /* the fill-reducing ordering */
     double t0, t1, t2;  /* start, graph built, ordering done */
+    bool ordered;       /* ordered already (PT-SCOTCH on a distributed matrix's graph slices) */
 } analysis_work;
 
 /* Rank 0: the factorization kind, scaling (and matching), the graph to order. */
@@ -482,6 +483,7 @@ static canopy_status analyze_prepare(canopy_solver *s, analysis_work *w)
  */
 static void analyze_order(canopy_solver *s, analysis_work *w)
 {
+    if (w->ordered) return; /* ordered already, on every rank (analyze_prepare_dist) */
     bool ready = s->rank == 0 && s->err.status == CANOPY_SUCCESS;
     int pt = ready && s->opts.ordering == CANOPY_ORDER_PTSCOTCH;
     if (s->nranks > 1) MPI_Bcast(&pt, 1, MPI_INT, 0, s->comm);
@@ -576,12 +578,24 @@ static canopy_status analyze_prepare_dist(canopy_solver *s, analysis_work *w)
         if (distm_scaling(s, CANOPY_SCALING_NONE, skind) < 0) return s->err.status;
     }
     w->t1 = canopy_wtime();
+    const cint n = s->A.n;
+    if (s->rank == 0) {
+        w->perm = canopy_alloc((size_t)n, sizeof(cint), "ordering", &s->err);
+        w->iperm = canopy_alloc((size_t)n, sizeof(cint), "ordering", &s->err);
+    }
+    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    if (s->opts.ordering == CANOPY_ORDER_PTSCOTCH) {
+        /* PT-SCOTCH on the graph's slices where the columns live, before any gather */
+        cint *vert = NULL, *edge = NULL, nedge = 0;
+        w->ordered = true;
+        if (distm_graph_slice(s, api_factor_source(s), &vert, &edge, &nedge) < 0) return s->err.status;
+        if (order_ptscotch_slices(s->comm, n, vert, edge, nedge, w->perm, w->iperm, &s->err) < 0) return s->err.status;
+        w->t2 = canopy_wtime();
+    }
+    /* the symbolic factorization still runs on rank 0, over the gathered pattern */
     canopy_csc pattern = {0};
     if (distm_gather(s, api_factor_source(s), false, &pattern) < 0) return s->err.status;
-    if (s->rank == 0 && matrix_graph(&pattern, &w->G, &s->err) == CANOPY_SUCCESS) {
-        w->perm = canopy_alloc((size_t)w->G.n, sizeof(cint), "ordering", &s->err);
-        w->iperm = canopy_alloc((size_t)w->G.n, sizeof(cint), "ordering", &s->err);
-    }
+    if (s->rank == 0) matrix_graph(&pattern, &w->G, &s->err);
     matrix_free(&pattern);
     return s->err.status;
 }

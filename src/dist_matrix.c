@@ -474,6 +474,100 @@ out:
     return comm_agree(s->comm, err);
 }
 
+static int cmp_cint(const void *a, const void *b)
+{
+    cint x = *(const cint *)a, y = *(const cint *)b;
+    return x < y ? -1 : x > y;
+}
+
+canopy_status distm_graph_slice(canopy_solver *s, const canopy_csc *local, cint **vert, cint **edge, cint *nedge)
+{
+    const int P = s->nranks, R = s->rank;
+    canopy_err *err = &s->err;
+    const cint n = local->n, c0 = distm_first_col(n, P, R), c1 = distm_first_col(n, P, R + 1), nv = c1 - c0;
+    /* the assembled columns of a symmetric kind hold both triangles already: no transpose to send */
+    const bool general = local->kind == CANOPY_KIND_GENERAL;
+    *vert = *edge = NULL;
+    *nedge = 0;
+    int64_t *sc = canopy_calloc(3 * (size_t)P + 1, sizeof(int64_t), "graph counts", err);
+    int64_t *rc = sc ? sc + P : NULL, *fill = sc ? sc + 2 * P : NULL;
+    cint *spair = NULL, *rpair = NULL, *cnt = NULL, *rows = NULL;
+    int64_t nsend = 0, nrecv = 0;
+    if (sc && general) {
+        for (cint j = c0; j < c1; j++)
+            for (cint p = local->colptr[j]; p < local->colptr[j + 1]; p++)
+                if (local->rowind[p] != j) sc[col_owner(n, P, local->rowind[p])]++;
+        for (int r = 0; r < P; r++) {
+            fill[r] = nsend;
+            nsend += sc[r];
+        }
+        spair = canopy_alloc(2 * (size_t)nsend + 1, sizeof(cint), "graph transpose", err);
+        if (spair)
+            for (cint j = c0; j < c1; j++)
+                for (cint p = local->colptr[j]; p < local->colptr[j + 1]; p++) {
+                    cint i = local->rowind[p];
+                    if (i == j) continue;
+                    int64_t q = fill[col_owner(n, P, i)]++;
+                    spair[2 * q] = i; /* column i of the transpose, */
+                    spair[2 * q + 1] = j; /* row j */
+                }
+    }
+    if (comm_agree(s->comm, err) < 0) goto out;
+    if (general) {
+        if (comm_share_counts(s->comm, sc, rc, err) != CANOPY_SUCCESS) goto out;
+        for (int r = 0; r < P; r++) nrecv += rc[r];
+        rpair = canopy_alloc(2 * (size_t)nrecv + 1, sizeof(cint), "graph transpose", err);
+        if (comm_agree(s->comm, err) < 0 ||
+            comm_share_alltoallv(s->comm, spair, sc, rpair, rc, 2 * sizeof(cint), err) != CANOPY_SUCCESS)
+            goto out;
+        canopy_free(spair);
+        spair = NULL;
+    }
+    /* each column: its own rows and the transpose's, sorted, without repeats or the diagonal */
+    cnt = canopy_calloc((size_t)nv + 2, sizeof(cint), "graph columns", err);
+    int64_t total = (int64_t)local->colptr[c1] - local->colptr[c0] + nrecv;
+    if (total > (int64_t)CINT_MAX - 1) {
+        canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "graph slice of %lld entries overflows the index type: rebuild Canopy "
+                       "with --enable-int64", (long long)total);
+        goto out;
+    }
+    rows = canopy_alloc((size_t)total + 1, sizeof(cint), "graph columns", err);
+    if (!cnt || !rows) goto out;
+    for (cint j = c0; j < c1; j++) cnt[j - c0 + 2] = local->colptr[j + 1] - local->colptr[j];
+    for (int64_t q = 0; q < nrecv; q++) cnt[rpair[2 * q] - c0 + 2]++;
+    for (cint k = 0; k < nv; k++) cnt[k + 2] += cnt[k + 1];
+    for (cint j = c0; j < c1; j++)
+        for (cint p = local->colptr[j]; p < local->colptr[j + 1]; p++) rows[cnt[j - c0 + 1]++] = local->rowind[p];
+    for (int64_t q = 0; q < nrecv; q++) rows[cnt[rpair[2 * q] - c0 + 1]++] = rpair[2 * q + 1];
+    /* cnt[k + 1] is now the end of column k, cnt[k] its start */
+    cint out = 0;
+    for (cint k = 0; k < nv; k++) {
+        cint from = cnt[k], to = cnt[k + 1];
+        qsort(rows + from, (size_t)(to - from), sizeof(cint), cmp_cint);
+        cnt[k] = out;
+        for (cint p = from; p < to; p++)
+            if (rows[p] != c0 + k && (p == from || rows[p] != rows[p - 1])) rows[out++] = rows[p];
+    }
+    cnt[nv] = out;
+    *vert = cnt;
+    *edge = rows;
+    *nedge = out;
+    cnt = rows = NULL;
+out:
+    canopy_free(sc);
+    canopy_free(spair);
+    canopy_free(rpair);
+    canopy_free(cnt);
+    canopy_free(rows);
+    if (comm_agree(s->comm, err) < 0) {
+        canopy_free(*vert);
+        canopy_free(*edge);
+        *vert = *edge = NULL;
+        *nedge = 0;
+    }
+    return err->status;
+}
+
 /* Sum of n doubles over the ranks, on every rank, in messages whose counts fit an int. */
 static bool allreduce_sum(MPI_Comm comm, double *v, int64_t n)
 {

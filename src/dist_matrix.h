@@ -38,6 +38,11 @@ int64_t distm_piece_entries(const canopy_solver *s);
  * @p values, else the pattern only). Other ranks' @p full is left empty. */
 canopy_status distm_gather(canopy_solver *s, const canopy_csc *local, bool values, canopy_csc *full);
 
+/** This rank's slice of the graph of local + local^T over the ranks (collective): for its block
+ *  columns c0..c1-1, *vert (c1 - c0 + 1 offsets from 0) and *edge (global rows, sorted, no
+ *  diagonal), the layout matrix_graph gives and PT-SCOTCH takes; canopy_free both. */
+canopy_status distm_graph_slice(canopy_solver *s, const canopy_csc *local, cint **vert, cint **edge, cint *nedge);
+
 /** ||M||_inf and max |m_ij| of the matrix whose block columns are @p local, on every rank. */
 double distm_norm_inf(canopy_solver *s, const canopy_csc *local);
 double distm_abs_max(canopy_solver *s, const canopy_csc *local);

@@ -2,8 +2,9 @@
  * Parallel nested dissection with PT-SCOTCH (ordering=ptscotch): every rank of the communicator
  * takes a contiguous range of vertices of the graph of A + A^T, PT-SCOTCH dissects the
  * distributed graph on all of them, and the ordering is gathered on rank 0, which goes on with
- * the symbolic factorization. The graph still starts on rank 0 (it is built there from the
- * assembled matrix) and is sent out in slices; what runs in parallel is the dissection itself.
+ * the symbolic factorization. A matrix given centralized has its graph built on rank 0 and sent
+ * out in slices (order_ptscotch); a distributed one builds every slice where its columns live
+ * (order_ptscotch_slices, from distm_graph_slice).
  *
  * The messages go through comm/share.h; the calls into PT-SCOTCH are PT-SCOTCH's own MPI.
  *
@@ -120,6 +121,9 @@ static bool strategy_string(char *buf, size_t len, int nranks)
     return k > 0 && (size_t)k < len;
 }
 
+static canopy_status dissect(MPI_Comm comm, int rank, int nranks, cint n, SCOTCH_Num *vert, SCOTCH_Num *edge,
+                             cint nedge, cint *perm, cint *iperm, canopy_err *err);
+
 canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cint *iperm, canopy_err *err)
 {
     int rank = 0, nranks = 1;
@@ -152,6 +156,17 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
         canopy_free(edge);
         return err->status;
     }
+    return dissect(comm, rank, nranks, n, vert, edge, nedge, perm, iperm, err);
+}
+
+/*
+ * PT-SCOTCH's nested dissection of the distributed graph whose slice here is vert / edge
+ * (vertices range_start(n, nranks, rank) on, taken over and freed), the ordering gathered on
+ * rank 0 into perm / iperm. Collective; the status is agreed.
+ */
+static canopy_status dissect(MPI_Comm comm, int rank, int nranks, cint n, SCOTCH_Num *vert, SCOTCH_Num *edge,
+                             cint nedge, cint *perm, cint *iperm, canopy_err *err)
+{
     cint nv = range_start(n, nranks, rank + 1) - range_start(n, nranks, rank);
 
     /*
@@ -255,6 +270,27 @@ done:
     return err->status;
 }
 
+canopy_status order_ptscotch_slices(MPI_Comm comm, cint n, cint *vert, cint *edge, cint nedge, cint *perm, cint *iperm,
+                                    canopy_err *err)
+{
+    int rank = 0, nranks = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    int64_t edges = nedge, all = 0;
+    if (rank == 0 && (perm == NULL || iperm == NULL))
+        canopy_err_set(err, CANOPY_ERR_ARGUMENT, "order_ptscotch_slices: NULL permutation on rank 0");
+    MPI_Allreduce(&edges, &all, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (comm_agree(comm, err) < 0 || n <= 1 || all == 0) {
+        /* nothing to dissect (as in order_ptscotch) */
+        if (err->status == CANOPY_SUCCESS && rank == 0)
+            for (cint k = 0; k < n; k++) perm[k] = iperm[k] = k;
+        canopy_free(vert);
+        canopy_free(edge);
+        return err->status;
+    }
+    return dissect(comm, rank, nranks, n, vert, edge, nedge, perm, iperm, err);
+}
+
 #else /* !CANOPY_HAVE_PTSCOTCH */
 
 canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cint *iperm, canopy_err *err)
@@ -262,6 +298,19 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
     (void)G;
     (void)perm;
     (void)iperm;
+    canopy_err_set(err, CANOPY_ERR_ARGUMENT, "ordering=ptscotch: %s", ORDER_NO_PTSCOTCH);
+    return comm_agree(comm, err);
+}
+
+canopy_status order_ptscotch_slices(MPI_Comm comm, cint n, cint *vert, cint *edge, cint nedge, cint *perm, cint *iperm,
+                                    canopy_err *err)
+{
+    (void)n;
+    (void)nedge;
+    (void)perm;
+    (void)iperm;
+    canopy_free(vert);
+    canopy_free(edge);
     canopy_err_set(err, CANOPY_ERR_ARGUMENT, "ordering=ptscotch: %s", ORDER_NO_PTSCOTCH);
     return comm_agree(comm, err);
 }

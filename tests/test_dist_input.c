@@ -8,7 +8,8 @@
  * laid out differently from the columns; then bad input on one rank (out-of-range index, NaN,
  * mismatching descriptor, bad row layout, an entry without its mirror, an imaginary Hermitian
  * diagonal): every rank must get the same status and message; and rank 0's memory against the
- * others' with the matrix in pieces and whole.
+ * others' with the matrix in pieces and whole; ordering=ptscotch on the graph slices built where
+ * the columns live against the centralized analysis (same nnz(L) and flops, every split).
  * Every rank builds the same global matrix and cuts its own piece, so nothing is exchanged.
  */
 #include "config.h"
@@ -218,6 +219,15 @@ static void expect_agreed(canopy_solver *s, canopy_status st, canopy_status want
     if (rank == 0 && getenv("CANOPY_TEST_VERBOSE")) printf("  %s -> %s\n", what, msg);
 }
 
+static bool use_ptscotch; /* solvers made with ordering=ptscotch */
+
+static bool have_ptscotch(void)
+{
+    canopy_options o;
+    canopy_options_default(&o);
+    return canopy_options_set(&o, "ordering", "ptscotch", NULL, 0) == CANOPY_SUCCESS;
+}
+
 static canopy_solver *make_solver(void)
 {
     canopy_options o;
@@ -226,6 +236,7 @@ static canopy_solver *make_solver(void)
     o.bind = CANOPY_BIND_NONE;
     snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
     o.ordering_threads = 2; /* the same ordering on every layout */
+    if (use_ptscotch) o.ordering = CANOPY_ORDER_PTSCOTCH;
     canopy_solver *s = NULL;
     canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
     if (st != CANOPY_SUCCESS) {
@@ -544,16 +555,19 @@ static void check_alloc_failures(const canopy_csc *G)
     make_piece(G, SPLIT_HALVES, 1.0, &P);
     for (int pass = 0; pass < (size > 1 ? 2 : 1); pass++) {
         const int victim = pass == 0 ? 0 : size - 1;
-        for (int call = 0; call < 6; call++) {
-            static const char *const names[6] = {"set_matrix_distributed", "update_values_distributed",
+        for (int call = 0; call < 7; call++) {
+            static const char *const names[7] = {"set_matrix_distributed", "update_values_distributed",
                                                  "solve_distributed", "refine_distributed", "analyze",
-                                                 "factorize"};
+                                                 "factorize", "analyze (PT-SCOTCH on the graph slices)"};
+            if (call == 6 && !have_ptscotch()) continue;
+            use_ptscotch = call == 6;
             canopy_solver *s = make_solver();
+            use_ptscotch = false;
             if (call > 0) {
                 /* analyze and factorize (calls 4 and 5) take the distributed analysis and
                  * factorization through every allocation as well */
                 canopy_status st = canopy_set_matrix_distributed(s, &P);
-                if (st >= 0 && call != 4) st = canopy_analyze(s);
+                if (st >= 0 && call != 4 && call != 6) st = canopy_analyze(s);
                 if (st >= 0 && call < 4) st = canopy_factorize(s);
                 CHECK(st >= 0, "allocation failures: setup: %s", canopy_last_error(s));
             }
@@ -565,7 +579,7 @@ static void check_alloc_failures(const canopy_csc *G)
                                    : call == 1 ? canopy_update_values_distributed(s, P.values)
                                    : call == 2 ? canopy_solve_distributed(s, 1, nloc, rows, x, ld)
                                    : call == 3 ? canopy_refine_distributed(s, 1, nloc, rows, b, ld, x, ld)
-                                   : call == 4 ? canopy_analyze(s)
+                                   : call == 4 || call == 6 ? canopy_analyze(s)
                                                : canopy_factorize(s);
                 /* past the last allocation when the planned failure never happened (a failure
                  * that the library absorbs, e.g. a scratch array with a fallback, is not the end) */
@@ -587,7 +601,7 @@ static void check_alloc_failures(const canopy_csc *G)
             }
             CHECK(done, "%s: still failing after 1000 allocations", names[call]);
             if (call >= 4 && done) { /* and the solver still solves after all those failures */
-                canopy_status st = call == 4 ? canopy_factorize(s) : CANOPY_SUCCESS;
+                canopy_status st = call != 5 ? canopy_factorize(s) : CANOPY_SUCCESS;
                 if (st >= 0) st = canopy_solve_distributed(s, 1, nloc, rows, x, ld);
                 CHECK(st >= 0, "%s: solve after the failures: %s", names[call], canopy_last_error(s));
                 free(x);
@@ -603,6 +617,43 @@ static void check_alloc_failures(const canopy_csc *G)
     free(B);
     free(b);
     free(x);
+}
+
+/* ---- PT-SCOTCH on the graph slices ------------------------------------------------------ */
+
+/*
+ * ordering=ptscotch with the matrix in pieces: the graph's slices are built where the columns
+ * live and must be exactly the slices rank 0 cuts from the whole matrix, so the ordering and the
+ * factors' structure (nnz(L), flops) are those of the centralized input, for every split.
+ */
+static void check_ptscotch_slices(const char *name, const canopy_csc *G)
+{
+    if (!have_ptscotch()) {
+        if (rank == 0) printf("%s: PT-SCOTCH not built, slices not checked\n", name);
+        return;
+    }
+    use_ptscotch = true;
+    canopy_solver *s = make_solver();
+    canopy_stats ref, S;
+    canopy_status st = canopy_set_matrix(s, rank == 0 ? G : NULL);
+    if (st >= 0) st = canopy_analyze(s);
+    CHECK(st >= 0, "%s: centralized PT-SCOTCH analysis: %s", name, canopy_last_error(s));
+    canopy_get_stats(s, &ref);
+    for (int mode = 0; mode < NSPLIT; mode++) {
+        canopy_dist_csc P;
+        make_piece(G, mode, 1.0, &P);
+        st = canopy_set_matrix_distributed(s, &P);
+        if (st >= 0) st = canopy_analyze(s);
+        if (st >= 0) st = canopy_factorize(s);
+        CHECK(st >= 0, "%s, %s split: PT-SCOTCH on the slices: %s", name, split_name[mode], canopy_last_error(s));
+        canopy_get_stats(s, &S);
+        CHECK(S.nnz_factor == ref.nnz_factor && S.flops == ref.flops,
+              "%s, %s split: nnz(L) %lld, flops %.6g with the slices, %lld and %.6g centralized", name, split_name[mode],
+              (long long)S.nnz_factor, S.flops, (long long)ref.nnz_factor, ref.flops);
+        free_piece(&P);
+    }
+    canopy_destroy(&s);
+    use_ptscotch = false;
 }
 
 /* ---- what only the assembly sees, and memory per rank ----------------------------------- */
@@ -791,6 +842,7 @@ int main(int argc, char **argv)
     check_matrix("laplacian 12x10, lower triangle", &Llow);
     check_errors(&L, &Llow);
     check_assembly_errors(&L);
+    check_ptscotch_slices("laplacian 12x10", &L);
     check_alloc_failures(&L);
     free_triangle(&Llow);
     canopy_csc_free(&L);
@@ -803,6 +855,7 @@ int main(int argc, char **argv)
     }
     if (read_matrix("utm300.rua", &A)) { /* unsymmetric */
         check_matrix("utm300 (unsymmetric)", &A);
+        check_ptscotch_slices("utm300", &A);
         canopy_csc_free(&A);
     }
     if (read_matrix("west0479.mtx", &A)) { /* unsymmetric, zero diagonals: matching */
