@@ -124,8 +124,9 @@ static canopy_status check_input(const canopy_csc *in, int64_t *nnz_out, int64_t
     return st;
 }
 
-/* A Hermitian matrix needs a real diagonal; force exact zeros once the noise is known to be small. */
-static canopy_status hermitian_diagonal(canopy_csc *M, double tol, int base, canopy_err *err)
+/* A Hermitian matrix needs a real diagonal; force exact zeros once the noise is known to be small.
+ * @p sign: -1 where M's diagonal was conjugated on the way (the message gives the input's value). */
+static canopy_status hermitian_diagonal(canopy_csc *M, double tol, int base, double sign, canopy_err *err)
 {
     double *v = M->values;
     for (cint j = 0; j < M->n; j++) {
@@ -133,7 +134,7 @@ static canopy_status hermitian_diagonal(canopy_csc *M, double tol, int base, can
             if (M->rowind[p] != j) continue;
             if (fabs(v[2 * (size_t)p + 1]) > tol)
                 return canopy_err_set(err, CANOPY_ERR_MATRIX, "column %" CINT_FMT ": diagonal entry of a Hermitian matrix has imaginary part %g",
-                                      j + base, v[2 * (size_t)p + 1]);
+                                      j + base, sign * v[2 * (size_t)p + 1]);
             v[2 * (size_t)p + 1] = 0;
         }
     }
@@ -237,7 +238,7 @@ canopy_status matrix_import(const canopy_csc *in, canopy_csc *out, canopy_err *e
         }
         st = check_symmetric(out, &T, vsz, tol, b, err);
     }
-    if (st == CANOPY_SUCCESS && herm) st = hermitian_diagonal(out, tol, b, err);
+    if (st == CANOPY_SUCCESS && herm) st = hermitian_diagonal(out, tol, b, stored_triangle ? -1.0 : 1.0, err);
     canopy_free(work);
     matrix_free(&T);
     if (st != CANOPY_SUCCESS) matrix_free(out);

@@ -371,6 +371,11 @@ START_TEST(import_invalid)
         /* Hermitian diagonal must be real */
         const double hd[] = {4, 1, 1, 2, 1, -2, 4, 0, 4, 0};
         ck_assert_int_eq(import(3, cp2, ri2, hd, 0, CANOPY_COMPLEX, CANOPY_KIND_HERMITIAN, CANOPY_TRIANGLE_BOTH, &B, &err), CANOPY_ERR_MATRIX);
+        /* reported as given, also for one stored triangle (conjugated on the way) */
+        const cint lcp[] = {0, 2, 3, 4}, lri[] = {0, 1, 1, 2};
+        const double ld[] = {2, 1, 1, 2, 4, 0, 4, 0};
+        ck_assert_int_eq(import(3, lcp, lri, ld, 0, CANOPY_COMPLEX, CANOPY_KIND_HERMITIAN, CANOPY_TRIANGLE_LOWER, &B, &err), CANOPY_ERR_MATRIX);
+        ck_assert_msg(strstr(err.msg, "column 0: diagonal entry of a Hermitian matrix has imaginary part 1") != NULL, "%s", err.msg);
     }
 }
 END_TEST
