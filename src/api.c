@@ -156,6 +156,23 @@ static void free_matrix(canopy_solver *s)
     s->user_perm = NULL;
 }
 
+/* Whether @p msg is new to this process (each distinct placement warning is printed once, not
+ * once per solver: an application creating many solvers would repeat it). */
+static bool warning_is_new(const char *msg)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint64_t seen[32];
+    static int nseen;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *c = msg; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    bool fresh = true;
+    pthread_mutex_lock(&lock);
+    for (int k = 0; k < nseen && fresh; k++) fresh = seen[k] != h;
+    if (fresh && nseen < 32) seen[nseen++] = h;
+    pthread_mutex_unlock(&lock);
+    return fresh;
+}
+
 CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *opts, canopy_solver **out)
 {
     int inited = 0, finalized = 0;
@@ -212,7 +229,8 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
         if (runtime_init(&s->rt, &s->opts, ranks_on_node, node_rank, &s->err) == CANOPY_SUCCESS) {
             s->stats.threads_per_rank = s->rt.nthreads;
             s->stats.numa_nodes = s->rt.nnodes;
-            if (s->rt.warning[0] && s->rank == 0) fprintf(stderr, "canopy: warning: %s\n", s->rt.warning);
+            if (s->rt.warning[0] && s->rank == 0 && warning_is_new(s->rt.warning))
+                fprintf(stderr, "canopy: warning: %s\n", s->rt.warning);
         }
         s->have_rt = 1;
     }

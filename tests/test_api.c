@@ -7,6 +7,8 @@
 
 #include <complex.h>
 #include <mpi.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static canopy_solver *make_solver(canopy_options *o)
 {
@@ -383,6 +385,42 @@ START_TEST(complex_kinds)
 }
 END_TEST
 
+/* The placement warning (here: more threads than the machine has cores) is printed once per
+ * process, however many solvers are created. */
+START_TEST(warning_once)
+{
+    char path[] = "/tmp/canopy-warn-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    fflush(stderr);
+    int saved = dup(2);
+    ck_assert_int_ge(saved, 0);
+    dup2(fd, 2);
+    canopy_options o;
+    canopy_options_default(&o);
+    o.threads = 997; /* a count no other test asks for: the message is new to this process */
+    o.bind = CANOPY_BIND_NONE;
+    for (int k = 0; k < 3; k++) {
+        canopy_solver *s = NULL;
+        ck_assert_int_eq(canopy_create(MPI_COMM_WORLD, &o, &s), CANOPY_SUCCESS);
+        canopy_destroy(&s);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *f = fdopen(fd, "r");
+    ck_assert_ptr_nonnull(f);
+    rewind(f);
+    char line[1024];
+    int count = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "canopy: warning:") && strstr(line, "997 threads")) count++;
+    fclose(f);
+    unlink(path);
+    ck_assert_int_eq(count, 1);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -391,6 +429,7 @@ int main(int argc, char **argv)
     TCase *tc = tcase_create("api");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, create_arguments);
+    tcase_add_test(tc, warning_once);
     tcase_add_test(tc, phase_order);
     tcase_add_test(tc, bad_matrices);
     tcase_add_test(tc, every_kind);
