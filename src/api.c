@@ -647,6 +647,9 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
         malloc_trim(0);
 #endif
         if (s->nranks > 1) dist_analyze(s);
+        /* the per-rank figures of the analysis (collective; the factorization's include them) */
+        size_t peak = canopy_mem_peak();
+        api_memory_figures(s, peak > s->mem_base ? (double)(peak - s->mem_base) : 0);
     }
     note_memory(s);
     canopy_status st = finish(s);

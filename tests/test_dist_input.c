@@ -730,7 +730,15 @@ static double peak_of_run(const canopy_csc *G, bool distributed, canopy_stats *S
         st = canopy_set_matrix(s, rank == 0 ? G : NULL);
     }
     if (st >= 0) st = canopy_analyze(s);
-    if (st >= 0) st = canopy_factorize(s);
+    if (st >= 0) {
+        /* the analysis alone reports its per-rank figures too */
+        canopy_get_stats(s, S);
+        CHECK(S->peak_memory_rank0 > 0 && S->peak_memory_rank_mean > 0 && S->rss_peak_rank_min > 0 &&
+                  S->rss_peak_rank0 >= S->peak_memory_rank0,
+              "memory after the analysis: rank 0 %g (resident %g), mean %g, smallest resident %g", S->peak_memory_rank0,
+              S->rss_peak_rank0, S->peak_memory_rank_mean, S->rss_peak_rank_min);
+        st = canopy_factorize(s);
+    }
     CHECK(st >= 0, "memory run (%s): %s", distributed ? "distributed" : "centralized", canopy_last_error(s));
     canopy_get_stats(s, S);
     canopy_destroy(&s);
