@@ -644,6 +644,21 @@ canopy_status distm_spmv(canopy_solver *s, cint nrhs, double alpha, const void *
     return st;
 }
 
+static bool reduce_agree(void *ctx, canopy_err *err)
+{
+    return comm_agree(*(MPI_Comm *)ctx, err) >= 0;
+}
+
+static bool reduce_max(void *ctx, double *v, cint n)
+{
+    MPI_Comm comm = *(MPI_Comm *)ctx;
+    for (int64_t off = 0; off < n; off += 1 << 26) {
+        int c = (int)(n - off < (1 << 26) ? n - off : (1 << 26));
+        if (MPI_Allreduce(MPI_IN_PLACE, v + off, c, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) return false;
+    }
+    return true;
+}
+
 canopy_status distm_scaling(canopy_solver *s, canopy_scaling mode, canopy_matrix_kind kind)
 {
     canopy_err *err = &s->err;
@@ -652,7 +667,14 @@ canopy_status distm_scaling(canopy_solver *s, canopy_scaling mode, canopy_matrix
         scaling_compute(&s->A, CANOPY_SCALING_NONE, kind, &s->sc, err);
         return comm_agree(s->comm, err);
     }
-    /* the matching (and Ruiz's iteration, here) are sequential: on rank 0, over the gathered matrix */
+    if (mode == CANOPY_SCALING_EQUILIBRATE) {
+        /* Ruiz's iteration on the block columns: row and column maxima reduced over the ranks */
+        scaling_reduce red = {.agree = reduce_agree, .max = reduce_max, .ctx = &s->comm};
+        scaling_equilibrate_reduced(&s->A, mode, kind, &red, &s->sc, err);
+        return comm_agree(s->comm, err);
+    }
+    /* the matching is sequential (a maximum-product matching over the whole bipartite graph): on
+     * rank 0, over the gathered matrix, then its vectors and permutation go to every rank */
     canopy_csc full = {0};
     if (distm_gather(s, &s->A, true, &full) < 0) return err->status;
     if (s->rank == 0) scaling_compute(&full, mode, kind, &s->sc, err);

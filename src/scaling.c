@@ -25,36 +25,34 @@ static double entry_mag(const canopy_csc *A, int64_t p)
 
 /* Zero rows/columns (no stored entry, or only explicit zeros) make every scaling meaningless and
  * the matrix singular; name the first one so the user can look at it. */
-static canopy_status check_zero_lines(const canopy_csc *A, scaling *sc, canopy_err *err)
+static canopy_status check_zero_lines(const canopy_csc *A, const scaling_reduce *red, scaling *sc, canopy_err *err)
 {
+    /* seen[j]: column j has a nonzero, seen[n + i]: row i has one (doubles, for the reduction) */
     cint n = A->n;
-    unsigned char *rowseen = canopy_calloc((size_t)n + 1, 1, "scaling row flags", err);
-    if (rowseen == NULL) return err ? err->status : CANOPY_ERR_NOMEM;
-    for (cint j = 0; j < n; j++) {
-        int any = 0;
-        for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) {
-            if (entry_mag(A, p) != 0) {
-                any = 1;
-                rowseen[A->rowind[p]] = 1;
-            }
-        }
-        if (!any) {
-            canopy_free(rowseen);
-            sc->structurally_singular = 1;
-            return canopy_err_set(err, CANOPY_ERR_SINGULAR,
-                                  "structurally singular: column %" CINT_FMT " has no nonzero entry", j);
-        }
+    double *seen = canopy_calloc(2 * (size_t)n + 1, sizeof(double), "scaling row flags", err);
+    if (red && !red->agree(red->ctx, err)) {
+        canopy_free(seen);
+        return err->status;
     }
-    for (cint i = 0; i < n; i++) {
-        if (!rowseen[i]) {
-            canopy_free(rowseen);
+    if (seen == NULL) return err ? err->status : CANOPY_ERR_NOMEM;
+    for (cint j = 0; j < n; j++)
+        for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++)
+            if (entry_mag(A, p) != 0) seen[j] = seen[n + A->rowind[p]] = 1;
+    canopy_status st = CANOPY_SUCCESS;
+    if (red && !red->max(red->ctx, seen, 2 * n))
+        st = canopy_err_set(err, CANOPY_ERR_MPI, "reduction of the scaling's row and column flags failed");
+    for (cint j = 0; st == CANOPY_SUCCESS && j < n; j++)
+        if (!seen[j]) {
             sc->structurally_singular = 1;
-            return canopy_err_set(err, CANOPY_ERR_SINGULAR,
-                                  "structurally singular: row %" CINT_FMT " has no nonzero entry", i);
+            st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: column %" CINT_FMT " has no nonzero entry", j);
         }
-    }
-    canopy_free(rowseen);
-    return CANOPY_SUCCESS;
+    for (cint i = 0; st == CANOPY_SUCCESS && i < n; i++)
+        if (!seen[n + i]) {
+            sc->structurally_singular = 1;
+            st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: row %" CINT_FMT " has no nonzero entry", i);
+        }
+    canopy_free(seen);
+    return st;
 }
 
 /* ---- binary heap of rows keyed by their tentative distance ---------------------------------- */
@@ -362,23 +360,30 @@ out:
  * current largest magnitude until all are within RUIZ_TOL of 1. With @p symmetric one vector
  * serves both sides (dc == dr on return), so a symmetric matrix stays symmetric.
  */
-static canopy_status ruiz_compute(const canopy_csc *A, int symmetric, double *dr, double *dc, canopy_err *err)
+static canopy_status ruiz_compute(const canopy_csc *A, int symmetric, const scaling_reduce *red, double *dr, double *dc,
+                                  canopy_err *err)
 {
     cint n = A->n;
     int64_t nnz = matrix_nnz(A);
     double *mag = canopy_alloc((size_t)nnz + 1, sizeof(double), "equilibration magnitudes", err);
-    double *rmax = canopy_alloc((size_t)n + 1, sizeof(double), "equilibration row maxima", err);
-    double *cmax = canopy_alloc((size_t)n + 1, sizeof(double), "equilibration column maxima", err);
-    if (!mag || !rmax || !cmax) {
+    /* row maxima, then column maxima: one reduction for both */
+    double *rmax = canopy_alloc(2 * (size_t)n + 1, sizeof(double), "equilibration maxima", err);
+    if (red && !red->agree(red->ctx, err)) {
         canopy_free(mag);
         canopy_free(rmax);
-        canopy_free(cmax);
+        return err->status;
+    }
+    if (!mag || !rmax) {
+        canopy_free(mag);
+        canopy_free(rmax);
         return err ? err->status : CANOPY_ERR_NOMEM;
     }
+    double *cmax = rmax + n;
+    canopy_status st = CANOPY_SUCCESS;
     for (int64_t p = 0; p < nnz; p++) mag[p] = entry_mag(A, p); /* hypot once, not per sweep */
     for (cint i = 0; i < n; i++) dr[i] = dc[i] = 1.0;
     for (int it = 0; it < RUIZ_MAX_ITER; it++) {
-        for (cint i = 0; i < n; i++) rmax[i] = cmax[i] = 0;
+        for (cint i = 0; i < 2 * n; i++) rmax[i] = 0;
         for (cint j = 0; j < n; j++) {
             for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) {
                 cint i = A->rowind[p];
@@ -386,6 +391,11 @@ static canopy_status ruiz_compute(const canopy_csc *A, int symmetric, double *dr
                 rmax[i] = a > rmax[i] ? a : rmax[i];
                 cmax[j] = a > cmax[j] ? a : cmax[j];
             }
+        }
+        /* maxima are exact whatever the order: every rank gets the one-rank vectors */
+        if (red && !red->max(red->ctx, rmax, 2 * n)) {
+            st = canopy_err_set(err, CANOPY_ERR_MPI, "reduction of the equilibration's maxima failed");
+            break;
         }
         double dev = 0;
         for (cint i = 0; i < n; i++) {
@@ -406,8 +416,7 @@ static canopy_status ruiz_compute(const canopy_csc *A, int symmetric, double *dr
     }
     canopy_free(mag);
     canopy_free(rmax);
-    canopy_free(cmax);
-    return CANOPY_SUCCESS;
+    return st;
 }
 
 /* ---- scaling_compute -------------------------------------------------------------------------- */
@@ -446,7 +455,7 @@ canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_m
     if (A->arith != CANOPY_REAL && A->arith != CANOPY_COMPLEX)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "scaling_compute: the matrix has no values");
 
-    canopy_status st = check_zero_lines(A, sc, err);
+    canopy_status st = check_zero_lines(A, NULL, sc, err);
     if (st != CANOPY_SUCCESS) return st;
 
     cint n = A->n;
@@ -455,7 +464,7 @@ canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_m
     if (!sc->row || !sc->col) goto fail;
 
     if (method == SC_EQUIL || method == SC_EQUIL_SYM) {
-        st = ruiz_compute(A, method == SC_EQUIL_SYM, sc->row, sc->col, err);
+        st = ruiz_compute(A, method == SC_EQUIL_SYM, NULL, sc->row, sc->col, err);
         if (st != CANOPY_SUCCESS) goto fail;
         return CANOPY_SUCCESS;
     }
@@ -501,6 +510,30 @@ fail:
         sc->n = n;
         sc->structurally_singular = singular;
     }
+    return st;
+}
+
+canopy_status scaling_equilibrate_reduced(const canopy_csc *A, canopy_scaling mode, canopy_matrix_kind kind,
+                                          const scaling_reduce *red, scaling *sc, canopy_err *err)
+{
+    /* every rank takes the same branches: the arguments are the same everywhere */
+    memset(sc, 0, sizeof *sc);
+    sc->n = A->n;
+    sc_method method = choose_method(mode, kind);
+    if (method == SC_NONE || A->n == 0) return CANOPY_SUCCESS;
+    if (method != SC_EQUIL && method != SC_EQUIL_SYM)
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "scaling_equilibrate_reduced: only equilibration is distributed");
+    canopy_status st = check_zero_lines(A, red, sc, err);
+    if (st != CANOPY_SUCCESS) return st;
+    cint n = A->n;
+    sc->row = canopy_alloc((size_t)n, sizeof(double), "row scaling", err);
+    sc->col = canopy_alloc((size_t)n, sizeof(double), "column scaling", err);
+    if (sc->row && sc->col) st = ruiz_compute(A, method == SC_EQUIL_SYM, red, sc->row, sc->col, err);
+    else if (!red->agree(red->ctx, err)) st = err->status; /* ruiz_compute's first agreement, on this side */
+    if (st == CANOPY_SUCCESS && err->status == CANOPY_SUCCESS) return CANOPY_SUCCESS;
+    if (st == CANOPY_SUCCESS) st = err->status;
+    scaling_free(sc);
+    sc->n = n;
     return st;
 }
 

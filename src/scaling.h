@@ -8,6 +8,7 @@
 #ifndef CANOPY_SCALING_H
 #define CANOPY_SCALING_H
 
+#include <stdbool.h>
 #include "common.h"
 
 typedef struct scaling {
@@ -26,6 +27,25 @@ typedef struct scaling {
  */
 canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_matrix_kind kind,
                               scaling *sc, canopy_err *err);
+
+/**
+ * The reductions that let the equilibration run on a matrix held in block columns over ranks
+ * (src/dist_matrix.c): every rank passes its columns (the others empty) and gets the same
+ * vectors as scaling_compute of the whole matrix. Both are collective over the ranks.
+ */
+typedef struct scaling_reduce {
+    bool (*agree)(void *ctx, canopy_err *err); /* false when some rank failed (then every rank) */
+    bool (*max)(void *ctx, double *v, cint n); /* v <- the elementwise maximum over the ranks */
+    void *ctx;
+} scaling_reduce;
+
+/**
+ * scaling_compute for CANOPY_SCALING_NONE or CANOPY_SCALING_EQUILIBRATE (Ruiz) of the matrix
+ * whose columns are spread over the ranks, through @p red: the same vectors, and the same
+ * structurally-singular messages, on every rank.
+ */
+canopy_status scaling_equilibrate_reduced(const canopy_csc *A, canopy_scaling mode, canopy_matrix_kind kind,
+                                          const scaling_reduce *red, scaling *sc, canopy_err *err);
 
 /** As = Dr P A Dc (full storage, sorted, base 0). As may be allocated already with A's pattern size. */
 canopy_status scaling_apply(const canopy_csc *A, const scaling *sc, canopy_csc *As, canopy_err *err);

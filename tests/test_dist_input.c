@@ -9,7 +9,8 @@
  * mismatching descriptor, bad row layout, an entry without its mirror, an imaginary Hermitian
  * diagonal): every rank must get the same status and message; and rank 0's memory against the
  * others' with the matrix in pieces and whole; ordering=ptscotch on the graph slices built where
- * the columns live against the centralized analysis (same nnz(L) and flops, every split).
+ * the columns live against the centralized analysis (same nnz(L) and flops, every split);
+ * scaling=equilibrate on the block columns: bitwise the centralized vectors, the same messages.
  * Every rank builds the same global matrix and cuts its own piece, so nothing is exchanged.
  */
 #include "config.h"
@@ -23,6 +24,7 @@
 #include <mpi.h>
 #include "canopy.h"
 #include "common.h" /* canopy_mem_current: the library's own allocation count */
+#include "solver.h" /* s->sc: the scaling vectors, compared across inputs */
 
 static int rank, size, failures;
 
@@ -219,7 +221,8 @@ static void expect_agreed(canopy_solver *s, canopy_status st, canopy_status want
     if (rank == 0 && getenv("CANOPY_TEST_VERBOSE")) printf("  %s -> %s\n", what, msg);
 }
 
-static bool use_ptscotch; /* solvers made with ordering=ptscotch */
+static bool use_ptscotch;     /* solvers made with ordering=ptscotch */
+static bool use_equilibrate; /* solvers made with scaling=equilibrate */
 
 static bool have_ptscotch(void)
 {
@@ -237,6 +240,7 @@ static canopy_solver *make_solver(void)
     snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
     o.ordering_threads = 2; /* the same ordering on every layout */
     if (use_ptscotch) o.ordering = CANOPY_ORDER_PTSCOTCH;
+    if (use_equilibrate) o.scaling = CANOPY_SCALING_EQUILIBRATE;
     canopy_solver *s = NULL;
     canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
     if (st != CANOPY_SUCCESS) {
@@ -555,19 +559,21 @@ static void check_alloc_failures(const canopy_csc *G)
     make_piece(G, SPLIT_HALVES, 1.0, &P);
     for (int pass = 0; pass < (size > 1 ? 2 : 1); pass++) {
         const int victim = pass == 0 ? 0 : size - 1;
-        for (int call = 0; call < 7; call++) {
-            static const char *const names[7] = {"set_matrix_distributed", "update_values_distributed",
+        for (int call = 0; call < 8; call++) {
+            static const char *const names[8] = {"set_matrix_distributed", "update_values_distributed",
                                                  "solve_distributed", "refine_distributed", "analyze",
-                                                 "factorize", "analyze (PT-SCOTCH on the graph slices)"};
+                                                 "factorize", "analyze (PT-SCOTCH on the graph slices)",
+                                                 "analyze (equilibration over the ranks)"};
             if (call == 6 && !have_ptscotch()) continue;
             use_ptscotch = call == 6;
+            use_equilibrate = call == 7;
             canopy_solver *s = make_solver();
-            use_ptscotch = false;
+            use_ptscotch = use_equilibrate = false;
             if (call > 0) {
                 /* analyze and factorize (calls 4 and 5) take the distributed analysis and
                  * factorization through every allocation as well */
                 canopy_status st = canopy_set_matrix_distributed(s, &P);
-                if (st >= 0 && call != 4 && call != 6) st = canopy_analyze(s);
+                if (st >= 0 && call != 4 && call < 6) st = canopy_analyze(s);
                 if (st >= 0 && call < 4) st = canopy_factorize(s);
                 CHECK(st >= 0, "allocation failures: setup: %s", canopy_last_error(s));
             }
@@ -579,7 +585,7 @@ static void check_alloc_failures(const canopy_csc *G)
                                    : call == 1 ? canopy_update_values_distributed(s, P.values)
                                    : call == 2 ? canopy_solve_distributed(s, 1, nloc, rows, x, ld)
                                    : call == 3 ? canopy_refine_distributed(s, 1, nloc, rows, b, ld, x, ld)
-                                   : call == 4 || call == 6 ? canopy_analyze(s)
+                                   : call == 4 || call >= 6 ? canopy_analyze(s)
                                                : canopy_factorize(s);
                 /* past the last allocation when the planned failure never happened (a failure
                  * that the library absorbs, e.g. a scratch array with a fallback, is not the end) */
@@ -654,6 +660,72 @@ static void check_ptscotch_slices(const char *name, const canopy_csc *G)
     }
     canopy_destroy(&s);
     use_ptscotch = false;
+}
+
+/* ---- equilibration over the ranks ------------------------------------------------------- */
+
+/*
+ * scaling=equilibrate with the matrix in pieces runs Ruiz's iteration on the block columns (row
+ * and column maxima reduced over the ranks): rank 0 must hold bitwise the vectors of the
+ * centralized input, for every split; a column without a nonzero is named as the centralized
+ * path names it.
+ */
+static void check_equilibration(const char *name, const canopy_csc *G)
+{
+    use_equilibrate = true;
+    canopy_solver *s = make_solver();
+    const cint n = G->n;
+    double *r0 = xmalloc((size_t)n * sizeof(double)), *c0 = xmalloc((size_t)n * sizeof(double));
+    canopy_status st = canopy_set_matrix(s, rank == 0 ? G : NULL);
+    if (st >= 0) st = canopy_analyze(s);
+    CHECK(st >= 0, "%s: centralized equilibration: %s", name, canopy_last_error(s));
+    if (rank == 0 && st >= 0) {
+        CHECK(s->sc.row != NULL && s->sc.col != NULL, "%s: no equilibration vectors", name);
+        if (s->sc.row && s->sc.col) {
+            memcpy(r0, s->sc.row, (size_t)n * sizeof(double));
+            memcpy(c0, s->sc.col, (size_t)n * sizeof(double));
+        }
+    }
+    for (int mode = 0; mode < NSPLIT; mode++) {
+        canopy_dist_csc P;
+        make_piece(G, mode, 1.0, &P);
+        st = canopy_set_matrix_distributed(s, &P);
+        if (st >= 0) st = canopy_analyze(s);
+        if (st >= 0) st = canopy_factorize(s);
+        CHECK(st >= 0, "%s, %s split: distributed equilibration: %s", name, split_name[mode], canopy_last_error(s));
+        if (rank == 0 && st >= 0)
+            CHECK(s->sc.row && s->sc.col && !memcmp(r0, s->sc.row, (size_t)n * sizeof(double)) &&
+                      !memcmp(c0, s->sc.col, (size_t)n * sizeof(double)),
+                  "%s, %s split: the distributed equilibration differs from the centralized one", name, split_name[mode]);
+        free_piece(&P);
+    }
+    /* a zero column, on the rank that holds it */
+    canopy_csc Z = *G;
+    const int vsz = G->arith == CANOPY_COMPLEX ? 2 : 1;
+    double *zv = xmalloc((size_t)G->colptr[n] * vsz * sizeof(double));
+    memcpy(zv, G->values, (size_t)G->colptr[n] * vsz * sizeof(double));
+    const cint zc = n / 2;
+    for (cint p = G->colptr[zc]; p < G->colptr[zc + 1]; p++)
+        for (int c = 0; c < vsz; c++) zv[(size_t)p * vsz + c] = 0;
+    Z.values = zv;
+    if (G->kind == CANOPY_KIND_GENERAL) { /* symmetric kinds would refuse the unsymmetric zeros */
+        char want[256] = "";
+        st = canopy_set_matrix(s, rank == 0 ? &Z : NULL);
+        if (st >= 0) st = canopy_analyze(s);
+        snprintf(want, sizeof want, "%s", canopy_last_error(s));
+        CHECK(st == CANOPY_ERR_SINGULAR, "%s: centralized zero column: status %d", name, (int)st);
+        canopy_dist_csc P;
+        make_piece(&Z, SPLIT_BLOCK, 1.0, &P);
+        st = canopy_set_matrix_distributed(s, &P);
+        if (st >= 0) st = canopy_analyze(s);
+        expect_agreed(s, st, CANOPY_ERR_SINGULAR, want, "zero column under distributed equilibration");
+        free_piece(&P);
+    }
+    free(zv);
+    free(r0);
+    free(c0);
+    canopy_destroy(&s);
+    use_equilibrate = false;
 }
 
 /* ---- what only the assembly sees, and memory per rank ----------------------------------- */
@@ -859,11 +931,13 @@ int main(int argc, char **argv)
     if (read_matrix("lund_a.rsa", &A)) { /* SPD, one triangle stored */
         A.kind = CANOPY_KIND_SPD;
         check_matrix("lund_a (SPD)", &A);
+        check_equilibration("lund_a", &A);
         canopy_csc_free(&A);
     }
     if (read_matrix("utm300.rua", &A)) { /* unsymmetric */
         check_matrix("utm300 (unsymmetric)", &A);
         check_ptscotch_slices("utm300", &A);
+        check_equilibration("utm300", &A);
         canopy_csc_free(&A);
     }
     if (read_matrix("west0479.mtx", &A)) { /* unsymmetric, zero diagonals: matching */
