@@ -565,6 +565,9 @@ static void check_alloc_failures(const canopy_csc *G)
                                                  "factorize", "analyze (PT-SCOTCH on the graph slices)",
                                                  "analyze (equilibration over the ranks)"};
             if (call == 6 && !have_ptscotch()) continue;
+            /* the analysis' new paths fail in turn in the full run; a quick run (the sanitizer and
+             * MPICH passes, where each of these loops takes minutes on 2 cores) leaves them out */
+            if (call >= 6 && getenv("CANOPY_TEST_QUICK")) continue;
             use_ptscotch = call == 6;
             use_equilibrate = call == 7;
             canopy_solver *s = make_solver();

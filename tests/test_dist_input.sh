@@ -8,7 +8,8 @@ bin="${top_builddir:-.}/tests/test_dist_input"
 OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe
 tmo=""
-command -v timeout >/dev/null 2>&1 && tmo="timeout ${CANOPY_TEST_TIMEOUT:-300}"
+# 600 s: MPICH polls while it waits, and on 2 oversubscribed cores 4 ranks take about 3 minutes
+command -v timeout >/dev/null 2>&1 && tmo="timeout ${CANOPY_TEST_TIMEOUT:-600}"
 for n in 1 2 3 4; do
     $tmo $MPIEXEC -n $n "$bin"
     rc=$?
