@@ -239,3 +239,34 @@ canopy_status comm_share_alltoallv(MPI_Comm comm, const void *send, const int64_
     canopy_free(req);
     return ok ? CANOPY_SUCCESS : canopy_err_set(err, CANOPY_ERR_MPI, "exchange of the matrix entries failed");
 }
+
+canopy_status comm_share_send_bytes(MPI_Comm comm, int dest, int tag, const void *buf, int64_t bytes, canopy_err *err)
+{
+    for (int64_t off = 0; off < bytes; off += SHARE_CHUNK) {
+        int64_t c = bytes - off < SHARE_CHUNK ? bytes - off : SHARE_CHUNK;
+        if (MPI_Send((const char *)buf + off, (int)c, MPI_BYTE, dest, tag, comm) != MPI_SUCCESS)
+            return canopy_err_set(err, CANOPY_ERR_MPI, "message to rank %d failed", dest);
+    }
+    return CANOPY_SUCCESS;
+}
+
+canopy_status comm_share_recv_bytes(MPI_Comm comm, int src, int tag, void *buf, int64_t bytes, canopy_err *err)
+{
+    for (int64_t off = 0; off < bytes; off += SHARE_CHUNK) {
+        int64_t c = bytes - off < SHARE_CHUNK ? bytes - off : SHARE_CHUNK;
+        if (MPI_Recv((char *)buf + off, (int)c, MPI_BYTE, src, tag, comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return canopy_err_set(err, CANOPY_ERR_MPI, "message from rank %d failed", src);
+    }
+    return CANOPY_SUCCESS;
+}
+
+canopy_status comm_share_sum_cint(MPI_Comm comm, cint *v, int64_t count, canopy_err *err)
+{
+    MPI_Datatype ct = sizeof(cint) == 8 ? MPI_INT64_T : MPI_INT32_T;
+    for (int64_t off = 0; off < count; off += SHARE_CHUNK) {
+        int64_t c = count - off < SHARE_CHUNK ? count - off : SHARE_CHUNK;
+        if (MPI_Allreduce(MPI_IN_PLACE, v + off, (int)c, ct, MPI_SUM, comm) != MPI_SUCCESS)
+            return canopy_err_set(err, CANOPY_ERR_MPI, "sum over the ranks failed");
+    }
+    return CANOPY_SUCCESS;
+}

@@ -53,4 +53,13 @@ canopy_status comm_share_bcast_bytes(MPI_Comm comm, void *buf, int64_t bytes, ca
 canopy_status comm_share_gather(MPI_Comm comm, const void *send, int64_t send_count, void *recv,
                                 const int64_t *counts, const int64_t *displs, canopy_err *err);
 
+/**
+ * Blocking point-to-point of @p bytes bytes (64-bit count, in pieces that fit an int): the
+ * receiver must know the size (send it first). Neither side depends on MPI buffering as long as
+ * the receive is posted without waiting for the sender.
+ */
+canopy_status comm_share_send_bytes(MPI_Comm comm, int dest, int tag, const void *buf, int64_t bytes, canopy_err *err);
+canopy_status comm_share_recv_bytes(MPI_Comm comm, int src, int tag, void *buf, int64_t bytes, canopy_err *err);
+/** In place: v[i] = the sum of every rank's v[i] (64-bit count). Collective. */
+canopy_status comm_share_sum_cint(MPI_Comm comm, cint *v, int64_t count, canopy_err *err);
 #endif

@@ -194,26 +194,41 @@ out:
     return st;
 }
 
-/* The analysis; with @p cut_out, the blocks stay whole and *cut_out[k] says which ones the split
- * would cut (the caller splits with symbolic_resplit and frees the flags). */
-static canopy_status analyze(const canopy_csc *G, const cint *perm, const symbolic_opts *opts, symbolic *S,
-                             unsigned char **cut_out, canopy_err *err)
+/* Checks shared by the one-rank and the distributed analysis. */
+canopy_status symbolic_check_args(cint n, const cint *perm, const symbolic_opts *opts, cint *iperm, canopy_err *err)
 {
-    if (G == NULL || perm == NULL || opts == NULL || S == NULL)
+    if (perm == NULL || opts == NULL || iperm == NULL)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: NULL argument");
-    memset(S, 0, sizeof *S);
-    cint n = G->n;
     if (n < 1) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: matrix order %" CINT_FMT " < 1", n);
     if (opts->split_size < 0)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: split size %" CINT_FMT " < 0", opts->split_size);
+    /* check the ordering while inverting it */
+    cint bad;
+    if (!order_invert(n, perm, iperm, &bad)) {
+        cint val = bad >= 0 ? perm[bad] : 0;
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: the ordering is not a permutation of 0..%" CINT_FMT
+                              ": entry %" CINT_FMT " = %" CINT_FMT " is %s", n - 1, bad, val,
+                              val < 0 || val >= n ? "out of range" : "repeated");
+    }
+    return CANOPY_SUCCESS;
+}
 
+void symbolic_columns_free(symbolic_columns *C)
+{
+    canopy_free(C->part_fcol);
+    canopy_free(C->perm);
+    canopy_free(C->iperm);
+    canopy_free(C->cut);
+    memset(C, 0, sizeof *C);
+}
+
+canopy_status symbolic_columns_plan(cint n, const cint *perm, const cint *parent, const cint *post, const cint *cc1,
+                                    const symbolic_opts *opts, bool want_cut, symbolic_columns *C, canopy_err *err)
+{
+    memset(C, 0, sizeof *C);
+    C->n = n;
     canopy_status st = CANOPY_SUCCESS;
-    canopy_csc G1 = {0}, G3 = {0};
     size_t nn = (size_t)n + 1;
-    cint *iperm1 = canopy_alloc(nn, sizeof(cint), "analysis", err);
-    cint *parent = canopy_alloc(nn, sizeof(cint), "analysis", err);
-    cint *post = canopy_alloc(nn, sizeof(cint), "analysis", err);
-    cint *cc1 = canopy_alloc(nn, sizeof(cint), "analysis", err);
     cint *ipost = canopy_alloc(nn, sizeof(cint), "analysis", err);
     cint *pparent = canopy_alloc(nn, sizeof(cint), "analysis", err);
     cint *pcc = canopy_alloc(nn, sizeof(cint), "analysis", err);
@@ -223,33 +238,16 @@ static canopy_status analyze(const canopy_csc *G, const cint *perm, const symbol
     cint *merged = canopy_alloc(nn, sizeof(cint), "analysis", err);
     cint *order = canopy_alloc(nn, sizeof(cint), "analysis", err);
     cint *gfcol = canopy_alloc(nn + 1, sizeof(cint), "analysis", err);
-    cint *pfcol = canopy_alloc(nn + 1, sizeof(cint), "analysis", err);
-    cint *fperm = canopy_alloc(nn, sizeof(cint), "ordering", err);
-    cint *fiperm = canopy_alloc(nn, sizeof(cint), "ordering", err);
-    if (!iperm1 || !parent || !post || !cc1 || !ipost || !pparent || !pcc || !sfcol || !sparent || !col2s ||
-        !merged || !order || !gfcol || !pfcol || !fperm || !fiperm) {
+    C->part_fcol = canopy_alloc(nn + 1, sizeof(cint), "analysis", err);
+    C->perm = canopy_alloc(nn, sizeof(cint), "ordering", err);
+    C->iperm = canopy_alloc(nn, sizeof(cint), "ordering", err);
+    if (!ipost || !pparent || !pcc || !sfcol || !sparent || !col2s || !merged || !order || !gfcol || !C->part_fcol ||
+        !C->perm || !C->iperm) {
         st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         goto out;
     }
 
-    /* check the ordering while inverting it */
-    cint bad;
-    if (!order_invert(n, perm, iperm1, &bad)) {
-        cint val = bad >= 0 ? perm[bad] : 0;
-        st = canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: the ordering is not a permutation of 0..%" CINT_FMT
-                            ": entry %" CINT_FMT " = %" CINT_FMT " is %s", n - 1, bad, val,
-                            val < 0 || val >= n ? "out of range" : "repeated");
-        goto out;
-    }
-
-    /* etree, postorder and column counts in the fill-reducing numbering */
-    if ((st = symbolic_permute_graph(G, perm, iperm1, &G1, err)) != CANOPY_SUCCESS) goto out;
-    if ((st = symbolic_etree(&G1, parent, err)) != CANOPY_SUCCESS) goto out;
-    if ((st = symbolic_postorder(n, parent, post, err)) != CANOPY_SUCCESS) goto out;
-    if ((st = symbolic_colcounts(&G1, parent, post, cc1, err)) != CANOPY_SUCCESS) goto out;
-    matrix_free(&G1);
-
-    /* the same tree and counts in postorder numbering */
+    /* the tree and counts in postorder numbering */
     for (cint k = 0; k < n; k++) ipost[post[k]] = k;
     for (cint k = 0; k < n; k++) {
         cint p = parent[post[k]];
@@ -275,18 +273,19 @@ static canopy_status analyze(const canopy_csc *G, const cint *perm, const symbol
         for (cint k = 0; k < n; k++) order[k] = k;
         memcpy(gfcol, sfcol, ((size_t)ns + 1) * sizeof(cint));
     }
+    C->ngroup = ng;
     /* Splitting buys concurrency where several threads share a block, and costs BLAS efficiency
      * everywhere: with split_share > 0 only the groups whose subtree holds at least that share of
      * the factorization's flops (the top of the tree, mapped to several threads) are cut. */
     unsigned char *cut = NULL;
-    if (cut_out != NULL && opts->split_share <= 0) {
+    if (want_cut && opts->split_share <= 0) {
         cut = canopy_alloc((size_t)ng + 1, 1, "analysis", err);
         if (cut == NULL) {
             st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
             goto out;
         }
         memset(cut, 1, (size_t)ng + 1);
-    } else if ((opts->split_size > 0 || cut_out != NULL) && opts->split_share > 0) {
+    } else if ((opts->split_size > 0 || want_cut) && opts->split_share > 0) {
         double *acc = canopy_calloc(nn, sizeof(double), "analysis", err);
         cint *iorder = canopy_alloc(nn, sizeof(cint), "analysis", err);
         cut = canopy_calloc((size_t)ng + 1, 1, "analysis", err);
@@ -299,7 +298,7 @@ static canopy_status analyze(const canopy_csc *G, const cint *perm, const symbol
         }
         for (cint k = 0; k < n; k++) iorder[order[k]] = k;
         double total = 0;
-        /* final numbering is a postorder: children before parents */
+        /* final numbering is a topological order: children before parents */
         for (cint k = 0; k < n; k++) {
             double c = (double)pcc[order[k]];
             acc[k] += c * c;
@@ -311,34 +310,17 @@ static canopy_status analyze(const canopy_csc *G, const cint *perm, const symbol
         canopy_free(acc);
         canopy_free(iorder);
     }
-    cint np = symbolic_split_partition(ng, gfcol, cut_out != NULL ? 0 : opts->split_size, cut, pfcol);
-    if (cut_out != NULL) *cut_out = cut;
+    C->npart = symbolic_split_partition(ng, gfcol, want_cut ? 0 : opts->split_size, cut, C->part_fcol);
+    if (want_cut) C->cut = cut;
     else canopy_free(cut);
-    cut = NULL;
 
     /* final ordering: fill-reducing, then postorder, then the grouping */
     for (cint k = 0; k < n; k++) {
-        fperm[k] = perm[post[order[k]]];
-        fiperm[fperm[k]] = k;
-    }
-    if ((st = symbolic_permute_graph(G, fperm, fiperm, &G3, err)) != CANOPY_SUCCESS) goto out;
-    S->perm = fperm;
-    S->iperm = fiperm;
-    fperm = fiperm = NULL;
-    st = symbolic_build_blocks(&G3, np, pfcol, S, err);
-    if (st != CANOPY_SUCCESS) {
-        canopy_free(S->perm);
-        canopy_free(S->iperm);
-        S->perm = S->iperm = NULL;
+        C->perm[k] = perm[post[order[k]]];
+        C->iperm[C->perm[k]] = k;
     }
 
 out:
-    matrix_free(&G1);
-    matrix_free(&G3);
-    canopy_free(iperm1);
-    canopy_free(parent);
-    canopy_free(post);
-    canopy_free(cc1);
     canopy_free(ipost);
     canopy_free(pparent);
     canopy_free(pcc);
@@ -348,9 +330,66 @@ out:
     canopy_free(merged);
     canopy_free(order);
     canopy_free(gfcol);
-    canopy_free(pfcol);
-    canopy_free(fperm);
-    canopy_free(fiperm);
+    if (st != CANOPY_SUCCESS) symbolic_columns_free(C);
+    return st;
+}
+
+/* The analysis; with @p cut_out, the blocks stay whole and *cut_out[k] says which ones the split
+ * would cut (the caller splits with symbolic_resplit and frees the flags). */
+static canopy_status analyze(const canopy_csc *G, const cint *perm, const symbolic_opts *opts, symbolic *S,
+                             unsigned char **cut_out, canopy_err *err)
+{
+    if (G == NULL || S == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: NULL argument");
+    memset(S, 0, sizeof *S);
+    cint n = G->n;
+    if (n < 1) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "symbolic_analyze: matrix order %" CINT_FMT " < 1", n);
+    canopy_status st = CANOPY_SUCCESS;
+    canopy_csc G1 = {0}, G3 = {0};
+    symbolic_columns C = {0};
+    size_t nn = (size_t)n + 1;
+    cint *iperm1 = canopy_alloc(nn, sizeof(cint), "analysis", err);
+    cint *parent = canopy_alloc(nn, sizeof(cint), "analysis", err);
+    cint *post = canopy_alloc(nn, sizeof(cint), "analysis", err);
+    cint *cc1 = canopy_alloc(nn, sizeof(cint), "analysis", err);
+    if (!iperm1 || !parent || !post || !cc1) {
+        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        goto out;
+    }
+    if ((st = symbolic_check_args(n, perm, opts, iperm1, err)) != CANOPY_SUCCESS) goto out;
+
+    /* etree, postorder and column counts in the fill-reducing numbering */
+    if ((st = symbolic_permute_graph(G, perm, iperm1, &G1, err)) != CANOPY_SUCCESS) goto out;
+    if ((st = symbolic_etree(&G1, parent, err)) != CANOPY_SUCCESS) goto out;
+    if ((st = symbolic_postorder(n, parent, post, err)) != CANOPY_SUCCESS) goto out;
+    if ((st = symbolic_colcounts(&G1, parent, post, cc1, err)) != CANOPY_SUCCESS) goto out;
+    matrix_free(&G1);
+    canopy_free(iperm1);
+    iperm1 = NULL;
+
+    if ((st = symbolic_columns_plan(n, perm, parent, post, cc1, opts, cut_out != NULL, &C, err)) != CANOPY_SUCCESS)
+        goto out;
+    if ((st = symbolic_permute_graph(G, C.perm, C.iperm, &G3, err)) != CANOPY_SUCCESS) goto out;
+    S->perm = C.perm;
+    S->iperm = C.iperm;
+    C.perm = C.iperm = NULL;
+    st = symbolic_build_blocks(&G3, C.npart, C.part_fcol, S, err);
+    if (st != CANOPY_SUCCESS) {
+        canopy_free(S->perm);
+        canopy_free(S->iperm);
+        S->perm = S->iperm = NULL;
+    } else if (cut_out != NULL) {
+        *cut_out = C.cut;
+        C.cut = NULL;
+    }
+
+out:
+    matrix_free(&G1);
+    matrix_free(&G3);
+    symbolic_columns_free(&C);
+    canopy_free(iperm1);
+    canopy_free(parent);
+    canopy_free(post);
+    canopy_free(cc1);
     return st;
 }
 

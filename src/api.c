@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "comm/agree.h"
+#include "comm/share.h"
 #include "dist_matrix.h"
+#include "symbolic_dist.h"
 #include "matrix.h"
 #include "numa/topology.h"
 #include "options.h"
@@ -413,11 +415,8 @@ static void *split_try(void *arg)
  * kept; the default wins within 2%. When no block the split selects is wider than the smallest
  * candidate, every width gives the same cut and nothing is planned here.
  */
-static canopy_status choose_split(canopy_solver *s, const canopy_csc *G, const cint *perm, const symbolic_opts *so)
+static canopy_status choose_split_from(canopy_solver *s, symbolic Su, unsigned char *cut)
 {
-    symbolic Su;
-    unsigned char *cut = NULL;
-    if (symbolic_analyze_unsplit(G, perm, so, &Su, &cut, &s->err) != CANOPY_SUCCESS) return s->err.status;
     enum { NCAND = 3 };
     static const cint widths[NCAND] = {CANOPY_AUTO_SPLIT, CANOPY_AUTO_SPLIT / 2, 2 * CANOPY_AUTO_SPLIT};
     cint widest = 0;
@@ -458,13 +457,42 @@ static canopy_status choose_split(canopy_solver *s, const canopy_csc *G, const c
     return st;
 }
 
+/* choose_split_from with the whole blocks built here, from the graph */
+static canopy_status choose_split(canopy_solver *s, const canopy_csc *G, const cint *perm, const symbolic_opts *so)
+{
+    symbolic Su;
+    unsigned char *cut = NULL;
+    if (symbolic_analyze_unsplit(G, perm, so, &Su, &cut, &s->err) != CANOPY_SUCCESS) return s->err.status;
+    return choose_split_from(s, Su, cut);
+}
+
 /* What the analysis carries from one step to the next on rank 0. */
 typedef struct analysis_work {
     canopy_csc G;       /* adjacency graph of As + As^T */
     cint *perm, *iperm; /* the fill-reducing ordering */
     double t0, t1, t2;  /* start, graph built, ordering done */
     bool ordered;       /* ordered already (PT-SCOTCH on a distributed matrix's graph slices) */
+    /* a distributed matrix: this rank's slice of the graph (distm_graph_slice) */
+    cint *vert, *edge, nedge;
+    /* built over the ranks already (symbolic_analyze_dist): the structure, or the whole blocks
+     * and the split's flags when split=auto compares widths */
+    bool built;
+    symbolic Su;
+    unsigned char *cut;
 } analysis_work;
+
+/* The analysis' tuning; true when split=auto compares widths (choose_split). */
+static bool symbolic_setup(const canopy_solver *s, symbolic_opts *so)
+{
+    int all_threads = runtime_plan_threads(&s->rt) * plan_ranks(s);
+    *so = (symbolic_opts){.amalgamation = s->opts.amalgamation,
+                          .amalgamation_fill = s->opts.amalgamation_fill,
+                          .split_size = s->opts.split_size >= 0 ? s->opts.split_size
+                                        : all_threads > 1 ? CANOPY_AUTO_SPLIT : 0,
+                          /* auto: only where proportional mapping gives a block several threads */
+                          .split_share = s->opts.split_size >= 0 ? 0.0 : 1.0 / (2.0 * all_threads)};
+    return s->opts.split_size < 0 && all_threads > 1;
+}
 
 /* Rank 0: the factorization kind, scaling (and matching), the graph to order. */
 static canopy_status analyze_prepare(canopy_solver *s, analysis_work *w)
@@ -521,14 +549,15 @@ static canopy_status analyze_finish(canopy_solver *s, analysis_work *w)
     cint *perm = w->perm;
     double t2 = w->t2;
     if (s->err.status == CANOPY_SUCCESS) {
-        int all_threads = runtime_plan_threads(&s->rt) * plan_ranks(s);
-        symbolic_opts so = {.amalgamation = s->opts.amalgamation,
-                            .amalgamation_fill = s->opts.amalgamation_fill,
-                            .split_size = s->opts.split_size >= 0 ? s->opts.split_size
-                                          : all_threads > 1 ? CANOPY_AUTO_SPLIT : 0,
-                            /* auto: only where proportional mapping gives a block several threads */
-                            .split_share = s->opts.split_size >= 0 ? 0.0 : 1.0 / (2.0 * all_threads)};
-        if (s->opts.split_size < 0 && all_threads > 1) {
+        symbolic_opts so;
+        bool compare = symbolic_setup(s, &so);
+        if (w->built && compare) {
+            choose_split_from(s, w->Su, w->cut);
+            w->Su = (symbolic){0};
+            w->cut = NULL;
+        } else if (w->built) {
+            s->stats.split_width = so.split_size;
+        } else if (compare) {
             choose_split(s, G, perm, &so);
         } else {
             s->stats.split_width = so.split_size;
@@ -575,9 +604,9 @@ canopy_csc *api_factor_source(canopy_solver *s)
 
 /*
  * A distributed matrix on several ranks (collective): the factorization kind on every rank, the
- * scaling (src/dist_matrix.c: computed on rank 0 over the gathered matrix unless it is none) applied
- * to each rank's block columns, and the pattern gathered on rank 0 for the graph to order: the
- * ordering and the symbolic factorization run there.
+ * scaling (src/dist_matrix.c) applied to each rank's block columns, and each rank's slice of the
+ * graph of As + As^T. ordering=ptscotch dissects the slices where they are; the sequential
+ * ordering gathers the pattern on rank 0 for SCOTCH (natural and user need no graph).
  */
 static canopy_status analyze_prepare_dist(canopy_solver *s, analysis_work *w)
 {
@@ -597,39 +626,74 @@ static canopy_status analyze_prepare_dist(canopy_solver *s, analysis_work *w)
     }
     w->t1 = canopy_wtime();
     const cint n = s->A.n;
-    if (s->rank == 0) {
-        w->perm = canopy_alloc((size_t)n, sizeof(cint), "ordering", &s->err);
-        w->iperm = canopy_alloc((size_t)n, sizeof(cint), "ordering", &s->err);
-    }
+    /* every rank gets the ordering: the symbolic factorization runs on all */
+    w->perm = canopy_alloc((size_t)n, sizeof(cint), "ordering", &s->err);
+    w->iperm = canopy_alloc((size_t)n, sizeof(cint), "ordering", &s->err);
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    if (distm_graph_slice(s, api_factor_source(s), &w->vert, &w->edge, &w->nedge) < 0) return s->err.status;
     if (s->opts.ordering == CANOPY_ORDER_PTSCOTCH) {
-        /* PT-SCOTCH on the graph's slices where the columns live, before any gather */
-        cint *vert = NULL, *edge = NULL, nedge = 0;
         w->ordered = true;
-        if (distm_graph_slice(s, api_factor_source(s), &vert, &edge, &nedge) < 0) return s->err.status;
-        if (order_ptscotch_slices(s->comm, n, vert, edge, nedge, w->perm, w->iperm, &s->err) < 0) return s->err.status;
+        if (order_ptscotch_slices(s->comm, n, w->vert, w->edge, w->nedge, w->perm, w->iperm, &s->err) < 0)
+            return s->err.status;
         w->t2 = canopy_wtime();
+    } else if (s->opts.ordering == CANOPY_ORDER_SCOTCH) {
+        canopy_csc pattern = {0};
+        if (distm_gather(s, api_factor_source(s), false, &pattern) < 0) return s->err.status;
+        if (s->rank == 0) matrix_graph(&pattern, &w->G, &s->err);
+        matrix_free(&pattern);
+    } else if (s->rank == 0) {
+        /* natural or user: the order alone, an edgeless graph */
+        w->G = (canopy_csc){.n = n, .arith = CANOPY_PATTERN, .kind = CANOPY_KIND_SYMMETRIC};
+        w->G.colptr = canopy_calloc((size_t)n + 1, sizeof(cint), "ordering", &s->err);
     }
-    /* the symbolic factorization still runs on rank 0, over the gathered pattern */
-    canopy_csc pattern = {0};
-    if (distm_gather(s, api_factor_source(s), false, &pattern) < 0) return s->err.status;
-    if (s->rank == 0) matrix_graph(&pattern, &w->G, &s->err);
-    matrix_free(&pattern);
     return s->err.status;
 }
 
+/* A distributed matrix after the ordering: the symbolic factorization over the ranks, from the
+ * graph's slices (src/symbolic_dist.c); its result is on rank 0 for analyze_finish. Collective. */
+static canopy_status analyze_symbolic_dist(canopy_solver *s, analysis_work *w)
+{
+    matrix_free(&w->G); /* rank 0's whole graph, if the ordering needed one */
+    const cint n = s->A.n;
+    if (comm_agree(s->comm, &s->err) == CANOPY_SUCCESS &&
+        comm_share_bcast_bytes(s->comm, w->perm, (int64_t)n * (int64_t)sizeof(cint), &s->err) == CANOPY_SUCCESS) {
+        symbolic_opts so;
+        bool compare = symbolic_setup(s, &so);
+        symbolic_slice sl = {.n = n,
+                             .first = distm_first_col(n, s->nranks, s->rank),
+                             .nv = distm_first_col(n, s->nranks, s->rank + 1) - distm_first_col(n, s->nranks, s->rank),
+                             .vert = w->vert,
+                             .edge = w->edge};
+        symbolic_analyze_dist(s->comm, &sl, w->perm, &so, compare ? &w->Su : &s->S, compare ? &w->cut : NULL, &s->err);
+        w->built = true;
+    }
+    canopy_free(w->vert);
+    canopy_free(w->edge);
+    w->vert = w->edge = NULL;
+    return comm_agree(s->comm, &s->err);
+}
+
 /* The whole analysis: rank 0 prepares (all ranks for a distributed matrix), orders (with the
- * others for PT-SCOTCH) and finishes. */
+ * others for PT-SCOTCH) and finishes; a distributed matrix's symbolic factorization runs on all. */
 static canopy_status analyze_all(canopy_solver *s)
 {
     analysis_work w = {0};
-    if (distm_active(s)) analyze_prepare_dist(s, &w);
-    else if (s->rank == 0) analyze_prepare(s, &w);
-    analyze_order(s, &w);
+    if (distm_active(s)) {
+        analyze_prepare_dist(s, &w);
+        analyze_order(s, &w);
+        if (comm_agree(s->comm, &s->err) == CANOPY_SUCCESS) analyze_symbolic_dist(s, &w);
+    } else {
+        if (s->rank == 0) analyze_prepare(s, &w);
+        analyze_order(s, &w);
+    }
     if (s->rank == 0) analyze_finish(s, &w);
     matrix_free(&w.G);
     canopy_free(w.perm);
     canopy_free(w.iperm);
+    canopy_free(w.vert);
+    canopy_free(w.edge);
+    symbolic_free(&w.Su);
+    canopy_free(w.cut);
     return s->err.status;
 }
 

@@ -291,6 +291,71 @@ out: /* success falls through here too: S->blok_frow is set only on success */
     return err && err->status ? err->status : CANOPY_ERR_NOMEM;
 }
 
+cint symbolic_cut_bloks(const cint *col2cblk, const cint *rows, cint len, cint *frow, cint *lrow)
+{
+    cint nb = 0;
+    for (cint a = 0; a < len;) {
+        cint b = a;
+        cint fc = col2cblk[rows[a]];
+        while (b + 1 < len && rows[b + 1] == rows[b] + 1 && col2cblk[rows[b + 1]] == fc) b++;
+        frow[nb] = rows[a];
+        lrow[nb++] = rows[b];
+        a = b + 1;
+    }
+    return nb;
+}
+
+canopy_status symbolic_blocks_from_bloks(symbolic *S, cint n, cint npart, const cint *part_fcol, const cint *nblok,
+                                         const cint *frow, const cint *lrow, canopy_err *err)
+{
+    cint *perm = S->perm, *iperm = S->iperm; /* kept: the caller may have set them */
+    memset(S, 0, sizeof *S);
+    S->perm = perm;
+    S->iperm = iperm;
+    if (npart < 1 || part_fcol[0] != 0 || part_fcol[npart] != n)
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "column partition does not cover 0..%" CINT_FMT, n);
+    S->n = n;
+    S->ncblk = npart;
+    S->cblk_fcol = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_fcol", err);
+    S->cblk_fblok = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_fblok", err);
+    S->cblk_stride = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_stride", err);
+    S->cblk_parent = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_parent", err);
+    S->cblk_coef = canopy_alloc((size_t)npart + 1, sizeof(int64_t), "cblk_coef", err);
+    S->col2cblk = canopy_alloc((size_t)n + 1, sizeof(cint), "col2cblk", err);
+    blok_arrays B = {0};
+    if (!S->cblk_fcol || !S->cblk_fblok || !S->cblk_stride || !S->cblk_parent || !S->cblk_coef || !S->col2cblk)
+        goto out;
+    memcpy(S->cblk_fcol, part_fcol, ((size_t)npart + 1) * sizeof(cint));
+    for (cint k = 0; k < npart; k++)
+        for (cint j = part_fcol[k]; j < part_fcol[k + 1]; j++) S->col2cblk[j] = k;
+    blok_totals tot = {0};
+    int64_t q = 0;
+    for (cint k = 0; k < npart; k++) {
+        cint fcol = part_fcol[k], lcol = part_fcol[k + 1] - 1, w = lcol - fcol + 1;
+        S->cblk_parent[k] = nblok[k] > 0 ? S->col2cblk[frow[q]] : -1;
+        S->cblk_fblok[k] = B.count;
+        if (!blok_push(&B, fcol, lcol, k, 0, err)) goto out;
+        cint stride = w;
+        for (cint b = 0; b < nblok[k]; b++, q++) {
+            if (!blok_push(&B, frow[q], lrow[q], S->col2cblk[frow[q]], stride, err)) goto out;
+            stride += lrow[q] - frow[q] + 1;
+        }
+        if (!cblk_close(S, &B, k, w, stride, &tot, err)) goto out;
+    }
+    totals_store(S, &B, npart, &tot);
+    return CANOPY_SUCCESS;
+out:
+    canopy_free(B.frow);
+    canopy_free(B.lrow);
+    canopy_free(B.fcblk);
+    canopy_free(B.coefrow);
+    S->perm = S->iperm = NULL; /* still owned by the caller */
+    symbolic_free(S);
+    S->perm = perm;
+    S->iperm = iperm;
+    return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+}
+
 cint symbolic_split_partition(cint npart, const cint *fcol, cint split, const unsigned char *keep, cint *out)
 {
     cint q = 0;

@@ -50,7 +50,7 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
 /**
  * The same dissection of a graph that every rank holds a slice of: vertices n r / P to
  * n (r + 1) / P - 1 on rank r, @p vert (offsets from 0) and @p edge (global indices, no diagonal),
- * both taken over and freed. perm / iperm on rank 0 only. Collective; the status is agreed.
+ * borrowed (the caller frees them). perm / iperm on rank 0 only. Collective; the status is agreed.
  */
 canopy_status order_ptscotch_slices(MPI_Comm comm, cint n, cint *vert, cint *edge, cint nedge, cint *perm, cint *iperm,
                                     canopy_err *err);

@@ -156,12 +156,15 @@ canopy_status order_ptscotch(MPI_Comm comm, const canopy_csc *G, cint *perm, cin
         canopy_free(edge);
         return err->status;
     }
-    return dissect(comm, rank, nranks, n, vert, edge, nedge, perm, iperm, err);
+    dissect(comm, rank, nranks, n, vert, edge, nedge, perm, iperm, err);
+    canopy_free(vert);
+    canopy_free(edge);
+    return err->status;
 }
 
 /*
  * PT-SCOTCH's nested dissection of the distributed graph whose slice here is vert / edge
- * (vertices range_start(n, nranks, rank) on, taken over and freed), the ordering gathered on
+ * (vertices range_start(n, nranks, rank) on, borrowed), the ordering gathered on
  * rank 0 into perm / iperm. Collective; the status is agreed.
  */
 static canopy_status dissect(MPI_Comm comm, int rank, int nranks, cint n, SCOTCH_Num *vert, SCOTCH_Num *edge,
@@ -265,8 +268,6 @@ done:
     if (have_graph) SCOTCH_dgraphExit(&dgraph); /* before its context */
     if (have_ctx) SCOTCH_contextExit(&ctx);
     if (have_dg0) SCOTCH_dgraphExit(&dg0);
-    canopy_free(vert);
-    canopy_free(edge);
     return err->status;
 }
 
@@ -284,8 +285,6 @@ canopy_status order_ptscotch_slices(MPI_Comm comm, cint n, cint *vert, cint *edg
         /* nothing to dissect (as in order_ptscotch) */
         if (err->status == CANOPY_SUCCESS && rank == 0)
             for (cint k = 0; k < n; k++) perm[k] = iperm[k] = k;
-        canopy_free(vert);
-        canopy_free(edge);
         return err->status;
     }
     return dissect(comm, rank, nranks, n, vert, edge, nedge, perm, iperm, err);
@@ -309,8 +308,8 @@ canopy_status order_ptscotch_slices(MPI_Comm comm, cint n, cint *vert, cint *edg
     (void)nedge;
     (void)perm;
     (void)iperm;
-    canopy_free(vert);
-    canopy_free(edge);
+    (void)vert;
+    (void)edge;
     canopy_err_set(err, CANOPY_ERR_ARGUMENT, "ordering=ptscotch: %s", ORDER_NO_PTSCOTCH);
     return comm_agree(comm, err);
 }

@@ -112,6 +112,43 @@ canopy_status symbolic_analyze(const canopy_csc *G, const cint *perm, const symb
 canopy_status symbolic_analyze_unsplit(const canopy_csc *G, const cint *perm, const symbolic_opts *opts,
                                        symbolic *S, unsigned char **cut, canopy_err *err);
 
+/* ---- the steps the one-rank and the distributed analysis share --------------------------- */
+
+/** Arguments of an analysis of order @p n; inverts the ordering into @p iperm (n entries) and says
+ * which entry is wrong when it is not a permutation. */
+canopy_status symbolic_check_args(cint n, const cint *perm, const symbolic_opts *opts, cint *iperm, canopy_err *err);
+
+/** The columns' final order and partition: what the analysis settles from the tree and the
+ * counts alone, before the block structure. */
+typedef struct symbolic_columns {
+    cint n, npart, ngroup;
+    cint *part_fcol;     /**< [npart+1] the column blocks, final numbering */
+    cint *perm, *iperm;  /**< final ordering: perm[new] = old */
+    unsigned char *cut;  /**< [ngroup] with want_cut: the whole groups the split would cut */
+} symbolic_columns;
+
+/**
+ * From the etree @p parent, its @p post order and the column counts @p colcount of G(perm, perm):
+ * supernodes, amalgamation, the split (or, with @p want_cut, whole blocks and the flags of those
+ * the split would cut) and the final ordering. Needs no graph: O(n).
+ */
+canopy_status symbolic_columns_plan(cint n, const cint *perm, const cint *parent, const cint *post,
+                                    const cint *colcount, const symbolic_opts *opts, bool want_cut,
+                                    symbolic_columns *C, canopy_err *err);
+void symbolic_columns_free(symbolic_columns *C);
+
+/**
+ * The block structure from each cblk's off-diagonal bloks given in cblk order: cblk k has
+ * nblok[k] of them, their first and last rows in frow/lrow (one after the other over k). Fills
+ * every field of @p S but perm/iperm, as symbolic_build_blocks does from the graph.
+ */
+canopy_status symbolic_blocks_from_bloks(symbolic *S, cint n, cint npart, const cint *part_fcol, const cint *nblok,
+                                         const cint *frow, const cint *lrow, canopy_err *err);
+
+/** Cut the sorted rows rows[0..len) of the cblk ending at column @p lcol into bloks: a new blok
+ * at each gap or cblk boundary. Writes frow/lrow pairs (at most len) and returns their count. */
+cint symbolic_cut_bloks(const cint *col2cblk, const cint *rows, cint len, cint *frow, cint *lrow);
+
 /** Permute a graph symmetrically: B = G(perm, perm), sorted. */
 canopy_status symbolic_permute_graph(const canopy_csc *G, const cint *perm, const cint *iperm,
                                      canopy_csc *B, canopy_err *err);
