@@ -141,6 +141,7 @@ static bool phase_ok(canopy_solver *s, solver_phase need, const char *call, cons
 
 static void free_analysis(canopy_solver *s)
 {
+    s->symbolic_everywhere = 0;
     numeric_free(&s->F);
     if (s->have_rt) runtime_drop_plan(&s->rt);
     symbolic_free(&s->S);
@@ -415,14 +416,22 @@ static void *split_try(void *arg)
  * kept; the default wins within 2%. When no block the split selects is wider than the smallest
  * candidate, every width gives the same cut and nothing is planned here.
  */
+enum { NCAND = 3 };
+static const cint split_widths[NCAND] = {CANOPY_AUTO_SPLIT, CANOPY_AUTO_SPLIT / 2, 2 * CANOPY_AUTO_SPLIT};
+
+/* How many of the candidate widths give different cuts of the whole blocks Su. */
+static int split_candidates(const symbolic *Su, const unsigned char *cut)
+{
+    cint widest = 0;
+    for (cint k = 0; k < Su->ncblk; k++)
+        if (cut[k]) widest = CANOPY_MAX(widest, Su->cblk_fcol[k + 1] - Su->cblk_fcol[k]);
+    return widest > CANOPY_AUTO_SPLIT / 2 ? NCAND : 1;
+}
+
 static canopy_status choose_split_from(canopy_solver *s, symbolic Su, unsigned char *cut)
 {
-    enum { NCAND = 3 };
-    static const cint widths[NCAND] = {CANOPY_AUTO_SPLIT, CANOPY_AUTO_SPLIT / 2, 2 * CANOPY_AUTO_SPLIT};
-    cint widest = 0;
-    for (cint k = 0; k < Su.ncblk; k++)
-        if (cut[k]) widest = CANOPY_MAX(widest, Su.cblk_fcol[k + 1] - Su.cblk_fcol[k]);
-    int ncand = widest > CANOPY_AUTO_SPLIT / 2 ? NCAND : 1;
+    const cint *widths = split_widths;
+    int ncand = split_candidates(&Su, cut);
     split_cand c[NCAND];
     pthread_t th[NCAND];
     int started[NCAND] = {0};
@@ -455,6 +464,50 @@ static canopy_status choose_split_from(canopy_solver *s, symbolic Su, unsigned c
     symbolic_free(&Su);
     canopy_free(cut);
     return st;
+}
+
+/*
+ * choose_split over the ranks (a distributed matrix, collective): rank 0's whole blocks and flags
+ * go to every rank, each rank plans its share of the candidate widths one at a time with rank
+ * 0's cost model, the predictions are shared, and every rank cuts the blocks at the chosen
+ * width itself. No rank holds more than the whole blocks and one candidate, and the structure
+ * needs no broadcast afterwards.
+ */
+static canopy_status choose_split_ranks(canopy_solver *s, symbolic *Su, unsigned char **cut)
+{
+    if (comm_share_symbolic(s->comm, Su, s->err.status, &s->err) < 0) return s->err.status;
+    if (s->rank != 0) *cut = canopy_alloc((size_t)Su->ncblk + 1, 1, "split flags", &s->err);
+    if (s->rank == 0) runtime_cost(&s->rt, &s->opts, &s->err);
+    sched_cost_model cm = s->rt.cost;
+    if (comm_agree(s->comm, &s->err) < 0 ||
+        comm_share_bcast_bytes(s->comm, *cut, (int64_t)Su->ncblk, &s->err) != CANOPY_SUCCESS ||
+        comm_share_bcast_bytes(s->comm, &cm, (int64_t)sizeof cm, &s->err) != CANOPY_SUCCESS)
+        return comm_agree(s->comm, &s->err);
+    runtime_set_cost(&s->rt, &cm);
+    int ncand = split_candidates(Su, *cut), kept = 0;
+    double pred[NCAND] = {INFINITY, INFINITY, INFINITY};
+    for (int i = 0; ncand > 1 && i < ncand && s->err.status == CANOPY_SUCCESS; i++) {
+        if ((i + 1) % s->nranks != s->rank) continue;
+        symbolic Sc;
+        if (symbolic_resplit(Su, *cut, split_widths[i], &Sc, &s->err) != CANOPY_SUCCESS) break;
+        runtime_predict(&s->rt, &s->opts, &Sc, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), &pred[i], &s->err);
+        symbolic_free(&Sc);
+    }
+    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    MPI_Allreduce(MPI_IN_PLACE, pred, NCAND, MPI_DOUBLE, MPI_MIN, s->comm);
+    for (int i = 1; i < ncand; i++)
+        if (pred[i] < 0.98 * pred[kept]) kept = i;
+    for (int i = 0; i < ncand && ncand > 1; i++)
+        say(s, 2, "split %d: predicted factorization %.4f s", (int)split_widths[i], pred[i]);
+    if (symbolic_resplit(Su, *cut, split_widths[kept], &s->S, &s->err) == CANOPY_SUCCESS) {
+        s->stats.split_width = (int)split_widths[kept];
+        s->symbolic_everywhere = 1;
+    }
+    symbolic_free(Su);
+    canopy_free(*cut);
+    *cut = NULL;
+    if (comm_agree(s->comm, &s->err) < 0) s->symbolic_everywhere = 0;
+    return s->err.status;
 }
 
 /* choose_split_from with the whole blocks built here, from the graph */
@@ -551,12 +604,8 @@ static canopy_status analyze_finish(canopy_solver *s, analysis_work *w)
     if (s->err.status == CANOPY_SUCCESS) {
         symbolic_opts so;
         bool compare = symbolic_setup(s, &so);
-        if (w->built && compare) {
-            choose_split_from(s, w->Su, w->cut);
-            w->Su = (symbolic){0};
-            w->cut = NULL;
-        } else if (w->built) {
-            s->stats.split_width = so.split_size;
+        if (w->built) {
+            if (!compare) s->stats.split_width = so.split_size; /* else chosen over the ranks */
         } else if (compare) {
             choose_split(s, G, perm, &so);
         } else {
@@ -664,7 +713,10 @@ static canopy_status analyze_symbolic_dist(canopy_solver *s, analysis_work *w)
                              .nv = distm_first_col(n, s->nranks, s->rank + 1) - distm_first_col(n, s->nranks, s->rank),
                              .vert = w->vert,
                              .edge = w->edge};
-        symbolic_analyze_dist(s->comm, &sl, w->perm, &so, compare ? &w->Su : &s->S, compare ? &w->cut : NULL, &s->err);
+        if (symbolic_analyze_dist(s->comm, &sl, w->perm, &so, compare ? &w->Su : &s->S, compare ? &w->cut : NULL,
+                                  &s->err) == CANOPY_SUCCESS &&
+            compare)
+            choose_split_ranks(s, &w->Su, &w->cut);
         w->built = true;
     }
     canopy_free(w->vert);

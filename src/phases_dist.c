@@ -80,7 +80,8 @@ void dist_pingpong(canopy_solver *s)
 
 canopy_status dist_analyze(canopy_solver *s)
 {
-    canopy_status st = comm_share_symbolic(s->comm, &s->S, s->err.status, &s->err);
+    canopy_status st = s->symbolic_everywhere ? comm_agree(s->comm, &s->err)
+                                              : comm_share_symbolic(s->comm, &s->S, s->err.status, &s->err);
     if (st < 0) return st;
     int head[2] = {(int)s->fact, (int)s->A.arith};
     MPI_Bcast(head, 2, MPI_INT, 0, s->comm);

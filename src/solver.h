@@ -46,6 +46,7 @@ struct canopy_solver {
     canopy_arith arith;         /* of the matrix (rank 0's, shared at analysis) */
     int ranks_on_node, node_rank;
     int have_pingpong;
+    int symbolic_everywhere;    /* the analysis left S on every rank (choose_split_ranks): no broadcast */
     double predicted_bytes;     /* this rank's predicted factorization memory (analysis) */
     int64_t *comm_bytes;        /* rank 0: [nranks^2] bytes sent from i to j (last factorization) */
     int64_t *comm_msgs;

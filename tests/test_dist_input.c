@@ -302,6 +302,12 @@ static void check_matrix(const char *name, const canopy_csc *G)
         CHECK(stats.nnz == ref.nnz && stats.nnz_factor == ref.nnz_factor,
               "%s: nnz %ld, nnz(L) %ld; centralized %ld, %ld", what, (long)stats.nnz, (long)stats.nnz_factor,
               (long)ref.nnz, (long)ref.nnz_factor);
+        /* the symbolic factorization over the ranks: the same blocks, once cut at the same width
+         * (split=auto prices its widths with each solver's measured latency: a close call may go
+         * either way) */
+        CHECK(stats.flops == ref.flops && (stats.split_width != ref.split_width || stats.ncblk == ref.ncblk),
+              "%s: %ld cblks at split %d, %.6g flops; centralized %ld at %d, %.6g", what, (long)stats.ncblk,
+              stats.split_width, stats.flops, (long)ref.ncblk, ref.split_width, ref.flops);
 
         st = canopy_solve_distributed(s, NRHS, nloc, rows, x, ld);
         CHECK(st >= 0, "%s: solve_distributed: %s", what, canopy_last_error(s));
@@ -929,6 +935,13 @@ int main(int argc, char **argv)
     check_ptscotch_slices("laplacian 12x10", &L);
     check_alloc_failures(&L);
     free_triangle(&Llow);
+    {
+        /* a top separator of 144 columns: split=auto compares its widths over the ranks */
+        canopy_csc W = {0};
+        if (canopy_generate_laplacian(12, 12, 10, 7, &W) != CANOPY_SUCCESS) fail("canopy_generate_laplacian");
+        else check_matrix("laplacian 12x12x10", &W);
+        canopy_csc_free(&W);
+    }
     canopy_csc_free(&L);
     check_memory_per_rank();
 
