@@ -49,7 +49,7 @@ static void usage(FILE *f)
             "runtime options (also CANOPY_<NAME> in the environment):\n"
             "  --threads N  --bind none|core|LIST  --numa local|global|interleave\n"
             "  --scheduler static|dynamic  --comm-threads 0|1|2  --tree flat|binary|shifted\n"
-            "  --factorization auto|llt|ldlt|lu  --ordering scotch|ptscotch|natural  --scaling auto|none|equilibrate|matching\n"
+            "  --factorization auto|llt|ldlt|lu  --ordering auto|scotch|ptscotch|natural  --scaling auto|none|equilibrate|matching\n"
             "  --pivot-threshold X  --amalgamation 0|1  --amalgamation-fill X  --split auto|0|N\n"
             "  --2d-levels auto|0|N  --ordering-threads N\n"
             "  --trace FILE  --cost-cache PATH|none|fixed  --verbose 0..3\n"

@@ -101,7 +101,9 @@ typedef enum canopy_ordering {
     CANOPY_ORDER_SCOTCH = 0,      /**< nested dissection with halo minimum-degree leaves */
     CANOPY_ORDER_NATURAL = 1,
     CANOPY_ORDER_USER = 2,        /**< the permutation given by canopy_set_permutation() */
-    CANOPY_ORDER_PTSCOTCH = 3     /**< PT-SCOTCH nested dissection on all ranks (builds with PT-SCOTCH) */
+    CANOPY_ORDER_PTSCOTCH = 3,    /**< PT-SCOTCH nested dissection on all ranks (builds with PT-SCOTCH) */
+    CANOPY_ORDER_AUTO = 4         /**< the default: PTSCOTCH for a matrix given distributed on several ranks
+                                       (canopy_set_matrix_distributed, builds with PT-SCOTCH), else SCOTCH */
 } canopy_ordering;
 
 typedef enum canopy_bind { CANOPY_BIND_NONE = 0, CANOPY_BIND_CORE = 1, CANOPY_BIND_LIST = 2 } canopy_bind;

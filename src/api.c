@@ -519,6 +519,14 @@ static canopy_status choose_split(canopy_solver *s, const canopy_csc *G, const c
     return choose_split_from(s, Su, cut);
 }
 
+/* The ordering the analysis runs: auto is PT-SCOTCH for a matrix given distributed on several
+ * ranks (nobody gathers its graph) and SCOTCH otherwise (rank 0 holds the matrix anyway). */
+static canopy_ordering ordering_of(const canopy_solver *s)
+{
+    if (s->opts.ordering != CANOPY_ORDER_AUTO) return s->opts.ordering;
+    return distm_active(s) && order_have_ptscotch() ? CANOPY_ORDER_PTSCOTCH : CANOPY_ORDER_SCOTCH;
+}
+
 /* What the analysis carries from one step to the next on rank 0. */
 typedef struct analysis_work {
     canopy_csc G;       /* adjacency graph of As + As^T */
@@ -552,7 +560,7 @@ static canopy_status analyze_prepare(canopy_solver *s, analysis_work *w)
 {
     w->t0 = w->t1 = canopy_wtime();
     if (choose_factorization(s) != CANOPY_SUCCESS) return s->err.status;
-    if (s->opts.ordering == CANOPY_ORDER_USER && s->user_perm == NULL)
+    if (ordering_of(s) == CANOPY_ORDER_USER && s->user_perm == NULL)
         return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
                               "ordering=user but no permutation was given (canopy_set_permutation)");
     /* LU keeps the freedom of an unsymmetric scaling and matching even for symmetric input */
@@ -584,12 +592,12 @@ static void analyze_order(canopy_solver *s, analysis_work *w)
 {
     if (w->ordered) return; /* ordered already, on every rank (analyze_prepare_dist) */
     bool ready = s->rank == 0 && s->err.status == CANOPY_SUCCESS;
-    int pt = ready && s->opts.ordering == CANOPY_ORDER_PTSCOTCH;
+    int pt = ready && ordering_of(s) == CANOPY_ORDER_PTSCOTCH;
     if (s->nranks > 1) MPI_Bcast(&pt, 1, MPI_INT, 0, s->comm);
     if (pt)
         order_ptscotch(s->comm, s->rank == 0 ? &w->G : NULL, w->perm, w->iperm, &s->err);
     else if (ready)
-        order_compute(&w->G, s->opts.ordering, s->user_perm,
+        order_compute(&w->G, ordering_of(s), s->user_perm,
                       s->opts.ordering_threads > 0 ? s->opts.ordering_threads : runtime_plan_threads(&s->rt), w->perm,
                       w->iperm, &s->err);
     w->t2 = canopy_wtime();
@@ -661,7 +669,7 @@ static canopy_status analyze_prepare_dist(canopy_solver *s, analysis_work *w)
 {
     w->t0 = w->t1 = canopy_wtime();
     choose_factorization(s);
-    if (s->rank == 0 && s->err.status == CANOPY_SUCCESS && s->opts.ordering == CANOPY_ORDER_USER && s->user_perm == NULL)
+    if (s->rank == 0 && s->err.status == CANOPY_SUCCESS && ordering_of(s) == CANOPY_ORDER_USER && s->user_perm == NULL)
         canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "ordering=user but no permutation was given (canopy_set_permutation)");
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
     canopy_matrix_kind skind = s->fact == CANOPY_FACT_LU ? CANOPY_KIND_GENERAL : s->A.kind;
@@ -680,12 +688,12 @@ static canopy_status analyze_prepare_dist(canopy_solver *s, analysis_work *w)
     w->iperm = canopy_alloc((size_t)n, sizeof(cint), "ordering", &s->err);
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
     if (distm_graph_slice(s, api_factor_source(s), &w->vert, &w->edge, &w->nedge) < 0) return s->err.status;
-    if (s->opts.ordering == CANOPY_ORDER_PTSCOTCH) {
+    if (ordering_of(s) == CANOPY_ORDER_PTSCOTCH) {
         w->ordered = true;
         if (order_ptscotch_slices(s->comm, n, w->vert, w->edge, w->nedge, w->perm, w->iperm, &s->err) < 0)
             return s->err.status;
         w->t2 = canopy_wtime();
-    } else if (s->opts.ordering == CANOPY_ORDER_SCOTCH) {
+    } else if (ordering_of(s) == CANOPY_ORDER_SCOTCH) {
         canopy_csc pattern = {0};
         if (distm_gather(s, api_factor_source(s), false, &pattern) < 0) return s->err.status;
         if (s->rank == 0) matrix_graph(&pattern, &w->G, &s->err);

@@ -30,7 +30,7 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *o)
     o->comm_threads = 1;
     o->tree = CANOPY_TREE_SHIFTED;
     o->factorization = CANOPY_FACT_AUTO;
-    o->ordering = CANOPY_ORDER_SCOTCH;
+    o->ordering = CANOPY_ORDER_AUTO;
     o->scaling = CANOPY_SCALING_AUTO;
     o->pivot_threshold = 1.4901161193847656e-08; /* sqrt(eps), relative to ||A||_inf of the scaled matrix */
     o->amalgamation = 1;
@@ -153,7 +153,7 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
         if ((k = pick(value, "auto|llt|ldlt|lu")) < 0) BAD("auto, llt, ldlt or lu");
         o->factorization = (canopy_factorization)k;
     } else if (!strcmp(key, "ordering")) {
-        if ((k = pick(value, "scotch|natural|user|ptscotch")) < 0) BAD("scotch, natural, user or ptscotch");
+        if ((k = pick(value, "scotch|natural|user|ptscotch|auto")) < 0) BAD("scotch, natural, user, ptscotch or auto");
         if (k == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
             return set_msg(msg, len, "option ordering=%s: %s", value, ORDER_NO_PTSCOTCH);
         o->ordering = (canopy_ordering)k;
@@ -247,7 +247,7 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
                               o->ordering_threads);
     if ((unsigned)o->bind > CANOPY_BIND_LIST || (unsigned)o->numa > CANOPY_NUMA_INTERLEAVE ||
         (unsigned)o->scheduler > CANOPY_SCHED_DYNAMIC || (unsigned)o->tree > CANOPY_TREE_SHIFTED ||
-        (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_PTSCOTCH ||
+        (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_AUTO ||
         (unsigned)o->scaling > CANOPY_SCALING_MATCHING)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: an enumerated option holds an unknown value");
     if (o->ordering == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())

@@ -239,7 +239,9 @@ static canopy_solver *make_solver(void)
     o.bind = CANOPY_BIND_NONE;
     snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
     o.ordering_threads = 2; /* the same ordering on every layout */
-    if (use_ptscotch) o.ordering = CANOPY_ORDER_PTSCOTCH;
+    /* the centralized references order with SCOTCH: so does the distributed input (auto would
+     * take PT-SCOTCH for it) */
+    o.ordering = use_ptscotch ? CANOPY_ORDER_PTSCOTCH : CANOPY_ORDER_SCOTCH;
     if (use_equilibrate) o.scaling = CANOPY_SCALING_EQUILIBRATE;
     canopy_solver *s = NULL;
     canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
@@ -669,6 +671,27 @@ static void check_ptscotch_slices(const char *name, const canopy_csc *G)
     }
     canopy_destroy(&s);
     use_ptscotch = false;
+    /* the default ordering (auto) is PT-SCOTCH for a matrix in pieces on several ranks */
+    canopy_options o;
+    canopy_options_default(&o);
+    CHECK(o.ordering == CANOPY_ORDER_AUTO, "%s: the default ordering is %d, not auto", name, (int)o.ordering);
+    o.threads = 1;
+    o.bind = CANOPY_BIND_NONE;
+    o.ordering_threads = 2;
+    snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
+    s = NULL;
+    st = canopy_create(MPI_COMM_WORLD, &o, &s);
+    canopy_dist_csc P;
+    make_piece(G, 0, 1.0, &P);
+    if (st >= 0) st = canopy_set_matrix_distributed(s, &P);
+    if (st >= 0) st = canopy_analyze(s);
+    CHECK(st >= 0, "%s: default ordering on the pieces: %s", name, canopy_last_error(s));
+    canopy_get_stats(s, &S);
+    CHECK(size == 1 || (S.nnz_factor == ref.nnz_factor && S.flops == ref.flops),
+          "%s: the default ordering of the pieces gives nnz(L) %lld, flops %.6g; PT-SCOTCH %lld and %.6g", name,
+          (long long)S.nnz_factor, S.flops, (long long)ref.nnz_factor, ref.flops);
+    free_piece(&P);
+    canopy_destroy(&s);
 }
 
 /* ---- equilibration over the ranks ------------------------------------------------------- */
