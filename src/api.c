@@ -979,6 +979,28 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, con
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
     bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_refine", "canopy_factorize");
+    if (ready && distm_active(s)) {
+        /* a distributed matrix: every rank refines its own rows (rank 0 holds b and x) */
+        int64_t k = nrhs;
+        if (s->rank == 0 && rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") && rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") &&
+            nrhs > 0 && (const void *)x == b)
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_refine: x and b must be different arrays");
+        MPI_Bcast(&k, 1, MPI_INT64_T, 0, s->comm);
+        cint *all = NULL;
+        if (s->rank == 0 && s->err.status == CANOPY_SUCCESS && k > 0) {
+            all = canopy_alloc((size_t)s->A.n + 1, sizeof(cint), "refinement rows", &s->err);
+            for (cint i = 0; all && i < s->A.n; i++) all[i] = i;
+        }
+        if (comm_agree(s->comm, &s->err) == CANOPY_SUCCESS && k > 0) {
+            double t0 = canopy_wtime();
+            api_refine_dist(s, (cint)k, s->rank == 0 ? s->A.n : 0, all, b, ldb, x, ldx);
+            if (s->rank == 0) check_solution(s, "canopy_refine", (cint)k, x, ldx);
+            s->stats.time_refine = canopy_wtime() - t0;
+        }
+        canopy_free(all);
+        note_memory(s);
+        return finish(s);
+    }
     if (ready && s->rank == 0 && rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") &&
         rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") && nrhs > 0) {
         if ((const void *)x == b) {

@@ -429,8 +429,9 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
     }
     if (comm_agree(s->comm, &s->err) < 0) goto done;
 
-    if (!refine && s->nranks > 1) {
-        /* straight to the owners and back (src/solve_direct.c), once nrhs and the row count agree */
+    if ((!refine || distm_active(s)) && s->nranks > 1) {
+        /* straight to the owners and back (src/solve_direct.c), once nrhs and the row count agree;
+         * refinement of a distributed matrix on every rank over its own rows (api_refine_dist) */
         int64_t mm[3] = {nrhs, -(int64_t)nrhs, nloc}, lo[2], tot = 0;
         if (!mpi_ok(MPI_Allreduce(mm, lo, 2, MPI_INT64_T, MPI_MIN, s->comm), &s->err, "MPI_Allreduce (nrhs)") ||
             !mpi_ok(MPI_Allreduce(mm + 2, &tot, 1, MPI_INT64_T, MPI_SUM, s->comm), &s->err, "MPI_Allreduce (rows)"))
@@ -442,7 +443,13 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: the ranks give %" PRId64 " rows in all for n = %" CINT_FMT
                            " (each row must be on exactly one rank)", call, tot, n);
         if (comm_agree(s->comm, &s->err) < 0 || nrhs == 0) goto done;
-        api_solve_direct(s, n, arith, nrhs, nloc, rows, b, ldb);
+        if (refine) {
+            double t0 = canopy_wtime();
+            api_refine_dist(s, nrhs, nloc, rows, b, ldb, x, ldx);
+            s->stats.time_refine = canopy_wtime() - t0;
+        } else {
+            api_solve_direct(s, n, arith, nrhs, nloc, rows, b, ldb);
+        }
         goto done;
     }
 

@@ -52,7 +52,7 @@ cint distm_first_col(cint n, int P, int r)
     return (cint)((int64_t)n * r / P);
 }
 
-static int col_owner(cint n, int P, cint j)
+int distm_col_owner(cint n, int P, cint j)
 {
     int r = (int)((int64_t)j * P / n);
     while (r + 1 < P && distm_first_col(n, P, r + 1) <= j) r++;
@@ -100,7 +100,7 @@ static void pack_walk(const struct api_dist *d, cint n, int P, const double *v, 
         cint j = d->cols[k];
         for (cint p = d->colptr[k]; p < d->colptr[k + 1]; p++) {
             cint i = d->rowind[p];
-            int64_t q = fill[col_owner(n, P, j)]++;
+            int64_t q = fill[distm_col_owner(n, P, j)]++;
             if (spat) {
                 spat[3 * q] = i;
                 spat[3 * q + 1] = j;
@@ -108,7 +108,7 @@ static void pack_walk(const struct api_dist *d, cint n, int P, const double *v, 
             }
             for (int c = 0; c < vsz; c++) sval[q * vsz + c] = v[(size_t)p * vsz + c];
             if (!d->sym || i == j) continue;
-            q = fill[col_owner(n, P, i)]++;
+            q = fill[distm_col_owner(n, P, i)]++;
             if (spat) {
                 spat[3 * q] = j;
                 spat[3 * q + 1] = i;
@@ -151,8 +151,8 @@ static canopy_status pack_records(const canopy_dist_csc *A, int P, struct api_di
         for (cint p = A->colptr[k] - b; p < A->colptr[k + 1] - b; p++) {
             cint i = A->rowind[p] - b;
             d->rowind[p] = i;
-            d->send_counts[col_owner(n, P, j)]++;
-            if (d->sym && i != j) d->send_counts[col_owner(n, P, i)]++;
+            d->send_counts[distm_col_owner(n, P, j)]++;
+            if (d->sym && i != j) d->send_counts[distm_col_owner(n, P, i)]++;
         }
     }
     record_starts(d, P, fill);
@@ -496,7 +496,7 @@ canopy_status distm_graph_slice(canopy_solver *s, const canopy_csc *local, cint 
     if (sc && general) {
         for (cint j = c0; j < c1; j++)
             for (cint p = local->colptr[j]; p < local->colptr[j + 1]; p++)
-                if (local->rowind[p] != j) sc[col_owner(n, P, local->rowind[p])]++;
+                if (local->rowind[p] != j) sc[distm_col_owner(n, P, local->rowind[p])]++;
         for (int r = 0; r < P; r++) {
             fill[r] = nsend;
             nsend += sc[r];
@@ -507,7 +507,7 @@ canopy_status distm_graph_slice(canopy_solver *s, const canopy_csc *local, cint 
                 for (cint p = local->colptr[j]; p < local->colptr[j + 1]; p++) {
                     cint i = local->rowind[p];
                     if (i == j) continue;
-                    int64_t q = fill[col_owner(n, P, i)]++;
+                    int64_t q = fill[distm_col_owner(n, P, i)]++;
                     spair[2 * q] = i; /* column i of the transpose, */
                     spair[2 * q + 1] = j; /* row j */
                 }

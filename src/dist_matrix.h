@@ -17,6 +17,9 @@
 /** First column of rank @p r of @p P (r = P gives n). */
 cint distm_first_col(cint n, int P, int r);
 
+/** The rank whose block columns hold column @p j. */
+int distm_col_owner(cint n, int P, cint j);
+
 /** true when the solver's matrix lives in block columns over several ranks. */
 bool distm_active(const canopy_solver *s);
 

@@ -18,6 +18,8 @@
 #include "comm/pingpong.h"
 #include "comm/share.h"
 #include "dist_matrix.h"
+#include "dist_vector.h"
+#include "refine.h"
 #include "matrix.h"
 
 static const char *level_name(int level)
@@ -296,6 +298,7 @@ canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y)
 canopy_status api_apply_matrix(canopy_solver *s, cint nrhs, double alpha, const void *x, cint ldx, double beta,
                                void *y, cint ldy)
 {
+    if (s->rhalo != NULL) return distv_spmv(s, s->rhalo, nrhs, alpha, x, beta, y); /* ld = s->rnl */
     if (!distm_active(s)) {
         matrix_spmv(&s->A, nrhs, alpha, x, ldx, beta, y, ldy);
         return CANOPY_SUCCESS;
@@ -304,6 +307,62 @@ canopy_status api_apply_matrix(canopy_solver *s, cint nrhs, double alpha, const 
     comm_quiet_barrier(s->comm);
     MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
     return distm_spmv(s, nrhs, alpha, x, ldx, beta, y, ldy);
+}
+
+void api_reduce(canopy_solver *s, double *v, int count, bool max)
+{
+    if (s->rhalo == NULL) return;
+    if (max)
+        for (int i = 0; i < count; i++)
+            if (isnan(v[i])) v[i] = INFINITY; /* MPI_MAX need not propagate a NaN */
+    if (MPI_Allreduce(MPI_IN_PLACE, v, count, MPI_DOUBLE, max ? MPI_MAX : MPI_SUM, s->comm) != MPI_SUCCESS)
+        canopy_err_set(&s->err, CANOPY_ERR_MPI, "reduction over the ranks failed");
+}
+
+canopy_status api_agree(canopy_solver *s)
+{
+    return s->rhalo != NULL ? comm_agree(s->comm, &s->err) : s->err.status;
+}
+
+canopy_status api_refine_dist(canopy_solver *s, cint nrhs, cint nloc, const cint *rows, const void *b, cint ldb,
+                              void *x, cint ldx)
+{
+    const cint n = s->A.n, c0 = distm_first_col(n, s->nranks, s->rank);
+    const cint nl = distm_first_col(n, s->nranks, s->rank + 1) - c0;
+    const size_t vs = s->A.arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
+    distv_plan plan;
+    distv_halo halo;
+    if (distv_plan_build(s, nloc, rows, &plan) < 0) return s->err.status;
+    if (distv_halo_build(s, nrhs, &halo) < 0) {
+        distv_plan_free(&plan);
+        return s->err.status;
+    }
+    void *bl = canopy_alloc((size_t)nl * nrhs + 1, vs, "refinement right-hand side", &s->err);
+    void *xl = canopy_alloc((size_t)nl * nrhs + 1, vs, "refinement iterate", &s->err);
+    cint *own = canopy_alloc((size_t)nl + 1, sizeof(cint), "refinement rows", &s->err);
+    if (own)
+        for (cint i = 0; i < nl; i++) own[i] = c0 + i;
+    if (comm_agree(s->comm, &s->err) == CANOPY_SUCCESS && distv_to_blocks(s, &plan, nrhs, b, ldb, bl) == CANOPY_SUCCESS &&
+        distv_to_blocks(s, &plan, nrhs, x, ldx, xl) == CANOPY_SUCCESS) {
+        s->rhalo = &halo;
+        s->rnl = nl;
+        s->rrows = own;
+        canopy_status st = refine_run(s, nrhs, bl, nl, xl, nl);
+        s->rhalo = NULL;
+        s->rrows = NULL;
+        /* a warning (not converged) still hands back the best iterate */
+        canopy_err keep = s->err;
+        if (st >= 0 || st == CANOPY_WARN_NOT_CONVERGED) {
+            canopy_err_clear(&s->err);
+            if (distv_from_blocks(s, &plan, nrhs, xl, x, ldx) == CANOPY_SUCCESS) s->err = keep;
+        }
+    }
+    canopy_free(bl);
+    canopy_free(xl);
+    canopy_free(own);
+    distv_halo_free(&halo);
+    distv_plan_free(&plan);
+    return s->err.status;
 }
 
 void dist_serve_solves(canopy_solver *s)

@@ -51,18 +51,43 @@ bool refine_find_nonfinite(canopy_arith arith, cint n, cint nrhs, const void *v,
     return false;
 }
 
-/* The backward error of x once r holds b - A x. */
-static double backward_error_of(canopy_arith arith, cint n, double anorm, cint nrhs, const void *b, cint ldb,
-                                const void *x, cint ldx, const void *r)
+/* The length of the vectors refinement works on: n, or this rank's block rows when every rank
+ * refines its own rows (a distributed matrix: s->rhalo, src/dist_vector.h). */
+static cint vlen(const canopy_solver *s)
 {
-    double worst = 0;
-    for (cint k = 0; k < nrhs; k++) {
-        double rn = col_inf_norm(arith, n, r, (size_t)k * n);
-        double xn = col_inf_norm(arith, n, x, (size_t)k * ldx);
-        double bn = col_inf_norm(arith, n, b, (size_t)k * ldb);
-        double den = anorm * xn + bn;
-        double e = den > 0 ? rn / den : (rn > 0 ? INFINITY : 0);
-        if (!(e <= worst)) worst = e; /* NaN propagates */
+    return s != NULL && s->rhalo != NULL ? s->rnl : s->A.n;
+}
+
+/* Whether every rank got what it allocated (refining over the ranks' own rows, no rank may stop
+ * alone: the others would wait for it); one rank refining: mine. */
+static bool all_ok(canopy_solver *s, bool mine)
+{
+    if (s->rhalo == NULL) return mine;
+    if (!mine && s->err.status == CANOPY_SUCCESS) canopy_err_set(&s->err, CANOPY_ERR_NOMEM, "refinement workspace");
+    return api_agree(s) == CANOPY_SUCCESS;
+}
+
+/* The backward error of x once r holds b - A x; with @p s refining over the ranks, the norms are
+ * of the whole columns. */
+static double backward_error_of(canopy_solver *s, canopy_arith arith, cint n, double anorm, cint nrhs, const void *b,
+                                cint ldb, const void *x, cint ldx, const void *r)
+{
+    enum { CHUNK = 64 };
+    double worst = 0, m[3 * CHUNK];
+    for (cint k0 = 0; k0 < nrhs; k0 += CHUNK) {
+        int nk = (int)CANOPY_MIN((cint)CHUNK, nrhs - k0);
+        for (int t = 0; t < nk; t++) {
+            cint k = k0 + t;
+            m[3 * t] = col_inf_norm(arith, n, r, (size_t)k * n);
+            m[3 * t + 1] = col_inf_norm(arith, n, x, (size_t)k * ldx);
+            m[3 * t + 2] = col_inf_norm(arith, n, b, (size_t)k * ldb);
+        }
+        if (s != NULL && s->rhalo != NULL) api_reduce(s, m, 3 * nk, true);
+        for (int t = 0; t < nk; t++) {
+            double den = anorm * m[3 * t + 1] + m[3 * t + 2], rn = m[3 * t];
+            double e = den > 0 ? rn / den : (rn > 0 ? INFINITY : 0);
+            if (!(e <= worst)) worst = e; /* NaN propagates */
+        }
     }
     return worst;
 }
@@ -78,22 +103,22 @@ double refine_backward_error(const canopy_csc *A, double anorm, cint nrhs, const
 {
     copy_columns(A->arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double), A->n, nrhs, b, ldb, r);
     matrix_spmv(A, nrhs, -1.0, x, ldx, 1.0, r, A->n);
-    return backward_error_of(A->arith, A->n, anorm, nrhs, b, ldb, x, ldx, r);
+    return backward_error_of(NULL, A->arith, A->n, anorm, nrhs, b, ldb, x, ldx, r);
 }
 
 /* refine_backward_error with the solver's A where it lives (several ranks: api_apply_matrix). */
 static double solver_backward_error(canopy_solver *s, double anorm, cint nrhs, const void *b, cint ldb,
                                     const void *x, cint ldx, void *r)
 {
-    cint n = s->A.n;
+    cint n = vlen(s);
     copy_columns(s->A.arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double), n, nrhs, b, ldb, r);
     if (api_apply_matrix(s, nrhs, -1.0, x, ldx, 1.0, r, n) != CANOPY_SUCCESS) return INFINITY;
-    return backward_error_of(s->A.arith, n, anorm, nrhs, b, ldb, x, ldx, r);
+    return backward_error_of(s, s->A.arith, n, anorm, nrhs, b, ldb, x, ldx, r);
 }
 
 canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ldb)
 {
-    cint n = s->A.n;
+    cint n = vlen(s);
     /* one rank, no scaling: the solve works on its own permuted copy and writes b only on success */
     if (s->nranks == 1 && s->sc.row == NULL && s->sc.col == NULL && s->sc.row_perm == NULL) {
         if (numeric_solve(&s->F, nrhs, b, ldb, &s->err) != CANOPY_SUCCESS) return s->err.status;
@@ -103,12 +128,20 @@ canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ld
     size_t sz = s->A.arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
     void *tmp = canopy_alloc((size_t)n + 1, sz, "solve workspace", &s->err);
     char *y = canopy_alloc((size_t)n * (size_t)nrhs + 1, sz, "solve workspace", &s->err);
-    if (tmp == NULL || y == NULL) {
+    if (!all_ok(s, tmp != NULL && y != NULL)) {
         canopy_free(tmp);
         canopy_free(y);
         return s->err.status;
     }
     for (cint k = 0; k < nrhs; k++) memcpy(y + (size_t)k * n * sz, (char *)b + (size_t)k * ldb * sz, (size_t)n * sz);
+    if (s->rhalo != NULL) {
+        /* every rank its own rows: straight to the cblk owners and back, scaled there */
+        canopy_free(tmp);
+        if (api_solve_direct(s, s->A.n, s->A.arith, nrhs, n, s->rrows, y, n) == CANOPY_SUCCESS)
+            for (cint k = 0; k < nrhs; k++) memcpy((char *)b + (size_t)k * ldb * sz, y + (size_t)k * n * sz, (size_t)n * sz);
+        canopy_free(y);
+        return s->err.status < 0 ? s->err.status : CANOPY_SUCCESS;
+    }
     scaling_rhs(&s->sc, s->A.arith, nrhs, y, n, tmp);
     canopy_free(tmp);
     if (api_apply_solve(s, nrhs, y) == CANOPY_SUCCESS) {
@@ -121,11 +154,13 @@ canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ld
 
 /* ---- restarted right-preconditioned (flexible) GMRES on one real column ------------------ */
 
-static double dot(cint n, const double *a, const double *b)
+/* a . b over the whole vectors (the ranks' rows summed when they refine their own rows) */
+static double dot(canopy_solver *s, cint n, const double *a, const double *b)
 {
-    double s = 0;
-    for (cint i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+    double d = 0;
+    for (cint i = 0; i < n; i++) d += a[i] * b[i];
+    if (s->rhalo != NULL) api_reduce(s, &d, 1, false);
+    return d;
 }
 
 typedef struct gmres_ws {
@@ -180,13 +215,15 @@ static double gmres_column(canopy_solver *s, gmres_ws *g, double anorm, const do
 #define HH(i, j) H[(size_t)(j) * ((size_t)m + 1) + (i)]
     double berr = solver_backward_error(s, anorm, 1, b, n, x, n, g->r);
     while (*budget > 0 && berr > tol && isfinite(berr)) {
-        double beta = sqrt(dot(n, g->r, g->r));
+        double beta = sqrt(dot(s, n, g->r, g->r));
         if (!(beta > 0)) break;
-        double bn = 0, xn = 0;
+        double bx[2] = {0, 0};
         for (cint i = 0; i < n; i++) {
-            bn = fmax(bn, fabs(b[i]));
-            xn = fmax(xn, fabs(x[i]));
+            bx[0] = fmax(bx[0], fabs(b[i]));
+            bx[1] = fmax(bx[1], fabs(x[i]));
         }
+        if (s->rhalo != NULL) api_reduce(s, bx, 2, true);
+        double bn = bx[0], xn = bx[1];
         /* ||r||_inf <= ||r||_2: reaching this 2-norm target is enough for the backward error */
         double target = 0.5 * tol * (anorm * xn + bn);
         for (cint i = 0; i < n; i++) g->V[i] = g->r[i] / beta;
@@ -200,11 +237,11 @@ static double gmres_column(canopy_solver *s, gmres_ws *g, double anorm, const do
             if (api_apply_matrix(s, 1, 1.0, z, n, 0.0, vn, n) != CANOPY_SUCCESS) return berr;
             (*budget)--;
             for (cint i = 0; i <= k; i++) { /* modified Gram-Schmidt */
-                double h = dot(n, vn, g->V + (size_t)i * n);
+                double h = dot(s, n, vn, g->V + (size_t)i * n);
                 HH(i, k) = h;
                 for (cint t = 0; t < n; t++) vn[t] -= h * g->V[(size_t)i * n + t];
             }
-            double h = sqrt(dot(n, vn, vn));
+            double h = sqrt(dot(s, n, vn, vn));
             HH(k + 1, k) = h;
             if (h > 0)
                 for (cint t = 0; t < n; t++) vn[t] /= h;
@@ -245,13 +282,23 @@ static double gmres_column(canopy_solver *s, gmres_ws *g, double anorm, const do
 static double gmres_phase(canopy_solver *s, double anorm, cint nrhs, const double *b, cint ldb, double *x,
                           cint ldx, double tol, int *steps)
 {
-    cint n = s->A.n;
+    cint n = vlen(s);
     int left = s->opts.refine_max_iter - *steps;
     cint m = left < 30 ? left : 30;
     gmres_ws g;
-    if (m < 1 || !gmres_alloc(&g, n, m, &s->err)) return INFINITY;
+    if (m < 1) return INFINITY;
+    bool have = gmres_alloc(&g, n, m, &s->err);
+    if (!all_ok(s, have)) {
+        if (have) gmres_free(&g);
+        return INFINITY;
+    }
     double *xc = canopy_alloc((size_t)n + 1, sizeof(double), "GMRES iterate", &s->err);
     double *bc = canopy_alloc((size_t)n + 1, sizeof(double), "GMRES right-hand side", &s->err);
+    if (!all_ok(s, xc != NULL && bc != NULL)) {
+        canopy_free(xc);
+        canopy_free(bc);
+        xc = bc = NULL;
+    }
     double worst = 0;
     int most = 0;
     for (cint k = 0; k < nrhs && xc && bc; k++) {
@@ -273,12 +320,12 @@ static double gmres_phase(canopy_solver *s, double anorm, cint nrhs, const doubl
 
 canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, void *x, cint ldx)
 {
-    cint n = s->A.n;
+    cint n = vlen(s);
     size_t sz = s->A.arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
     size_t cols = (size_t)nrhs;
     void *r = canopy_alloc((size_t)n * cols, sz, "refinement residual", &s->err);
     void *best = canopy_alloc((size_t)n * cols, sz, "refinement iterate", &s->err);
-    if (r == NULL || best == NULL) {
+    if (!all_ok(s, r != NULL && best != NULL)) {
         canopy_free(r);
         canopy_free(best);
         return s->err.status;

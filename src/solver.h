@@ -47,6 +47,11 @@ struct canopy_solver {
     int ranks_on_node, node_rank;
     int have_pingpong;
     int symbolic_everywhere;    /* the analysis left S on every rank (choose_split_ranks): no broadcast */
+    /* refinement on every rank over its own rows (a distributed matrix, src/dist_vector.h): the
+     * product's plan, the rank's block rows (count and indices); NULL outside refine_dist */
+    struct distv_halo *rhalo;
+    cint rnl;
+    cint *rrows;
     double predicted_bytes;     /* this rank's predicted factorization memory (analysis) */
     int64_t *comm_bytes;        /* rank 0: [nranks^2] bytes sent from i to j (last factorization) */
     int64_t *comm_msgs;
@@ -101,9 +106,25 @@ canopy_status api_matrix_done(canopy_solver *s);
 canopy_status api_values_changed(canopy_solver *s);
 
 /** y = alpha A x + beta y on rank 0 (refinement): A where it lives (several ranks with a
- * distributed matrix: the others take part from dist_serve_solves). */
+ * distributed matrix: the others take part from dist_serve_solves). While every rank refines
+ * its own rows (s->rhalo), x and y are this rank's block rows (leading dimension s->rnl). */
 canopy_status api_apply_matrix(canopy_solver *s, cint nrhs, double alpha, const void *x, cint ldx, double beta,
                                void *y, cint ldy);
+
+/** v[0..count) = the maximum (@p max) or the sum over the ranks, on every rank: refinement over
+ * the ranks' own rows (s->rhalo); nothing otherwise. A NaN counts as +infinity. */
+void api_reduce(canopy_solver *s, double *v, int count, bool max);
+/** The status agreed over the ranks while they refine their own rows; s->err.status otherwise. */
+canopy_status api_agree(canopy_solver *s);
+
+/**
+ * canopy_refine / canopy_refine_distributed on a distributed matrix: the user's rows (rows[0..nloc)
+ * of b and x on this rank) move to the ranks holding those block columns, every rank refines its
+ * own rows (residuals by distv_spmv, corrections by api_solve_direct, norms and dot products
+ * reduced), and x moves back. Collective; the arguments are checked already.
+ */
+canopy_status api_refine_dist(canopy_solver *s, cint nrhs, cint nloc, const cint *rows, const void *b, cint ldb,
+                              void *x, cint ldx);
 
 /** The matrix the factorization reads: As, or A itself when a distributed matrix is not scaled. */
 canopy_csc *api_factor_source(canopy_solver *s);

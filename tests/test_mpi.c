@@ -252,6 +252,9 @@ static canopy_status set_options(canopy_options *o, const layout *L, const char 
             return st;
         }
     }
+    /* the default ordering (auto) takes PT-SCOTCH for distributed input: SCOTCH for every layout,
+     * unless the environment asks for another */
+    if (getenv("CANOPY_ORDERING") == NULL) o->ordering = CANOPY_ORDER_SCOTCH;
     return CANOPY_SUCCESS;
 }
 
