@@ -368,8 +368,10 @@ static void layout_free(rhs_layout *L)
 }
 
 /*
- * Both distributed solves: gather b (and x for refinement) to rank 0, run the centralized call,
- * scatter the result back: canopy_solve in place in b, or (@p refine) canopy_refine of x against b.
+ * Both distributed solves. On several ranks, the solve sends the rows straight to the cblk owners
+ * and back (api_solve_direct), and the refinement of a distributed matrix runs on every rank over
+ * its own rows (api_refine_dist). Otherwise (one rank, or refining a centralized matrix): gather b
+ * (and x) to rank 0, run the centralized call, scatter the result back.
  */
 static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint nloc, const cint *rows,
                                 void *b, cint ldb, void *x, cint ldx)

@@ -3,8 +3,7 @@
  * assembled matrix (internal form: base 0, sorted, full storage), rank r the columns
  * distm_first_col(r) .. distm_first_col(r + 1) - 1, as a canopy_csc of all n columns whose other
  * columns are empty. No rank ever holds the whole matrix, except where a step documented below
- * still gathers it (the matching and equilibration scalings, and the graph the ordering and the
- * symbolic factorization start from: pattern only).
+ * still gathers it (the matching scaling, and the pattern for the sequential SCOTCH ordering).
  *
  * Owns struct api_dist (the layout of the pieces the user gave, to map later values). All
  * functions are collective over s->comm and agree on their outcome.

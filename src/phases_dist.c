@@ -3,7 +3,8 @@
  * the communicator has more than one rank. Rank 0 reads, orders and analyzes; the block
  * structure, the cost model and the communication model are then shared, so that every rank
  * builds the same two-level plan and takes its share of it (sched/distribute.h). The factor is
- * distributed; the solves are driven by rank 0 (refinement included) and run on all ranks.
+ * distributed; the solves are driven by rank 0 and run on all ranks, except the refinement of a
+ * distributed matrix, which every rank runs over its own rows (api_refine_dist).
  */
 #include "solver.h"
 

@@ -4,7 +4,7 @@
  * permutation), the ranks solve, and the owners send each row of the solution straight back to
  * the rank that holds it. Rank 0 only broadcasts the scaling (n values, the same whatever nrhs).
  * The row layout is checked where the rows land: an owner that receives a row twice names both
- * senders. Refinement still runs on rank 0 (api_dist.c).
+ * senders. Refinement of a distributed matrix uses it for its corrections (api_refine_dist).
  */
 #include "solver.h"
 
