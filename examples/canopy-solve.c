@@ -8,9 +8,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct cli {
     canopy_options opts;
@@ -21,6 +25,7 @@ typedef struct cli {
     long helm[2];      /* --helmholtz NXxNY */
     int have_lap, have_helm;
     int distributed;   /* --distributed: every rank reads the input and passes its share of the columns */
+    int progress;      /* --progress on|off; -1: auto (on a terminal, without --json) */
 } cli;
 
 static void usage(FILE *f)
@@ -42,6 +47,9 @@ static void usage(FILE *f)
             "  --repeat R                factorize R times and report each\n"
             "  --json                    one JSON object per problem on stdout\n"
             "  --analyze-only            stop after the analysis (ordering, nnz(L), flops)\n"
+            "  --progress on|off         the running phase on stderr, with the share of the factorization's\n"
+            "                            predicted work done and the time left (default: on a terminal, after\n"
+            "                            2 s in a phase, and not with --json)\n"
             "  --distributed             every rank gives the solver its own part of the matrix\n"
             "                            (canopy_set_matrix_distributed) instead of rank 0 all of it: a file's\n"
             "                            share of entries (canopy_read_matrix_part), a generated matrix's\n"
@@ -54,6 +62,88 @@ static void usage(FILE *f)
             "  --2d-levels auto|0|N  --ordering-threads N\n"
             "  --trace FILE  --cost-cache PATH|none|fixed  --verbose 0..3\n"
             "  --help, --version\n");
+}
+
+/* ---- progress on a terminal ------------------------------------------------------------ */
+
+/* A thread of rank 0 that asks the solver what it is doing (canopy_get_progress) five times a
+ * second and rewrites one line of stderr; the line goes once the phase ends. */
+typedef struct progress {
+    canopy_solver *s;
+    double delay;       /* seconds a phase runs before it is shown */
+    atomic_int stop;
+    pthread_t th;
+    int started;
+} progress;
+
+static double mono_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *progress_main(void *arg)
+{
+    progress *p = arg;
+    static const char *const names[] = {"", "analyze", "factorize", "solve"};
+    canopy_phase last = CANOPY_PHASE_IDLE;
+    double since = mono_seconds(), last_done = 0;
+    int shown = 0;
+    while (!atomic_load(&p->stop)) {
+        canopy_phase ph = CANOPY_PHASE_IDLE;
+        double done = -1, now = mono_seconds();
+        canopy_get_progress(p->s, &ph, &done);
+        if (ph != last) {
+            if (shown) fprintf(stderr, "\r%79s\r", "");
+            shown = 0;
+            last = ph;
+            since = now;
+            last_done = 0;
+        }
+        if (ph == CANOPY_PHASE_FACTORIZE && done >= 0 && done + 0.01 < last_done) since = now; /* the next one */
+        if (done >= 0) last_done = done;
+        double t = now - since;
+        if (ph != CANOPY_PHASE_IDLE && ph <= CANOPY_PHASE_SOLVE && t >= p->delay) {
+            char line[160];
+            if (ph == CANOPY_PHASE_FACTORIZE && done > 0.02 && t * (1 - done) / done >= 1)
+                snprintf(line, sizeof line, "canopy-solve: factorize %3.0f%% of the predicted work, %.1f s, about %.0f s left",
+                         100 * done, t, t * (1 - done) / done);
+            else if (ph == CANOPY_PHASE_FACTORIZE && done > 0.02)
+                snprintf(line, sizeof line, "canopy-solve: factorize %3.0f%% of the predicted work, %.1f s, under 1 s left",
+                         100 * done, t);
+            else if (ph == CANOPY_PHASE_FACTORIZE && done >= 0)
+                snprintf(line, sizeof line, "canopy-solve: factorize %3.0f%% of the predicted work, %.1f s", 100 * done, t);
+            else
+                snprintf(line, sizeof line, "canopy-solve: %s, %.1f s", names[ph], t);
+            fprintf(stderr, "\r%-79s", line);
+            fflush(stderr);
+            shown = 1;
+        }
+        struct timespec nap = {0, 200000000};
+        nanosleep(&nap, NULL);
+    }
+    if (shown) fprintf(stderr, "\r%79s\r", "");
+    return NULL;
+}
+
+static void progress_start(progress *p, canopy_solver *s, const cli *c, int rank)
+{
+    memset(p, 0, sizeof *p);
+    int on = c->progress >= 0 ? c->progress : isatty(STDERR_FILENO) && !c->json;
+    if (!on || rank != 0) return;
+    p->s = s;
+    p->delay = c->progress > 0 ? 0.0 : 2.0;
+    atomic_init(&p->stop, 0);
+    p->started = pthread_create(&p->th, NULL, progress_main, p) == 0;
+}
+
+static void progress_stop(progress *p)
+{
+    if (!p->started) return;
+    atomic_store(&p->stop, 1);
+    pthread_join(p->th, NULL);
+    p->started = 0;
 }
 
 static int parse_dims(const char *s, long *d, int maxd)
@@ -97,6 +187,7 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
     c->repeat = 1;
     c->stencil = 0;
     c->kind_override = -1;
+    c->progress = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -112,6 +203,13 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
             c->analyze_only = 1;
         } else if (!strcmp(a, "--distributed")) {
             c->distributed = 1;
+        } else if (!strcmp(a, "--progress")) {
+            if (v == NULL || (strcmp(v, "on") && strcmp(v, "off"))) {
+                if (rank == 0) fprintf(stderr, "canopy-solve: --progress needs on or off\n");
+                return 2;
+            }
+            c->progress = !strcmp(v, "on");
+            i++;
         } else if (strncmp(a, "--", 2) == 0) {
             if (v == NULL) {
                 if (rank == 0) fprintf(stderr, "canopy-solve: option %s needs a value\n", a);
@@ -258,6 +356,8 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                     canopy_last_error(NULL));
         return 1;
     }
+    progress prog;
+    progress_start(&prog, s, c, rank);
     double *b = NULL, *x = NULL;
     int n = rank == 0 ? (int)A->n : 0;
     /* --distributed with a file: every rank holds a part of the entries, and products with A are
@@ -394,6 +494,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
         free(r);
         free(rs);
     }
+    progress_stop(&prog);
     int code = st < 0 ? 1 : 0;
     if (rank == 0) {
         if (st < 0) fprintf(stderr, "canopy-solve: %s: %s failed: %s (%s)\n", name, stage, canopy_strerror(st),

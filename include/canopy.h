@@ -362,6 +362,21 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *solver, canopy_int nrhs
 /** Copy the statistics out. */
 CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *solver, canopy_stats *stats);
 
+/** The phase canopy_get_progress reports. */
+typedef enum canopy_phase {
+    CANOPY_PHASE_IDLE = 0,
+    CANOPY_PHASE_ANALYZE = 1,
+    CANOPY_PHASE_FACTORIZE = 2,
+    CANOPY_PHASE_SOLVE = 3        /**< canopy_solve, canopy_refine and their distributed forms */
+} canopy_phase;
+
+/**
+ * For a progress display on another thread: the call running now on this rank (*phase) and, in a
+ * factorization, the share of this rank's predicted work done (*done in 0..1; -1 in the other
+ * phases). The one call that may run while another thread is inside a call on the same solver.
+ */
+CANOPY_EXPORT canopy_status canopy_get_progress(const canopy_solver *solver, canopy_phase *phase, double *done);
+
 /** Figures of worker @p thread (0 .. threads_per_rank - 1) after a factorization. */
 CANOPY_EXPORT canopy_status canopy_get_thread_stats(const canopy_solver *solver, int thread,
                                                     canopy_thread_stats *stats);

@@ -117,6 +117,7 @@ struct sched_worker {
     int id;
     int64_t tasks, steals;
     double busy, last_end;
+    int64_t task_work, task_reported; /* the running task's share of the progress, and what it told */
     char pad[SCHED_PAD];
 };
 
@@ -140,6 +141,9 @@ struct sched_pool {
     int nfinished, nstarted;
     int nsync;                     /* synchronization objects initialized (for cleanup) */
     sched_evcount evc;
+    /* the current run's predicted work, finished and in all (ns of the cost model), read by
+     * sched_pool_progress from any thread */
+    _Atomic int64_t progress_done, progress_total;
 };
 
 /* The worker running on this thread, to refuse a nested call that could never finish. */
@@ -301,14 +305,48 @@ static void sched_abort(sched_pool *pool, sched_run *run, int value)
     sched_evc_notify(&pool->evc);
 }
 
+/* A task's share of the progress: its predicted time (ns), or one when the graph has no costs. */
+static int64_t task_work(const sched_dag *d, int task)
+{
+    return d->cost ? (int64_t)(d->cost[task] * 1e9) + 1 : 1;
+}
+
+void sched_worker_progress(sched_worker *w, double fraction)
+{
+    if (w == NULL || !(fraction > 0)) return;
+    int64_t target = fraction >= 1 ? w->task_work : (int64_t)(fraction * (double)w->task_work);
+    if (target <= w->task_reported) return;
+    atomic_fetch_add_explicit(&w->pool->progress_done, target - w->task_reported, memory_order_relaxed);
+    w->task_reported = target;
+}
+
+void sched_pool_progress_reset(sched_pool *pool)
+{
+    if (pool == NULL) return;
+    atomic_store_explicit(&pool->progress_total, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool->progress_done, 0, memory_order_relaxed);
+}
+
+double sched_pool_progress(const sched_pool *pool)
+{
+    if (pool == NULL) return -1;
+    int64_t total = atomic_load_explicit(&pool->progress_total, memory_order_relaxed);
+    int64_t done = atomic_load_explicit(&pool->progress_done, memory_order_relaxed);
+    return total > 0 ? CANOPY_MIN(1.0, (double)done / (double)total) : -1;
+}
+
 /* Run one task and release its successors; false when the run is (or becomes) aborted. */
 static bool sched_run_task(sched_worker *w, sched_run *run, int task, int victim)
 {
     if (atomic_load_explicit(&run->abort, memory_order_acquire)) return false;
     const sched_dag *d = run->dag;
     double start = canopy_wtime();
+    w->task_work = task_work(d, task);
+    w->task_reported = 0;
     int r = run->fn(run->ctx, task, w);
     double end = canopy_wtime();
+    if (w->task_work > w->task_reported)
+        atomic_fetch_add_explicit(&run->pool->progress_done, w->task_work - w->task_reported, memory_order_relaxed);
     w->busy += end - start;
     w->tasks++;
     if (victim >= 0) w->steals++;
@@ -522,6 +560,8 @@ canopy_status sched_pool_create(int nthreads, sched_thread_init init, void *arg,
     if (distance) memcpy(pool->distance, distance, nd * sizeof *distance);
     atomic_init(&pool->evc.epoch, 0u);
     atomic_init(&pool->evc.sleepers, 0);
+    atomic_init(&pool->progress_done, 0);
+    atomic_init(&pool->progress_total, 0);
     if (sched_pool_sync_init(pool)) {
         sched_pool_teardown(pool, 0);
         return canopy_err_set(err, CANOPY_ERR_INTERNAL, "sched_pool_create: cannot create a mutex or condition");
@@ -1043,6 +1083,10 @@ canopy_status sched_go(sched_run *run, int *task_result)
             w->tasks = w->steals = 0;
             w->busy = w->last_end = 0;
         }
+        int64_t total = 0;
+        for (int i = 0; i < run->dag->ntasks; i++) total += task_work(run->dag, i);
+        atomic_store_explicit(&pool->progress_done, 0, memory_order_relaxed);
+        atomic_store_explicit(&pool->progress_total, total, memory_order_relaxed);
         run->t0 = canopy_wtime();
         sched_dispatch(pool, SCHED_JOB_RUN, run, NULL, NULL);
         pthread_mutex_unlock(&pool->call_mu);

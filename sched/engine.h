@@ -37,6 +37,13 @@ canopy_status sched_pool_create(int nthreads, sched_thread_init init, void *arg,
 /** Stop and join the workers. NULL is allowed. Not from inside a task of the pool. */
 void sched_pool_destroy(sched_pool *pool);
 int sched_pool_threads(const sched_pool *pool);
+/** The share (0..1) of the predicted work of the pool's current (or last) run that is finished;
+ * -1 before any run. Any thread may ask, also while the run goes on. */
+double sched_pool_progress(const sched_pool *pool);
+/** From inside a long task (a subtree): @p fraction (0..1) of it is done, for sched_pool_progress. */
+void sched_worker_progress(sched_worker *w, double fraction);
+/** Forget the last run's progress (sched_pool_progress gives -1 until the next run starts). */
+void sched_pool_progress_reset(sched_pool *pool);
 
 /**
  * Run fn(arg, t) once on every worker t and wait for all (first-touch allocation, per-thread setup).

@@ -503,10 +503,21 @@ done:
     return s->err.status;
 }
 
+/* solve_dist with the phase canopy_get_progress reports */
+static canopy_status solve_dist_phase(canopy_solver *s, bool refine, cint nrhs, cint nloc, const cint *rows, void *b,
+                                      cint ldb, void *x, cint ldx)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    atomic_store(&s->progress_phase, CANOPY_PHASE_SOLVE);
+    canopy_status st = solve_dist(s, refine, nrhs, nloc, rows, b, ldb, x, ldx);
+    atomic_store(&s->progress_phase, CANOPY_PHASE_IDLE);
+    return st;
+}
+
 CANOPY_EXPORT canopy_status canopy_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
                                                      const canopy_int *rows, void *b, canopy_int ldb)
 {
-    return solve_dist(s, false, nrhs, nloc, rows, b, ldb, NULL, 0);
+    return solve_dist_phase(s, false, nrhs, nloc, rows, b, ldb, NULL, 0);
 }
 
 CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
@@ -514,5 +525,5 @@ CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *s, canopy_i
                                                       void *x, canopy_int ldx)
 {
     /* b is only read: solve_dist writes x back, never b, when it refines */
-    return solve_dist(s, true, nrhs, nloc, rows, (void *)(uintptr_t)b, ldb, x, ldx);
+    return solve_dist_phase(s, true, nrhs, nloc, rows, (void *)(uintptr_t)b, ldb, x, ldx);
 }

@@ -176,6 +176,12 @@ static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W, int diag_only)
     return 0;
 }
 
+static inline double ksub_weight(const symbolic *S, cint q)
+{
+    double w = (double)(S->cblk_fcol[q + 1] - S->cblk_fcol[q]), m = (double)S->cblk_stride[q];
+    return w * m * m;
+}
+
 static int ktask(void *ctx, int task, sched_worker *wk)
 {
     kpar *pc = ctx;
@@ -208,7 +214,11 @@ static int ktask(void *ctx, int task, sched_worker *wk)
         return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), rb0, kgroup_end(S, k, rb0),
                                pc->loc->task_contrib[task], W);
     }
-    case SCHED_TASK_SUBTREE:
+    case SCHED_TASK_SUBTREE: {
+        /* progress as the subtree goes (the whole tree is one task on one thread): each cblk
+         * weighs its panel's rows squared times its width, about its flops */
+        double all = 0, done = 0;
+        for (cint q = d->first[task]; q <= k; q++) all += ksub_weight(S, q);
         for (cint q = d->first[task]; q <= k; q++) {
             if (kpar_panel(pc, q, t, W, 0) != 0) return 1;
             for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
@@ -223,8 +233,11 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 }
                 b = e;
             }
+            done += ksub_weight(S, q);
+            if (all > 0) sched_worker_progress(wk, done / all);
         }
         return 0;
+    }
     default:
         return 1;
     }

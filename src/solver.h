@@ -6,6 +6,8 @@
 #define CANOPY_SOLVER_H
 
 #include <mpi.h>
+#include <stdatomic.h>
+
 #include "common.h"
 #include "numeric.h"
 #include "runtime.h"
@@ -46,6 +48,7 @@ struct canopy_solver {
     canopy_arith arith;         /* of the matrix (rank 0's, shared at analysis) */
     int ranks_on_node, node_rank;
     int have_pingpong;
+    _Atomic int progress_phase; /* canopy_phase of the call running now (canopy_get_progress) */
     int symbolic_everywhere;    /* the analysis left S on every rank (choose_split_ranks): no broadcast */
     /* refinement on every rank over its own rows (a distributed matrix, src/dist_vector.h): the
      * product's plan, the rank's block rows (count and indices); NULL outside refine_dist */

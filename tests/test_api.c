@@ -7,6 +7,8 @@
 
 #include <complex.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -421,6 +423,69 @@ START_TEST(warning_once)
 }
 END_TEST
 
+/* canopy_get_progress from another thread while the solver works: valid phases, the
+ * factorization's share between 0 and 1 and never going back, idle once the call returned. */
+typedef struct watch {
+    canopy_solver *s;
+    atomic_int stop;
+    int bad, factorize_seen;
+    double last;
+} watch;
+
+static void *watch_main(void *arg)
+{
+    watch *w = arg;
+    while (!atomic_load(&w->stop)) {
+        canopy_phase ph;
+        double done;
+        if (canopy_get_progress(w->s, &ph, &done) != CANOPY_SUCCESS || ph < CANOPY_PHASE_IDLE || ph > CANOPY_PHASE_SOLVE)
+            w->bad++;
+        if (ph == CANOPY_PHASE_FACTORIZE) {
+            w->factorize_seen++;
+            if (done > 1 || (done < 0 && done != -1) || (done >= 0 && done + 1e-12 < w->last)) w->bad++;
+            if (done >= 0) w->last = done;
+        } else if (done != -1) {
+            w->bad++;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(progress_from_another_thread)
+{
+    canopy_options o;
+    canopy_options_default(&o);
+    o.threads = 2;
+    o.bind = CANOPY_BIND_NONE;
+    canopy_solver *s = make_solver(&o);
+    canopy_csc A = {0};
+    ck_assert_int_eq(canopy_generate_laplacian(24, 24, 24, 7, &A), CANOPY_SUCCESS);
+    canopy_phase ph;
+    double done;
+    ck_assert_int_eq(canopy_get_progress(NULL, &ph, &done), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_get_progress(s, &ph, &done), CANOPY_SUCCESS);
+    ck_assert_int_eq(ph, CANOPY_PHASE_IDLE);
+    ck_assert(done == -1);
+    watch w = {.s = s};
+    atomic_init(&w.stop, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, watch_main, &w), 0);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_factorize(s), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_get_progress(s, &ph, &done), CANOPY_SUCCESS);
+    ck_assert_int_eq(ph, CANOPY_PHASE_IDLE);
+    double *b = rhs_ones(&A, 1);
+    ck_assert_int_ge(canopy_solve(s, 1, b, A.n), CANOPY_SUCCESS);
+    atomic_store(&w.stop, 1);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(w.bad, 0);
+    free(b);
+    canopy_csc_free(&A);
+    canopy_destroy(&s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -430,6 +495,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, create_arguments);
     tcase_add_test(tc, warning_once);
+    tcase_add_test(tc, progress_from_another_thread);
     tcase_add_test(tc, phase_order);
     tcase_add_test(tc, bad_matrices);
     tcase_add_test(tc, every_kind);

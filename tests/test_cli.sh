@@ -33,6 +33,25 @@ for f in "$data"/bad_*.mtx; do
     [ -f "$f" ] && t "malformed $(basename "$f")" 1 "$bin" "$f"
 done
 # accepted-and-validated options of later releases
+t "bad --progress" 2 "$bin" --progress sometimes --laplacian 5
+
+# progress: forced on, the phase appears on stderr as a rewritten line (polled five times a second:
+# the run lasts longer than that); off by default when stderr is not a terminal, and with --json
+p=$("$bin" --progress on --laplacian 40x40x40 2>&1 >/dev/null | tr '\r' '\n')
+if printf '%s\n' "$p" | grep -q "canopy-solve: \(analyze\|factorize\|solve\)"; then
+    echo "ok: --progress on"
+else
+    echo "FAIL: --progress on shows no phases"; printf '%s\n' "$p" | head -5; fails=$((fails + 1))
+fi
+for args in "--laplacian 12x12x12" "--json --laplacian 12x12x12"; do
+    # shellcheck disable=SC2086
+    if "$bin" $args 2>&1 >/dev/null | tr '\r' '@' | grep -q '@'; then
+        echo "FAIL: progress lines without a terminal ($args)"; fails=$((fails + 1))
+    else
+        echo "ok: no progress without a terminal ($args)"
+    fi
+done
+
 t "threaded options accepted" 0 "$bin" --threads 2 --scheduler dynamic --numa global --bind 0,1 \
     --comm-threads 0 --tree binary --laplacian 6x6x6
 
