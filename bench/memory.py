@@ -27,7 +27,7 @@ def parse_args(argv):
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--ranks", default="2,4")
     p.add_argument("--no-mumps", action="store_true", help="Canopy only")
-    p.add_argument("--no-ptscotch", action="store_true", help="no ordering=ptscotch row (builds without PT-SCOTCH)")
+    p.add_argument("--no-ptscotch", action="store_true", help="no ordering=scotch row (builds without PT-SCOTCH, where distributed input orders with SCOTCH anyway)")
     p.add_argument("matrices", nargs="*")
     return p.parse_args(argv)
 
@@ -65,9 +65,11 @@ def main(argv):
     for m in mats:
         spd = "G3" in os.path.basename(m)
         for R in [int(x) for x in args.ranks.split(",")]:
+            # distributed input orders with PT-SCOTCH by default (ordering=auto) in PT-SCOTCH builds;
+            # ordering=scotch gathers the pattern on rank 0 for the sequential ordering
             confs = [("canopy", "centralized", []), ("canopy", "distributed", ["--distributed"])]
-            if not args.no_ptscotch:  # PT-SCOTCH builds: the ordering on every rank too
-                confs.append(("canopy", "distributed, ptscotch", ["--distributed", "--ordering", "ptscotch"]))
+            if not args.no_ptscotch:
+                confs.append(("canopy", "distributed, scotch", ["--distributed", "--ordering", "scotch"]))
             if not args.no_mumps:
                 confs.append(("mumps", "centralized", []))
             rows = {c[:2]: [] for c in confs}

@@ -288,7 +288,9 @@ static bool build_range(bbuild *b, cint *mark, cint *acc, cint *tmp, canopy_err 
     for (int64_t q = 0; q < b->nopen; q += 3 + b->open[q + 2]) nin++;
     int64_t *inpos = canopy_alloc((size_t)nin + 1, sizeof(int64_t), "children", err);
     cint *innext = canopy_alloc((size_t)nin + 1, sizeof(cint), "children", err);
-    if (!head || !next || !inpos || !innext) {
+    /* never NULL below, even for a range without rows */
+    bool room = cvec_reserve(&b->rows, 1, err) && cvec_reserve(&b->bfrow, 1, err) && cvec_reserve(&b->blrow, 1, err);
+    if (!head || !next || !inpos || !innext || !room) {
         canopy_free(head);
         canopy_free(next);
         canopy_free(inpos);
@@ -334,7 +336,7 @@ static bool build_range(bbuild *b, cint *mark, cint *acc, cint *tmp, canopy_err 
             break;
         }
         b->sptr[x] = b->rows.len;
-        memcpy(b->rows.v + b->rows.len, acc, (size_t)len * sizeof(cint));
+        if (len > 0) memcpy(b->rows.v + b->rows.len, acc, (size_t)len * sizeof(cint));
         b->rows.len += len;
         b->sptr[x + 1] = b->rows.len;
         cint p = len > 0 ? b->col2cblk[acc[0]] : -1;
@@ -374,7 +376,7 @@ static bool pack_open(const bbuild *b, cvec *out, canopy_err *err)
             o[0] = b->k0 + x;
             o[1] = b->parent[x];
             o[2] = (cint)len;
-            memcpy(o + 3, b->rows.v + b->sptr[x], (size_t)len * sizeof(cint));
+            if (len > 0) memcpy(o + 3, b->rows.v + b->sptr[x], (size_t)len * sizeof(cint));
             out->len += 3 + len;
         }
     return true;
