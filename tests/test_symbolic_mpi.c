@@ -8,7 +8,7 @@
  * for natural, random and SCOTCH orderings, with and without amalgamation and split, and for
  * slices cut evenly, all on the last rank (the others own nothing) and skewed. Then fault
  * injection: one allocation made to fail on one rank at each step gives the same status on every
- * rank, and nobody hangs (the script's timeout).
+ * rank, and nobody hangs (the script's timeout); the quick passes skip it on more than 4 ranks.
  */
 #include "config.h"
 
@@ -321,7 +321,10 @@ int main(int argc, char **argv)
     check_file("utm300.rua");
     check_file("gemat12.mtx");
     check_file("nos5.mtx");
-    check_faults();
+    /* the quick passes (sanitizers, MPICH, which polls while it waits) keep 8 oversubscribed
+     * ranks to the comparisons */
+    const char *quick = getenv("CANOPY_TEST_QUICK");
+    if (!(quick && *quick && strcmp(quick, "0") && size > 4)) check_faults();
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("%s on %d ranks\n", all ? "FAILED" : "passed", size);
