@@ -34,3 +34,43 @@ AC_DEFUN([AX_PTHREAD_SIMPLE], [
   PTHREAD_CFLAGS="-pthread"
   AC_SUBST([PTHREAD_CFLAGS])
 ])
+
+# CANOPY_CHECK_FORTRAN: the Fortran 2008 module (fortran/canopy.f90.in), built with the MPI
+# Fortran wrapper of the same MPI as MPICC (mpifort, mpif90; mpifort.mpich beside mpicc.mpich)
+# when it compiles a program that uses mpi_f08 and iso_c_binding. --with-fortran makes it
+# required (--with-fortran=MPIFC names the wrapper), --without-fortran leaves it out.
+AC_DEFUN([CANOPY_CHECK_FORTRAN], [
+  AC_REQUIRE([CANOPY_ENABLE_INT64])
+  AC_ARG_WITH([fortran], [AS_HELP_STRING([--with-fortran@<:@=MPIFC@:>@],
+    [build the Fortran module (default: when an MPI Fortran compiler with mpi_f08 is found)])],
+    [], [with_fortran=check])
+  canopy_have_fortran=no
+  AS_IF([test "$with_fortran" != no], [
+    canopy_mpi_suffix=`expr "x$MPICC" : 'x.*mpicc\(\.@<:@a-z@:>@*\)$'`
+    AS_CASE([$with_fortran],
+      [yes|check], [AC_CHECK_PROGS([MPIFC], [mpifort$canopy_mpi_suffix mpif90$canopy_mpi_suffix])],
+      [MPIFC=$with_fortran])
+    AS_IF([test -n "$MPIFC"], [
+      AC_MSG_CHECKING([whether $MPIFC builds a Fortran 2008 program with mpi_f08])
+      cat > conftest.f90 <<_CANOPY_EOF
+program conftest
+    use, intrinsic :: iso_c_binding
+    use mpi_f08, only: MPI_Comm
+    type(MPI_Comm) :: c
+    integer(c_int32_t) :: i
+    i = 0
+end program conftest
+_CANOPY_EOF
+      AS_IF([$MPIFC -c conftest.f90 -o conftest.$ac_objext >&AS_MESSAGE_LOG_FD 2>&1], [canopy_have_fortran=yes])
+      rm -f conftest.f90 conftest.$ac_objext
+      AC_MSG_RESULT([$canopy_have_fortran])
+    ])
+    AS_IF([test "$canopy_have_fortran" = no && test "$with_fortran" != check],
+      [AC_MSG_ERROR([--with-fortran: no MPI Fortran compiler with mpi_f08 was found (install gfortran and the MPI's Fortran bindings, name it with --with-fortran=MPIFC, or configure --without-fortran)])])
+  ])
+  AS_IF([test "$canopy_int_size" = 8], [CANOPY_FORTRAN_IK=c_int64_t], [CANOPY_FORTRAN_IK=c_int32_t])
+  AC_SUBST([MPIFC])
+  AC_SUBST([CANOPY_FORTRAN_IK])
+  AC_SUBST([CANOPY_HAVE_FORTRAN], [$canopy_have_fortran])
+  AM_CONDITIONAL([HAVE_FORTRAN], [test "$canopy_have_fortran" = yes])
+])

@@ -1,0 +1,119 @@
+/*
+ * The C side of the Fortran module (fortran/canopy.f90.in): only what ISO_C_BINDING cannot reach
+ * by itself. A Fortran communicator handle becomes an MPI_Comm (MPI_Comm_f2c), the options come
+ * as one "name=value name=value" string, the matrix as 1-based CSC arrays, the statistics by
+ * name, and messages are copied into Fortran character buffers. The other calls (analyze,
+ * factorize, solve, refine, destroy) are the C API's, bound directly.
+ */
+#include "solver.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Copy a NUL-terminated message into a Fortran buffer of @p len characters, blank-padded. */
+static void to_fortran(const char *msg, char *buf, int len)
+{
+    if (buf == NULL || len <= 0) return;
+    size_t m = msg ? strlen(msg) : 0;
+    if (m > (size_t)len) m = (size_t)len;
+    if (m) memcpy(buf, msg, m);
+    memset(buf + m, ' ', (size_t)len - m);
+}
+
+CANOPY_EXPORT canopy_status canopy_f_create(MPI_Fint comm, const char *options, canopy_solver **s, char *msg, int msglen);
+CANOPY_EXPORT canopy_status canopy_f_create(MPI_Fint comm, const char *options, canopy_solver **s, char *msg, int msglen)
+{
+    char text[512] = "";
+    canopy_options o;
+    canopy_options_default(&o);
+    canopy_status st = canopy_options_from_env(&o, text, sizeof text);
+    /* name=value pairs separated by blanks, commas or semicolons */
+    for (const char *p = options ? options : ""; st == CANOPY_SUCCESS && *p;) {
+        while (*p && (isspace((unsigned char)*p) || *p == ',' || *p == ';')) p++;
+        const char *q = p;
+        while (*q && !isspace((unsigned char)*q) && *q != ',' && *q != ';') q++;
+        if (q > p) {
+            char pair[256], *eq;
+            size_t len = (size_t)(q - p);
+            if (len >= sizeof pair || (memcpy(pair, p, len), pair[len] = '\0', (eq = strchr(pair, '=')) == NULL)) {
+                snprintf(text, sizeof text, "canopy_create: option \"%.*s\" is not name=value", (int)(len > 200 ? 200 : len), p);
+                st = CANOPY_ERR_ARGUMENT;
+                break;
+            }
+            *eq = '\0';
+            st = canopy_options_set(&o, pair, eq + 1, text, sizeof text);
+        }
+        p = q;
+    }
+    if (st != CANOPY_SUCCESS) {
+        /* the same string on every rank: every rank refuses it alike, before any collective */
+        if (s) *s = NULL;
+        to_fortran(text, msg, msglen);
+        return st;
+    }
+    st = canopy_create(MPI_Comm_f2c(comm), &o, s);
+    to_fortran(st < 0 ? canopy_last_error(NULL) : "", msg, msglen);
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_f_set_matrix(canopy_solver *s, canopy_int n, canopy_int *colptr, canopy_int *rowind,
+                                                void *values, int arith, int kind, int triangle);
+CANOPY_EXPORT canopy_status canopy_f_set_matrix(canopy_solver *s, canopy_int n, canopy_int *colptr, canopy_int *rowind,
+                                                void *values, int arith, int kind, int triangle)
+{
+    if (colptr == NULL) return canopy_set_matrix(s, NULL); /* another rank gives it */
+    canopy_csc A = {.n = n, .colptr = colptr, .rowind = rowind, .values = values, .base = 1,
+                    .arith = (canopy_arith)arith, .kind = (canopy_matrix_kind)kind, .triangle = (canopy_triangle)triangle};
+    return canopy_set_matrix(s, &A);
+}
+
+CANOPY_EXPORT void canopy_f_error(const canopy_solver *s, char *buf, int len);
+CANOPY_EXPORT void canopy_f_error(const canopy_solver *s, char *buf, int len)
+{
+    to_fortran(canopy_last_error(s), buf, len);
+}
+
+/* The statistics a Fortran code asks for by name (the JSON names of canopy-solve). */
+CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name);
+CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
+{
+    canopy_stats st;
+    if (s == NULL || name == NULL || canopy_get_stats(s, &st) != CANOPY_SUCCESS) return -1;
+    static const struct {
+        const char *name;
+        int is_int;
+        size_t off;
+    } table[] = {
+        {"n", 1, offsetof(canopy_stats, n)},
+        {"nnz", 1, offsetof(canopy_stats, nnz)},
+        {"nnz_factor", 1, offsetof(canopy_stats, nnz_factor)},
+        {"flops", 0, offsetof(canopy_stats, flops)},
+        {"time_analyze", 0, offsetof(canopy_stats, time_analyze)},
+        {"time_factorize", 0, offsetof(canopy_stats, time_factorize)},
+        {"time_solve", 0, offsetof(canopy_stats, time_solve)},
+        {"time_refine", 0, offsetof(canopy_stats, time_refine)},
+        {"gflops_factorize", 0, offsetof(canopy_stats, gflops_factorize)},
+        {"backward_error", 0, offsetof(canopy_stats, backward_error)},
+        {"perturbed_pivots", 1, offsetof(canopy_stats, perturbed_pivots)},
+        {"peak_memory_rank0", 0, offsetof(canopy_stats, peak_memory_rank0)},
+        {"peak_memory_rank_mean", 0, offsetof(canopy_stats, peak_memory_rank_mean)},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(name, table[i].name)) {
+            const char *p = (const char *)&st + table[i].off;
+            if (table[i].is_int) {
+                int64_t v;
+                memcpy(&v, p, sizeof v);
+                return (double)v;
+            }
+            double v;
+            memcpy(&v, p, sizeof v);
+            return v;
+        }
+    if (!strcmp(name, "refinement_steps")) return (double)st.refinement_steps;
+    if (!strcmp(name, "ranks")) return (double)st.ranks;
+    if (!strcmp(name, "threads_per_rank")) return (double)st.threads_per_rank;
+    return -1;
+}

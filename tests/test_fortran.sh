@@ -1,0 +1,29 @@
+#!/bin/sh
+# The Fortran module: install into a scratch DESTDIR, build fortran/example.f90 against the
+# INSTALLED module and library with the README's line (MPIFC app.f90 $(pkg-config --cflags --libs
+# canopy-fortran)), run it on 1 and 2 ranks: it checks its own solution; then
+# tests/test_fortran_api.f90 (complex LU, 2-D right-hand sides, errors and messages) likewise. Skipped (77) in a build
+# without Fortran (configure --without-fortran, or no MPI Fortran compiler with mpi_f08).
+[ "$HAVE_FORTRAN" = yes ] || { echo "built without the Fortran module: skipped"; exit 77; }
+set -e
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+${MAKE:-make} -s -C "${top_builddir:-.}" install DESTDIR="$tmp" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
+prefix=$(sed -n 's/^prefix=//p' "${top_builddir:-.}/canopy.pc")
+root="$tmp$prefix"
+pcdir=$(dirname "$(find "$root" -name canopy-fortran.pc | head -n 1)")
+[ -n "$pcdir" ] || { echo "canopy-fortran.pc was not installed"; exit 1; }
+flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$root" --cflags --libs canopy-fortran)
+echo "pkg-config canopy-fortran: $flags"
+libdir=$(PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$root" --variable=libdir canopy-fortran)
+OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe
+# shellcheck disable=SC2086
+$MPIFC -o "$tmp/example" "${top_srcdir:-.}/fortran/example.f90" $flags -Wl,-rpath,"$libdir"
+"$tmp/example"
+${MPIEXEC:-mpiexec} -n 2 "$tmp/example"
+# shellcheck disable=SC2086
+$MPIFC -o "$tmp/api" "${top_srcdir:-.}/tests/test_fortran_api.f90" $flags -Wl,-rpath,"$libdir"
+"$tmp/api"
+${MPIEXEC:-mpiexec} -n 2 "$tmp/api"
+echo "the installed Fortran module, library and pkg-config file work"
