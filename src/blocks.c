@@ -143,6 +143,20 @@ static bool cblk_close(symbolic *S, const blok_arrays *B, cint k, cint w, cint s
     return true;
 }
 
+/* A failed build: free what it made, leave the caller's perm/iperm in S. */
+static canopy_status blocks_fail(symbolic *S, blok_arrays *B, cint *perm, cint *iperm, canopy_err *err)
+{
+    canopy_free(B->frow);
+    canopy_free(B->lrow);
+    canopy_free(B->fcblk);
+    canopy_free(B->coefrow);
+    S->perm = S->iperm = NULL; /* still owned by the caller */
+    symbolic_free(S);
+    S->perm = perm;
+    S->iperm = iperm;
+    return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+}
+
 /* All @p ncblk cblks are closed: hand the bloks and the totals to S. */
 static void totals_store(symbolic *S, const blok_arrays *B, cint ncblk, const blok_totals *t)
 {
@@ -161,20 +175,24 @@ static void totals_store(symbolic *S, const blok_arrays *B, cint ncblk, const bl
     S->max_width = t->max_width;
 }
 
-canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint *part_fcol,
-                                    symbolic *S, canopy_err *err)
+/* S emptied but for the caller's perm/iperm, the partition checked, and the cblk arrays and
+ * col2cblk allocated and filled from it; false (err set) when the partition is bad or memory
+ * runs out (blocks_fail cleans up). */
+static bool blocks_start(symbolic *S, cint n, cint npart, const cint *part_fcol, canopy_err *err)
 {
-    cint n = G->n;
     cint *perm = S->perm, *iperm = S->iperm; /* kept: the caller may have set them */
     memset(S, 0, sizeof *S);
     S->perm = perm;
     S->iperm = iperm;
-    if (npart < 1 || part_fcol[0] != 0 || part_fcol[npart] != n)
-        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "column partition does not cover 0..%" CINT_FMT, n);
+    if (npart < 1 || part_fcol[0] != 0 || part_fcol[npart] != n) {
+        canopy_err_set(err, CANOPY_ERR_INTERNAL, "column partition does not cover 0..%" CINT_FMT, n);
+        return false;
+    }
     for (cint k = 0; k < npart; k++)
-        if (part_fcol[k + 1] <= part_fcol[k])
-            return canopy_err_set(err, CANOPY_ERR_INTERNAL, "empty column block %" CINT_FMT " in partition", k);
-
+        if (part_fcol[k + 1] <= part_fcol[k]) {
+            canopy_err_set(err, CANOPY_ERR_INTERNAL, "empty column block %" CINT_FMT " in partition", k);
+            return false;
+        }
     S->n = n;
     S->ncblk = npart;
     S->cblk_fcol = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_fcol", err);
@@ -183,6 +201,21 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
     S->cblk_parent = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_parent", err);
     S->cblk_coef = canopy_alloc((size_t)npart + 1, sizeof(int64_t), "cblk_coef", err);
     S->col2cblk = canopy_alloc((size_t)n + 1, sizeof(cint), "col2cblk", err);
+    if (!S->cblk_fcol || !S->cblk_fblok || !S->cblk_stride || !S->cblk_parent || !S->cblk_coef || !S->col2cblk)
+        return false;
+    memcpy(S->cblk_fcol, part_fcol, ((size_t)npart + 1) * sizeof(cint));
+    for (cint k = 0; k < npart; k++)
+        for (cint j = part_fcol[k]; j < part_fcol[k + 1]; j++) S->col2cblk[j] = k;
+    return true;
+}
+
+canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint *part_fcol,
+                                    symbolic *S, canopy_err *err)
+{
+    cint n = G->n;
+    cint *perm = S->perm, *iperm = S->iperm;
+    blok_arrays B = {0};
+    if (!blocks_start(S, n, npart, part_fcol, err)) return blocks_fail(S, &B, perm, iperm, err);
     /* per cblk row structure (rows past the cblk), kept until the parent has merged it */
     int64_t *sptr = canopy_alloc((size_t)npart + 1, sizeof(int64_t), "structure pointers", err);
     cint *child_head = canopy_alloc((size_t)npart + 1, sizeof(cint), "children", err);
@@ -192,14 +225,8 @@ canopy_status symbolic_build_blocks(const canopy_csc *G, cint npart, const cint 
     cint *tmp = canopy_alloc((size_t)n + 1, sizeof(cint), "merge buffer", err);
     size_t rows_cap = (size_t)matrix_nnz(G) + (size_t)n + 16;
     cint *rows = canopy_alloc(rows_cap, sizeof(cint), "cblk structures", err);
-    blok_arrays B = {0};
-    if (!S->cblk_fcol || !S->cblk_fblok || !S->cblk_stride || !S->cblk_parent || !S->cblk_coef ||
-        !S->col2cblk || !sptr || !child_head || !child_next || !mark || !acc || !tmp || !rows)
-        goto out;
+    if (!sptr || !child_head || !child_next || !mark || !acc || !tmp || !rows) goto out;
 
-    memcpy(S->cblk_fcol, part_fcol, ((size_t)npart + 1) * sizeof(cint));
-    for (cint k = 0; k < npart; k++)
-        for (cint j = part_fcol[k]; j < part_fcol[k + 1]; j++) S->col2cblk[j] = k;
     for (cint k = 0; k < npart; k++) child_head[k] = -1;
     for (cint i = 0; i < n; i++) mark[i] = -1;
 
@@ -280,15 +307,7 @@ out: /* success falls through here too: S->blok_frow is set only on success */
     canopy_free(tmp);
     canopy_free(rows);
     if (S->blok_frow != NULL) return CANOPY_SUCCESS;
-    canopy_free(B.frow);
-    canopy_free(B.lrow);
-    canopy_free(B.fcblk);
-    canopy_free(B.coefrow);
-    S->perm = S->iperm = NULL; /* still owned by the caller */
-    symbolic_free(S);
-    S->perm = perm;
-    S->iperm = iperm;
-    return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    return blocks_fail(S, &B, perm, iperm, err);
 }
 
 cint symbolic_cut_bloks(const cint *col2cblk, const cint *rows, cint len, cint *frow, cint *lrow)
@@ -308,26 +327,9 @@ cint symbolic_cut_bloks(const cint *col2cblk, const cint *rows, cint len, cint *
 canopy_status symbolic_blocks_from_bloks(symbolic *S, cint n, cint npart, const cint *part_fcol, const cint *nblok,
                                          const cint *frow, const cint *lrow, canopy_err *err)
 {
-    cint *perm = S->perm, *iperm = S->iperm; /* kept: the caller may have set them */
-    memset(S, 0, sizeof *S);
-    S->perm = perm;
-    S->iperm = iperm;
-    if (npart < 1 || part_fcol[0] != 0 || part_fcol[npart] != n)
-        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "column partition does not cover 0..%" CINT_FMT, n);
-    S->n = n;
-    S->ncblk = npart;
-    S->cblk_fcol = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_fcol", err);
-    S->cblk_fblok = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_fblok", err);
-    S->cblk_stride = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_stride", err);
-    S->cblk_parent = canopy_alloc((size_t)npart + 1, sizeof(cint), "cblk_parent", err);
-    S->cblk_coef = canopy_alloc((size_t)npart + 1, sizeof(int64_t), "cblk_coef", err);
-    S->col2cblk = canopy_alloc((size_t)n + 1, sizeof(cint), "col2cblk", err);
+    cint *perm = S->perm, *iperm = S->iperm;
     blok_arrays B = {0};
-    if (!S->cblk_fcol || !S->cblk_fblok || !S->cblk_stride || !S->cblk_parent || !S->cblk_coef || !S->col2cblk)
-        goto out;
-    memcpy(S->cblk_fcol, part_fcol, ((size_t)npart + 1) * sizeof(cint));
-    for (cint k = 0; k < npart; k++)
-        for (cint j = part_fcol[k]; j < part_fcol[k + 1]; j++) S->col2cblk[j] = k;
+    if (!blocks_start(S, n, npart, part_fcol, err)) goto out;
     blok_totals tot = {0};
     int64_t q = 0;
     for (cint k = 0; k < npart; k++) {
@@ -345,15 +347,7 @@ canopy_status symbolic_blocks_from_bloks(symbolic *S, cint n, cint npart, const 
     totals_store(S, &B, npart, &tot);
     return CANOPY_SUCCESS;
 out:
-    canopy_free(B.frow);
-    canopy_free(B.lrow);
-    canopy_free(B.fcblk);
-    canopy_free(B.coefrow);
-    S->perm = S->iperm = NULL; /* still owned by the caller */
-    symbolic_free(S);
-    S->perm = perm;
-    S->iperm = iperm;
-    return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    return blocks_fail(S, &B, perm, iperm, err);
 }
 
 cint symbolic_split_partition(cint npart, const cint *fcol, cint split, const unsigned char *keep, cint *out)

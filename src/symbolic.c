@@ -78,6 +78,27 @@ canopy_status symbolic_postorder(cint n, const cint *parent, cint *post, canopy_
     return CANOPY_SUCCESS;
 }
 
+void symbolic_colcount_entry(cint i, cint j, const cint *first, cint *maxfirst, cint *prevleaf, cint *anc,
+                             cint *delta)
+{
+    /* j is a leaf of row subtree i only if no descendant of j was already seen as a leaf of it */
+    if (first[j] <= maxfirst[i]) return;
+    maxfirst[i] = first[j];
+    cint jprev = prevleaf[i];
+    prevleaf[i] = j;
+    delta[j]++;
+    if (jprev != -1) {
+        /* q = lca(jprev, j): the root of jprev's set */
+        cint q = jprev;
+        while (q != anc[q]) q = anc[q];
+        for (cint s = jprev, sp; s != q; s = sp) {
+            sp = anc[s];
+            anc[s] = q;
+        }
+        delta[q]--;
+    }
+}
+
 canopy_status symbolic_colcounts(const canopy_csc *G, const cint *parent, const cint *post,
                                  cint *colcount, canopy_err *err)
 {
@@ -109,26 +130,8 @@ canopy_status symbolic_colcounts(const canopy_csc *G, const cint *parent, const 
     for (cint k = 0; k < n; k++) {
         cint j = post[k];
         if (parent[j] != -1) delta[parent[j]]--;
-        for (cint p = G->colptr[j]; p < G->colptr[j + 1]; p++) {
-            cint i = G->rowind[p];
-            /* j is a leaf of row subtree i only if A(i,j) is below the diagonal and no
-             * descendant of j was already seen as a leaf of it */
-            if (i <= j || first[j] <= maxfirst[i]) continue;
-            maxfirst[i] = first[j];
-            cint jprev = prevleaf[i];
-            prevleaf[i] = j;
-            delta[j]++;
-            if (jprev != -1) {
-                /* q = lca(jprev, j): the root of jprev's set */
-                cint q = jprev;
-                while (q != anc[q]) q = anc[q];
-                for (cint s = jprev, sp; s != q; s = sp) {
-                    sp = anc[s];
-                    anc[s] = q;
-                }
-                delta[q]--;
-            }
-        }
+        for (cint p = G->colptr[j]; p < G->colptr[j + 1]; p++)
+            if (G->rowind[p] > j) symbolic_colcount_entry(G->rowind[p], j, first, maxfirst, prevleaf, anc, delta);
         if (parent[j] != -1) anc[j] = parent[j];
     }
     canopy_free(w);

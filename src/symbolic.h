@@ -69,6 +69,11 @@ canopy_status symbolic_postorder(cint n, const cint *parent, cint *post, canopy_
 canopy_status symbolic_colcounts(const canopy_csc *G, const cint *parent, const cint *post,
                                  cint *colcount, canopy_err *err);
 
+/** One entry (i, j), i > j, of Gilbert-Ng-Peyton's walk in postorder (symbolic_colcounts; the
+ * distributed counts walk only the rows they hold): the leaf and least-common-ancestor deltas. */
+void symbolic_colcount_entry(cint i, cint j, const cint *first, cint *maxfirst, cint *prevleaf, cint *anc,
+                             cint *delta);
+
 /**
  * Fundamental supernodes of a postordered etree with column counts: on return *nsuper and
  * super_fcol[0..nsuper] (column ranges). Columns must already be in postorder.

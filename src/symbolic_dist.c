@@ -168,23 +168,8 @@ canopy_status symbolic_colcounts_dist(MPI_Comm comm, const symbolic_slice *G, co
         for (cint k = 0; k < n; k++) {
             cint j = post[k];
             if (R == 0 && parent[j] != -1) delta[parent[j]]--;
-            for (cint p = ptr[j]; p < ptr[j + 1]; p++) {
-                cint i = rows[p];
-                if (first[j] <= maxfirst[i]) continue;
-                maxfirst[i] = first[j];
-                cint jprev = prevleaf[i];
-                prevleaf[i] = j;
-                delta[j]++;
-                if (jprev != -1) {
-                    cint q = jprev;
-                    while (q != anc[q]) q = anc[q];
-                    for (cint s = jprev, sp; s != q; s = sp) {
-                        sp = anc[s];
-                        anc[s] = q;
-                    }
-                    delta[q]--;
-                }
-            }
+            for (cint p = ptr[j]; p < ptr[j + 1]; p++)
+                symbolic_colcount_entry(rows[p], j, first, maxfirst, prevleaf, anc, delta);
             if (parent[j] != -1) anc[j] = parent[j];
         }
     }
