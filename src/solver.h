@@ -1,6 +1,8 @@
 /*
  * The solver handle behind the opaque canopy_solver: phase state, the copies of the matrix, the
- * analysis, the factors and the statistics. Only src/api.c and src/refine.c see it.
+ * analysis, the factors and the statistics. The phase driver sees it: src/api.c (the calls),
+ * src/analysis.c, src/phases_dist.c, src/api_dist.c, src/dist_matrix.c, src/dist_vector.c,
+ * src/solve_direct.c, src/api_fortran.c, and src/refine.c.
  */
 #ifndef CANOPY_SOLVER_H
 #define CANOPY_SOLVER_H
@@ -128,6 +130,11 @@ canopy_status api_agree(canopy_solver *s);
  */
 canopy_status api_refine_dist(canopy_solver *s, cint nrhs, cint nloc, const cint *rows, const void *b, cint ldb,
                               void *x, cint ldx);
+
+/** The whole analysis of canopy_analyze (src/analysis.c; collective with several ranks). */
+canopy_status api_analyze_all(canopy_solver *s);
+/** A message on stderr from rank 0 when the verbosity option is at least @p level. */
+void api_say(const canopy_solver *s, int level, const char *fmt, ...) CANOPY_PRINTF(3, 4);
 
 /** The matrix the factorization reads: As, or A itself when a distributed matrix is not scaled. */
 canopy_csc *api_factor_source(canopy_solver *s);
