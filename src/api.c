@@ -185,7 +185,10 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
     canopy_err err = {0};
     create_error[0] = '\0';
     canopy_solver *s = out ? canopy_calloc(1, sizeof *s, "solver", &err) : NULL;
-    if (s) atomic_init(&s->progress_phase, CANOPY_PHASE_IDLE);
+    if (s) {
+        atomic_init(&s->progress_phase, CANOPY_PHASE_IDLE);
+        atomic_init(&s->progress_seq, 0u);
+    }
     if (out) *out = NULL;
     int mine = out == NULL ? CANOPY_ERR_ARGUMENT : s == NULL ? CANOPY_ERR_NOMEM : CANOPY_SUCCESS, worst;
     if (MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) worst = CANOPY_ERR_MPI;
@@ -349,7 +352,7 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
     if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
-        atomic_store(&s->progress_phase, CANOPY_PHASE_ANALYZE);
+        api_progress_phase(s, CANOPY_PHASE_ANALYZE);
         free_analysis(s);
         if (s->nranks > 1) dist_pingpong(s);
         api_analyze_all(s);
@@ -365,7 +368,7 @@ CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
     }
     note_memory(s);
     canopy_status st = finish(s);
-    atomic_store(&s->progress_phase, CANOPY_PHASE_IDLE);
+    api_progress_phase(s, CANOPY_PHASE_IDLE);
     if (st >= 0) s->phase = PHASE_ANALYZED;
     else if (s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
     return st;
@@ -488,7 +491,7 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
     canopy_err_clear(&s->err);
     if (phase_ok(s, PHASE_ANALYZED, "canopy_factorize", "canopy_analyze")) {
         if (s->have_rt) sched_pool_progress_reset(s->rt.pool); /* before the phase says so */
-        atomic_store(&s->progress_phase, CANOPY_PHASE_FACTORIZE);
+        api_progress_phase(s, CANOPY_PHASE_FACTORIZE);
         if (s->nranks > 1) {
             dist_factorize(s);
             note_memory(s);
@@ -502,7 +505,7 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
         note_memory(s);
     }
     canopy_status st = finish(s);
-    atomic_store(&s->progress_phase, CANOPY_PHASE_IDLE);
+    api_progress_phase(s, CANOPY_PHASE_IDLE);
     if (st >= 0) s->phase = PHASE_FACTORIZED;
     else if (s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED;
     return st;
@@ -548,7 +551,7 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
     bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_solve", "canopy_factorize");
-    atomic_store(&s->progress_phase, ready ? CANOPY_PHASE_SOLVE : CANOPY_PHASE_IDLE);
+    api_progress_phase(s, ready ? CANOPY_PHASE_SOLVE : CANOPY_PHASE_IDLE);
     if (ready && s->rank == 0 && rhs_ok(s, "canopy_solve", nrhs, b, ldb, "b") && nrhs > 0) {
         double t0 = canopy_wtime();
         refine_apply_inverse(s, nrhs, b, ldb);
@@ -564,7 +567,7 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void
     }
     note_memory(s);
     canopy_status st = finish(s);
-    atomic_store(&s->progress_phase, CANOPY_PHASE_IDLE);
+    api_progress_phase(s, CANOPY_PHASE_IDLE);
     return st;
 }
 
@@ -574,7 +577,7 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, con
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
     bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_refine", "canopy_factorize");
-    atomic_store(&s->progress_phase, ready ? CANOPY_PHASE_SOLVE : CANOPY_PHASE_IDLE);
+    api_progress_phase(s, ready ? CANOPY_PHASE_SOLVE : CANOPY_PHASE_IDLE);
     if (ready && distm_active(s)) {
         /* a distributed matrix: every rank refines its own rows (rank 0 holds b and x) */
         int64_t k = nrhs;
@@ -596,7 +599,7 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, con
         canopy_free(all);
         note_memory(s);
         canopy_status st = finish(s);
-        atomic_store(&s->progress_phase, CANOPY_PHASE_IDLE);
+        api_progress_phase(s, CANOPY_PHASE_IDLE);
         return st;
     }
     if (ready && s->rank == 0 && rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") &&
@@ -616,17 +619,27 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, con
     }
     note_memory(s);
     canopy_status st = finish(s);
-    atomic_store(&s->progress_phase, CANOPY_PHASE_IDLE);
+    api_progress_phase(s, CANOPY_PHASE_IDLE);
     return st;
 }
 
 CANOPY_EXPORT canopy_status canopy_get_progress(const canopy_solver *s, canopy_phase *phase, double *done)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
-    int p = atomic_load(&s->progress_phase);
+    /* the pool stays put while a factorization runs: only then is it read; a phase that changed
+     * meanwhile (the next call reuses the pool) is read again */
+    canopy_solver *m = (canopy_solver *)s; /* atomic loads only: some compilers want non-const */
+    int p = CANOPY_PHASE_IDLE;
+    double d = -1;
+    for (int tries = 0; tries < 100; tries++) {
+        unsigned before = atomic_load(&m->progress_seq);
+        p = atomic_load(&m->progress_phase);
+        d = p == CANOPY_PHASE_FACTORIZE && s->have_rt ? sched_pool_progress(s->rt.pool) : -1;
+        if (atomic_load(&m->progress_seq) == before) break;
+        d = -1;
+    }
     if (phase) *phase = (canopy_phase)p;
-    /* the pool stays put while a factorization runs: only then is it read */
-    if (done) *done = p == CANOPY_PHASE_FACTORIZE && s->have_rt ? sched_pool_progress(s->rt.pool) : -1;
+    if (done) *done = d;
     return CANOPY_SUCCESS;
 }
 

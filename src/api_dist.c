@@ -508,9 +508,9 @@ static canopy_status solve_dist_phase(canopy_solver *s, bool refine, cint nrhs, 
                                       cint ldb, void *x, cint ldx)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
-    atomic_store(&s->progress_phase, CANOPY_PHASE_SOLVE);
+    api_progress_phase(s, CANOPY_PHASE_SOLVE);
     canopy_status st = solve_dist(s, refine, nrhs, nloc, rows, b, ldb, x, ldx);
-    atomic_store(&s->progress_phase, CANOPY_PHASE_IDLE);
+    api_progress_phase(s, CANOPY_PHASE_IDLE);
     return st;
 }
 

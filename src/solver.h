@@ -51,6 +51,7 @@ struct canopy_solver {
     int ranks_on_node, node_rank;
     int have_pingpong;
     _Atomic int progress_phase; /* canopy_phase of the call running now (canopy_get_progress) */
+    _Atomic unsigned progress_seq; /* bumped before every change of progress_phase */
     int symbolic_everywhere;    /* the analysis left S on every rank (choose_split_ranks): no broadcast */
     /* refinement on every rank over its own rows (a distributed matrix, src/dist_vector.h): the
      * product's plan, the rank's block rows (count and indices); NULL outside refine_dist */
@@ -130,6 +131,14 @@ canopy_status api_agree(canopy_solver *s);
  */
 canopy_status api_refine_dist(canopy_solver *s, cint nrhs, cint nloc, const cint *rows, const void *b, cint ldb,
                               void *x, cint ldx);
+
+/** The phase canopy_get_progress reports from now on (the sequence number lets a reader on
+ * another thread see whether the phase changed while it read the figures). */
+static inline void api_progress_phase(canopy_solver *s, int phase)
+{
+    atomic_fetch_add(&s->progress_seq, 1u);
+    atomic_store(&s->progress_phase, phase);
+}
 
 /** The whole analysis of canopy_analyze (src/analysis.c; collective with several ranks). */
 canopy_status api_analyze_all(canopy_solver *s);

@@ -442,10 +442,14 @@ static void *watch_main(void *arg)
             w->bad++;
         if (ph == CANOPY_PHASE_FACTORIZE) {
             w->factorize_seen++;
-            if (done > 1 || (done < 0 && done != -1) || (done >= 0 && done + 1e-12 < w->last)) w->bad++;
+            if (done > 1 || (done < 0 && done != -1) || (done >= 0 && done + 1e-12 < w->last)) {
+                w->bad++;
+                fprintf(stderr, "progress: factorize done %.6f after %.6f\n", done, w->last);
+            }
             if (done >= 0) w->last = done;
         } else if (done != -1) {
             w->bad++;
+            fprintf(stderr, "progress: phase %d done %.6f\n", (int)ph, done);
         }
     }
     return NULL;
