@@ -1042,7 +1042,15 @@ int main(int argc, char **argv)
     check_errors(&L, &Llow);
     check_assembly_errors(&L);
     check_ptscotch_slices("laplacian 12x10", &L);
-    check_alloc_failures(&L);
+    /* the quick passes (sanitizers; MPICH, whose waiting ranks poll and take the cores of the
+     * working ones) inject failures on 1 and 2 ranks only: on 3 and 4 oversubscribed ranks each
+     * of these loops takes minutes on 2 cores there; the full pass injects on every count */
+    const char *quick = getenv("CANOPY_TEST_QUICK");
+    if (quick && *quick && strcmp(quick, "0") && size > 2) {
+        if (rank == 0) printf("allocation failures: quick pass, not injected on %d ranks\n", size);
+    } else {
+        check_alloc_failures(&L);
+    }
     free_triangle(&Llow);
     check_refine_gmres();
     {
