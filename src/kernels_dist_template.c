@@ -5,7 +5,8 @@
 /* ---- solve over several ranks ------------------------------------------------------------- */
 
 /*
- * Message-driven substitution on the calling thread of each rank, over y (n x nrhs, new
+ * Message-driven substitution driven by the calling thread of each rank (the own subtrees and the
+ * big products of the shared cblks run on all its workers, see below), over y (n x nrhs, new
  * numbering; every rank starts with the right-hand side's rows of its own cblks and fills them).
  * Forward: the contributions of one rank's cblks to a cblk j of another rank are summed into one
  * w_j x nrhs block and reduced along the tree of j's members (owner first, then the ranks holding
@@ -93,30 +94,134 @@ static void kds_start(kdsolve *d, int idx, comm_tree_op *op, int64_t id)
     F->solve_counts[1] += (int64_t)sends * op->count * (int64_t)sizeof(double);
 }
 
-/* buf (w x nrhs) += contributions of this rank's cblks facing j */
-static void kds_partial(const numeric *F, cint j, cint nrhs, const SCALAR *y, SCALAR *buf)
+/*
+ * The cblks shared by several ranks run on the calling thread between messages, but their big
+ * products are cut into fixed pieces of KDS_PIECE rows (forward: the rows of j that this rank's
+ * bloks face) or columns (backward: of k's panel), which the rank's workers take in any order.
+ * A piece writes only its own rows and sums in a fixed order, and the calling thread alone runs
+ * the same pieces: the bits depend neither on the number of threads nor on who ran what.
+ */
+#define KDS_PIECE 64
+#define KDS_PAR_MIN 65536 /* fewer multiply-adds: waking the workers costs more than it saves */
+
+typedef struct kdpieces {
+    const numeric *F;
+    cint j, nrhs;
+    int backward;
+    SCALAR alpha;   /* forward: dst += alpha * (this rank's bloks facing j) y */
+    SCALAR *y;
+    SCALAR *dst;    /* forward: row fcol(j) of the sum, leading dimension ld */
+    size_t ld;
+    cint r0, nr;    /* backward: the right-hand sides of work */
+    const SCALAR *work;
+    int npieces;
+    _Atomic int next;
+} kdpieces;
+
+static void kdp_forward(const kdpieces *q, int p)
 {
+    const numeric *F = q->F;
     const symbolic *S = F->S;
     const sched_local *L = F->exec.local;
-    cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
-    for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
-        cint b = F->fan_blok[q], k = F->blok_cblk[b];
-        if (L->cblk_rank[k] != L->rank) continue;
-        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
-        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
-        ks_gemv_n(h, wk, nrhs, K_ONE, Pb, S->cblk_stride[k], y + S->cblk_fcol[k], n, buf + (S->blok_frow[b] - fcol), w);
+    cint n = S->n, j = q->j, fcol = S->cblk_fcol[j];
+    cint lo = fcol + (cint)p * KDS_PIECE, hi = lo + KDS_PIECE - 1;
+    if (hi >= S->cblk_fcol[j + 1]) hi = S->cblk_fcol[j + 1] - 1;
+    for (cint e = F->fan_ptr[j]; e < F->fan_ptr[j + 1]; e++) {
+        cint b = F->fan_blok[e], k = F->blok_cblk[b];
+        if (L->cblk_rank[k] != L->rank) continue; /* another rank's block */
+        cint r1 = S->blok_frow[b] > lo ? S->blok_frow[b] : lo, r2 = S->blok_lrow[b] < hi ? S->blok_lrow[b] : hi;
+        if (r1 > r2) continue;
+        cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
+        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b] + (r1 - S->blok_frow[b]);
+        ks_gemv_n(r2 - r1 + 1, wk, q->nrhs, q->alpha, Pb, S->cblk_stride[k], q->y + S->cblk_fcol[k], n,
+                  q->dst + (r1 - fcol), (cint)q->ld);
     }
 }
 
+static void kdp_worker(void *arg, int t)
+{
+    (void)t;
+    kdpieces *q = arg;
+    cint w = q->F->S->cblk_fcol[q->j + 1] - q->F->S->cblk_fcol[q->j];
+    for (;;) {
+        int p = atomic_fetch_add_explicit(&q->next, 1, memory_order_relaxed);
+        if (p >= q->npieces) return;
+        if (!q->backward) {
+            kdp_forward(q, p);
+        } else {
+            cint c0 = (cint)p * KDS_PIECE, c1 = c0 + KDS_PIECE < w ? c0 + KDS_PIECE : w;
+            kbackward_product(q->F, q->j, q->r0, q->nr, c0, c1, q->y, q->work);
+        }
+    }
+}
+
+/* returns 1 when the workers ran the pieces */
+static int kdp_run(kdpieces *q, double madds)
+{
+    const symbolic *S = q->F->S;
+    cint w = S->cblk_fcol[q->j + 1] - S->cblk_fcol[q->j];
+    sched_pool *pool = q->F->exec.pool;
+    q->npieces = (int)((w + KDS_PIECE - 1) / KDS_PIECE);
+    atomic_init(&q->next, 0);
+    double least = q->F->sol_split_min > 0 ? q->F->sol_split_min : KDS_PAR_MIN;
+    if (pool != NULL && sched_pool_threads(pool) > 1 && q->npieces > 1 && madds >= least) {
+        sched_pool_run_all(pool, kdp_worker, q);
+        return 1;
+    }
+    kdp_worker(q, 0);
+    return 0;
+}
+
+/* dst (w x nrhs, ld) += alpha * (this rank's bloks facing j) y, on the rank's workers */
+static int kds_fanin(const numeric *F, cint j, cint nrhs, SCALAR *y, SCALAR alpha, SCALAR *dst, size_t ld)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    double madds = 0;
+    for (cint e = F->fan_ptr[j]; e < F->fan_ptr[j + 1]; e++) {
+        cint b = F->fan_blok[e], k = F->blok_cblk[b];
+        if (L->cblk_rank[k] == L->rank)
+            madds += (double)(S->blok_lrow[b] - S->blok_frow[b] + 1) * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    }
+    kdpieces q = {.F = F, .j = j, .nrhs = nrhs, .alpha = alpha, .y = y, .dst = dst, .ld = ld};
+    return kdp_run(&q, madds * (double)nrhs);
+}
+
+/* buf (w x nrhs) += contributions of this rank's cblks facing j */
+static int kds_partial(const numeric *F, cint j, cint nrhs, SCALAR *y, SCALAR *buf)
+{
+    const symbolic *S = F->S;
+    return kds_fanin(F, j, nrhs, y, K_ONE, buf, (size_t)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]));
+}
+
 /* forward(j) restricted to this rank's sources, after subtracting the other ranks' sum */
-static void kds_forward(const numeric *F, cint j, cint nrhs, SCALAR *y, const SCALAR *remote)
+static int kds_forward(const numeric *F, cint j, cint nrhs, SCALAR *y, const SCALAR *remote)
 {
     const symbolic *S = F->S;
     cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
     if (remote)
         for (cint r = 0; r < nrhs; r++)
             for (cint i = 0; i < w; i++) y[fcol + i + (size_t)r * n] -= remote[i + (size_t)r * w];
-    kforward_from(F, j, nrhs, y, F->exec.local->rank, NULL);
+    int par = kds_fanin(F, j, nrhs, y, K_MONE, y + fcol, (size_t)n);
+    kforward_diag(F, j, nrhs, y);
+    return par;
+}
+
+/* backward(k) of a shared cblk: kbackward with the panel product on the rank's workers */
+static int kds_backward(const numeric *F, cint k, cint nrhs, SCALAR *y, SCALAR *work)
+{
+    const symbolic *S = F->S;
+    int par = 0;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    if (F->kind == CANOPY_FACT_LDLT) kdiag_solve(F, k, nrhs, y);
+    for (cint r0 = 0; m > 0 && r0 < nrhs; r0 += KS_RHS_CHUNK) {
+        cint nr = nrhs - r0 < KS_RHS_CHUNK ? nrhs - r0 : KS_RHS_CHUNK;
+        kbackward_gather(F, k, r0, nr, y, work);
+        kdpieces q = {.F = F, .j = k, .nrhs = nrhs, .backward = 1, .y = y, .r0 = r0, .nr = nr, .work = work};
+        par |= kdp_run(&q, (double)m * (double)w * (double)nr);
+    }
+    kbackward_diag(F, k, nrhs, y);
+    return par;
 }
 
 /*
@@ -218,6 +323,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
     cint n = S->n, nc = S->ncblk;
     int me = L->rank, nm = F->sol_nops;
     kdsolve d = {.F = F, .nrhs = nrhs, .y = y, .err = err};
+    F->sol_split = 0;
     d.ops = canopy_calloc((size_t)nm + 1, sizeof(ksop), "solve messages", err);
     d.act = canopy_alloc((size_t)nm + 1, sizeof(int), "solve messages", err);
     int *left = canopy_calloc((size_t)nm + 1, sizeof(int), "solve messages", err);
@@ -254,7 +360,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
         if (L->cblk_rank[j] != me) continue;
         int i = F->sol_op[j];
         if (i >= 0) kds_wait(&d, &d.ops[i]);
-        if (!local[j]) kds_forward(F, j, nrhs, y, i >= 0 ? d.ops[i].buf : NULL);
+        if (!local[j]) F->sol_split += kds_forward(F, j, nrhs, y, i >= 0 ? d.ops[i].buf : NULL);
         /* remote targets whose last bloks on this rank are j's: their partial sums leave now */
         for (cint b = S->cblk_fblok[j] + 1; b < S->cblk_fblok[j + 1]; b++) {
             cint t = S->blok_fcblk[b];
@@ -262,7 +368,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
             int it = F->sol_op[t];
             for (cint e = b; e < S->cblk_fblok[j + 1] && S->blok_fcblk[e] == t; e++) left[it]--;
             if (left[it] == 0) {
-                kds_partial(F, t, nrhs, y, d.ops[it].buf);
+                F->sol_split += kds_partial(F, t, nrhs, y, d.ops[it].buf);
                 kds_start(&d, it, &d.ops[it].fwd, comm_tags_id(t, COMM_ID_FORWARD));
             }
         }
@@ -288,7 +394,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
             o->active = 3;
         }
         if (local[k]) continue; /* after the loop, on the workers */
-        kbackward(F, k, nrhs, y, work);
+        F->sol_split += kds_backward(F, k, nrhs, y, work);
         int i = F->sol_op[k];
         if (i >= 0) {
             cint fk = S->cblk_fcol[k], wk = S->cblk_fcol[k + 1] - fk;

@@ -293,29 +293,42 @@ static size_t ks_work_scalars(const numeric *F, cint nrhs)
  * backward(k): the solution rows facing k's off-diagonal bloks are final; they are gathered into
  * work (ks_work_scalars) so that one product runs down the whole panel (one dot product per column
  * with one right-hand side, one BLAS-3 call with many) instead of one per blok. backward reads no
- * other task's result in any other order: the bits are the same for every layout.
+ * other task's result in any other order: the bits are the same for every layout. Its steps are
+ * apart so that the solve over several ranks can split the product of a big cblk by columns.
  */
-static void kbackward(const numeric *F, cint k, cint nrhs, SCALAR *y, SCALAR *work)
+static void kbackward_gather(const numeric *F, cint k, cint r0, cint nr, const SCALAR *y, SCALAR *work)
+{
+    const symbolic *S = F->S;
+    cint n = S->n, w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    for (cint r = 0; r < nr; r++) {
+        SCALAR *wr = work + (size_t)r * m;
+        const SCALAR *yr = y + (size_t)(r0 + r) * n;
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint h = S->blok_lrow[b] - S->blok_frow[b] + 1;
+            memcpy(wr + (S->blok_coefrow[b] - w), yr + S->blok_frow[b], (size_t)h * sizeof(SCALAR));
+        }
+    }
+}
+
+/* x_k[c0, c1) of right-hand sides [r0, r0 + nr) -= the panel's columns [c0, c1) times work */
+static void kbackward_product(const numeric *F, cint k, cint r0, cint nr, cint c0, cint c1, SCALAR *y,
+                              const SCALAR *work)
+{
+    const symbolic *S = F->S;
+    cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
+    const SCALAR *X = (const SCALAR *)(F->kind == CANOPY_FACT_LU ? F->U : F->L) + F->coef[k];
+    ks_gemv_t(m, c1 - c0, nr, F->kind == CANOPY_FACT_LLT, K_MONE, X + w + (size_t)c0 * st, st, work, m,
+              y + fcol + c0 + (size_t)r0 * n, n);
+}
+
+/* the last step of backward(k): the transposed diagonal solve (U for LU) and the interchanges */
+static void kbackward_diag(const numeric *F, cint k, cint nrhs, SCALAR *y)
 {
     const symbolic *S = F->S;
     canopy_factorization kind = F->kind;
-    cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
+    cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
     const SCALAR *P = (const SCALAR *)F->L + F->coef[k];
-    const SCALAR *X = kind == CANOPY_FACT_LU ? (const SCALAR *)F->U + F->coef[k] : P;
     SCALAR *ys = y + fcol;
-    if (kind == CANOPY_FACT_LDLT) kdiag_solve(F, k, nrhs, y);
-    for (cint r0 = 0; m > 0 && r0 < nrhs; r0 += KS_RHS_CHUNK) {
-        cint nr = nrhs - r0 < KS_RHS_CHUNK ? nrhs - r0 : KS_RHS_CHUNK;
-        for (cint r = 0; r < nr; r++) {
-            SCALAR *wr = work + (size_t)r * m;
-            const SCALAR *yr = y + (size_t)(r0 + r) * n;
-            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
-                cint h = S->blok_lrow[b] - S->blok_frow[b] + 1;
-                memcpy(wr + (S->blok_coefrow[b] - w), yr + S->blok_frow[b], (size_t)h * sizeof(SCALAR));
-            }
-        }
-        ks_gemv_t(m, w, nr, kind == CANOPY_FACT_LLT, K_MONE, X + w, st, work, m, ys + (size_t)r0 * n, n);
-    }
     if (kind == CANOPY_FACT_LU)
         ks_trsv_un(w, nrhs, P, st, ys, n);
     else
@@ -326,6 +339,19 @@ static void kbackward(const numeric *F, cint k, cint nrhs, SCALAR *y, SCALAR *wo
         for (cint j = w - 1; j >= 0; j--)
             if (ipiv[j] >= 0 && ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);
     }
+}
+
+static void kbackward(const numeric *F, cint k, cint nrhs, SCALAR *y, SCALAR *work)
+{
+    const symbolic *S = F->S;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    if (F->kind == CANOPY_FACT_LDLT) kdiag_solve(F, k, nrhs, y);
+    for (cint r0 = 0; m > 0 && r0 < nrhs; r0 += KS_RHS_CHUNK) {
+        cint nr = nrhs - r0 < KS_RHS_CHUNK ? nrhs - r0 : KS_RHS_CHUNK;
+        kbackward_gather(F, k, r0, nr, y, work);
+        kbackward_product(F, k, r0, nr, 0, w, y, work);
+    }
+    kbackward_diag(F, k, nrhs, y);
 }
 
 typedef struct ksolve {

@@ -4,8 +4,10 @@
  * solved with 2, 3 and 8 threads per rank (oversubscribed), with 1 and 6 right-hand sides (the
  * loops and the BLAS-3 path of the solve's kernels), then solved again on the calling thread alone
  * (the workers hidden from the solve). The cblks whose subtree lies on one rank are solved by that
- * rank's workers in whatever order they become ready; each writes only its own rows in a fixed
- * order, so both solutions must have the same bits, and a small residual. (One rank runs the
+ * rank's workers in whatever order they become ready, and the products of the shared cblks are cut
+ * into pieces the workers take in any order (with 3 and 8 threads even the small ones); each
+ * writes only its own rows in a fixed order, so both solutions must have the same bits, and a
+ * small residual. (One rank runs the
  * one-rank solve: residuals only.) The per-rank memory figures of the factorization are checked
  * against each other and against the OS's peak resident set.
  */
@@ -23,6 +25,7 @@
 #include "solver.h" /* s->F.exec.pool: the same factors solved without the workers */
 
 static int rank, size, failures;
+static long long split_cblks; /* shared cblks whose products the workers ran, summed over the ranks */
 
 #if defined(__GNUC__)
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -112,8 +115,11 @@ static bool solve_with(const char *name, const canopy_csc *A, const char *fact, 
     if (rank == 0) memcpy(x, b, len * sizeof(double));
     if (rank == 0) memcpy(x1, b, len * sizeof(double));
     if ((st = canopy_set_matrix(s, rank == 0 ? A : NULL)) == CANOPY_SUCCESS && (st = canopy_analyze(s)) == CANOPY_SUCCESS &&
-        (st = canopy_factorize(s)) >= CANOPY_SUCCESS)
+        (st = canopy_factorize(s)) >= CANOPY_SUCCESS) {
+        /* beyond 2 threads, every shared cblk of more than one piece is split, however small */
+        if (T > 2) s->F.sol_split_min = 1;
         st = canopy_solve(s, nrhs, rank == 0 ? x : NULL, A->n);
+    }
     if (st >= CANOPY_SUCCESS) {
         /* memory per rank: Canopy's count and the OS's peak resident set agree in kind (the
          * process holds at least what Canopy counts: these matrices are small next to the
@@ -129,6 +135,8 @@ static bool solve_with(const char *name, const canopy_csc *A, const char *fact, 
             fail("%s T=%d: Canopy's count (rank 0 %g, mean %g) against the OS's (rank 0 %g, mean %g)", name, T,
                  S.peak_memory_rank0, S.peak_memory_rank_mean, S.rss_peak_rank0, S.rss_peak_rank_mean);
         if (s->F.exec.pool == NULL) fail("%s T=%d: no worker pool", name, T);
+        long long mine = (long long)s->F.sol_split;
+        MPI_Allreduce(&mine, &split_cblks, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
         sched_pool *pool = s->F.exec.pool;
         s->F.exec.pool = NULL;
         st = canopy_solve(s, nrhs, rank == 0 ? x1 : NULL, A->n);
@@ -150,8 +158,10 @@ static void check_matrix(const char *name, const canopy_csc *A, const char *fact
         size_t used = (size_t)A->n * (size_t)nrhs * (size_t)vsz;
         double worst = 0;
         int same = 1;
+        long long split = 0;
         for (size_t q = 0; q < sizeof threads / sizeof threads[0]; q++) {
             if (!solve_with(name, A, fact, threads[q], nrhs, b, x, x1)) break;
+            split += split_cblks;
             if (rank != 0) continue;
             /* one rank runs the one-rank solve, whose subtree tasks sum into contribution blocks:
              * other bits than the sequential fan-out, same as any other thread count */
@@ -164,9 +174,13 @@ static void check_matrix(const char *name, const canopy_csc *A, const char *fact
             if (!(res <= 1e-10)) fail("%s %s T=%d nrhs=%d: residual %.3g", name, fact, threads[q], nrhs, res);
             if (res > worst) worst = res;
         }
+        /* the Laplacian's top separators are wider than one piece */
+        if (rank == 0 && size > 1 && strncmp(name, "laplacian", 9) == 0 && split == 0)
+            fail("%s nrhs=%d: no shared cblk's product ran on the workers", name, nrhs);
         if (rank == 0)
-            printf("%-22s %-5s %d ranks nrhs %d: threads 2,3,8 vs the calling thread: %s bits, residual <= %.2g\n", name,
-                   fact, size, nrhs, size == 1 ? "(one rank: not compared)" : same ? "same" : "DIFFERENT", worst);
+            printf("%-22s %-5s %d ranks nrhs %d: threads 2,3,8 vs the calling thread: %s bits, residual <= %.2g, "
+                   "%lld shared cblks split over the workers\n",
+                   name, fact, size, nrhs, size == 1 ? "(one rank: not compared)" : same ? "same" : "DIFFERENT", worst, split);
     }
     free(b);
     free(x1);
@@ -291,6 +305,24 @@ int main(int argc, char **argv)
     canopy_csc A = {0};
     if (canopy_generate_laplacian(14, 13, 12, 7, &A) == CANOPY_SUCCESS) {
         check_matrix("laplacian 14x13x12", &A, "llt");
+        canopy_csc_free(&A);
+    } else {
+        fail("canopy_generate_laplacian failed");
+    }
+    /* (1 + i/2) times a Laplacian: complex symmetric, shared cblks wider than one piece */
+    if (canopy_generate_laplacian(10, 9, 8, 7, &A) == CANOPY_SUCCESS) {
+        canopy_int nnz = A.colptr[A.n] - A.base;
+        double *z = xmalloc((size_t)nnz * 2 * sizeof(double));
+        for (canopy_int p = 0; p < nnz; p++) {
+            z[2 * p] = ((const double *)A.values)[p];
+            z[2 * p + 1] = 0.5 * z[2 * p];
+        }
+        canopy_csc Z = A;
+        Z.values = z;
+        Z.arith = CANOPY_COMPLEX;
+        Z.kind = CANOPY_KIND_SYMMETRIC;
+        check_matrix("laplacian 10x9x8 (1+i/2)", &Z, "ldlt");
+        free(z);
         canopy_csc_free(&A);
     } else {
         fail("canopy_generate_laplacian failed");
