@@ -101,8 +101,8 @@ static void kds_start(kdsolve *d, int idx, comm_tree_op *op, int64_t id)
  * A piece writes only its own rows and sums in a fixed order, and the calling thread alone runs
  * the same pieces: the bits depend neither on the number of threads nor on who ran what.
  */
-#define KDS_PIECE 64
-#define KDS_PAR_MIN 65536 /* fewer multiply-adds: waking the workers costs more than it saves */
+#define KDS_PIECE NUMERIC_SPLIT_PIECE
+#define KDS_PAR_MIN NUMERIC_SPLIT_MIN /* fewer multiply-adds: waking the workers costs more */
 
 typedef struct kdpieces {
     const numeric *F;

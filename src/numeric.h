@@ -80,6 +80,12 @@ typedef struct numeric_handover {
                                     products are far smaller than the largest update (2 MiB real) */
 
 /** What the last threaded factorization or solve measured (arrays of nthreads / ntasks). */
+/* The distributed solve cuts the products of a shared cblk into pieces of this many rows or
+ * columns for the rank's workers, when they hold at least NUMERIC_SPLIT_MIN multiply-adds
+ * (kernels_dist_template.c; src/predict.c models the same). */
+#define NUMERIC_SPLIT_PIECE 64
+#define NUMERIC_SPLIT_MIN 65536
+
 typedef struct numeric_run {
     int nthreads;
     int ntasks;
@@ -127,7 +133,7 @@ typedef struct numeric {
     int *sol_members;
     int64_t *solve_counts;          /**< [2] messages and bytes this rank sent in the last solve */
     int64_t sol_split;              /**< shared cblks whose products the workers ran in the last solve */
-    double sol_split_min;           /**< multiply-adds from which they do (0: KDS_PAR_MIN; tests lower it) */
+    double sol_split_min;           /**< multiply-adds from which they do (0: NUMERIC_SPLIT_MIN; tests lower it) */
     /* the cblks whose whole subtree is on this rank: solved on all its threads, without messages */
     cint sol_nlocal;
     cint *sol_local;                /**< [sol_nlocal] ascending */

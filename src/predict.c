@@ -195,8 +195,9 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
  * One solve as the code runs it. One rank: the plan's threaded solve graph, each thread running
  * its static list (forward in unit order, backward in reverse), each unit a memory-bound pass
  * over its panels at the scatter rate. Several ranks: each rank's own subtrees on its T threads,
- * then the rest of its cblks on one thread, forward in cblk order and backward in reverse (and the
- * own subtrees last); a cblk waits for the partial sums (forward) or the solution block
+ * then the rest of its cblks, forward in cblk order and backward in reverse (and the own subtrees
+ * last), their diagonal blocks on one thread and their panels' products in pieces on T threads
+ * (charged to the cblk itself, as the backward solve does them); a cblk waits for the partial sums (forward) or the solution block
  * (backward) of the other ranks, delivered through the members' tree: hop[j] = its depth x
  * (latency + w_j x nrhs scalars / bandwidth).
  */
@@ -270,6 +271,13 @@ static canopy_status solve_time(canopy_solver *s, const sched_plan *P, const sch
             if (p >= 0 && local[p]) chain[p] = fmax(chain[p], chain[k]);
         }
         for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) free_at[q] = fmax(own[2 * q] / T, own[2 * q + 1]);
+        /* a shared cblk: the diagonal block on the calling thread, the panel's pieces on T */
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
+            double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), all = panel_entries(S, k), diag = w * w;
+            double pieces = ceil(w / NUMERIC_SPLIT_PIECE), par = fmin((double)T, pieces);
+            if (local[k] || par <= 1 || (all - diag) * o->nrhs < NUMERIC_SPLIT_MIN || all <= 0) continue;
+            unit[k] *= (diag + (all - diag) / par) / all;
+        }
         for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
             int rk = P->cblk_rank[k];
             if (local[k]) {
