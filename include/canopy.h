@@ -119,6 +119,12 @@ typedef enum canopy_scaling {
     CANOPY_SCALING_MATCHING = 3   /**< maximum-product matching permutation + scaling */
 } canopy_scaling;
 
+/** Where canopy_selinv works (option "selinv-memory"). */
+typedef enum canopy_selinv_memory {
+    CANOPY_SELINV_INPLACE = 0,    /**< over the factors: no extra memory, but the factors are gone */
+    CANOPY_SELINV_SEPARATE = 1    /**< in a copy of the factors: solves still work */
+} canopy_selinv_memory;
+
 #define CANOPY_PATH_MAX 1024
 
 /** Column-block width of split_size = -1 with several threads (see bench/README.md for the tuning). */
@@ -166,6 +172,8 @@ typedef struct canopy_options {
                                        several threads share, in the top twod_levels levels of the thread
                                        tree: -1 (default) = auto, the count whose simulated factorization is
                                        shortest; 0 = none (1D: one task per panel and per target) */
+    canopy_selinv_memory selinv_memory; /**< where canopy_selinv computes the inverse: over the factors
+                                           (default; canopy_solve then refuses) or beside them */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -235,6 +243,11 @@ typedef struct canopy_stats {
      * rank 0 against the mean of the others (with one rank: its own) */
     double peak_memory_rank0, peak_memory_rank_mean;
     double rss_peak_rank0, rss_peak_rank_mean, rss_peak_rank_min, rss_peak_rank_max;
+    /* the last canopy_selinv */
+    double time_selinv;           /**< seconds (the inversion, when it ran, and the extraction) */
+    double flops_selinv;          /**< flops of the selected inversion (0 when none ran in that call) */
+    double gflops_selinv;
+    int64_t selinv_entries;       /**< entries of the inverse returned */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */
@@ -362,12 +375,46 @@ CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *solver, canopy_int nrhs
 /** Copy the statistics out. */
 CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *solver, canopy_stats *stats);
 
+/** What canopy_selinv returns. */
+typedef enum canopy_selinv_what {
+    CANOPY_SELINV_DIAG = 0,       /**< the diagonal of A^-1 */
+    CANOPY_SELINV_PATTERN = 1,    /**< every entry of A^-1 in the pattern of the factors: L+L^T, L+U */
+    CANOPY_SELINV_ENTRIES = 2     /**< the entries (rows[q], cols[q]) of A^-1 the caller lists */
+} canopy_selinv_what;
+
+/** The request and the results of canopy_selinv; read and written on rank 0 only. */
+typedef struct canopy_selinv_request {
+    void *diag;                   /**< DIAG: n scalars (double, or double complex pairs), written */
+    canopy_csc pattern;           /**< PATTERN: filled (general storage, base 0, the user's numbering,
+                                       sorted rows); free with canopy_csc_free */
+    canopy_int nentries;          /**< ENTRIES: how many */
+    const canopy_int *rows;       /**< ENTRIES: 0-based row and column of each */
+    const canopy_int *cols;
+    void *values;                 /**< ENTRIES: nentries scalars, written */
+    int64_t perturbed_pivots;     /**< out: pivots perturbed in the factorization the entries come from */
+} canopy_selinv_request;
+
+/**
+ * Selected entries of the inverse of the matrix given (scaling and pivoting undone, the user's
+ * numbering), after canopy_factorize. DIAG and PATTERN run the supernodal selected inversion
+ * once (on the rank's threads, in a cost like the factorization's) and keep its result for later
+ * calls until the next factorization: with the option selinv-memory=inplace (default) it
+ * overwrites the factors, and canopy_solve then refuses until canopy_factorize runs again; with
+ * selinv-memory=separate it works in a copy (the factors' memory again). ENTRIES solves with unit
+ * vectors pruned to the tree paths that matter, fast for a short list (from the inverse instead
+ * when the factors are gone). Returns CANOPY_WARN_PIVOTS_PERTURBED when the factorization
+ * perturbed pivots: the entries are then of the inverse of the perturbed matrix. Collective.
+ * One rank only in this release: with several ranks it returns CANOPY_ERR_UNSUPPORTED.
+ */
+CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *solver, canopy_selinv_what what, canopy_selinv_request *req);
+
 /** The phase canopy_get_progress reports. */
 typedef enum canopy_phase {
     CANOPY_PHASE_IDLE = 0,
     CANOPY_PHASE_ANALYZE = 1,
     CANOPY_PHASE_FACTORIZE = 2,
-    CANOPY_PHASE_SOLVE = 3        /**< canopy_solve, canopy_refine and their distributed forms */
+    CANOPY_PHASE_SOLVE = 3,       /**< canopy_solve, canopy_refine and their distributed forms */
+    CANOPY_PHASE_SELINV = 4       /**< canopy_selinv */
 } canopy_phase;
 
 /**

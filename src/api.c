@@ -131,8 +131,20 @@ static void note_memory(canopy_solver *s)
 /* A phase may only run after its predecessor; the phase is the same on every rank. */
 static bool phase_ok(canopy_solver *s, solver_phase need, const char *call, const char *before)
 {
-    if (s->phase >= need) return true;
+    if (s->phase >= need) return api_factors_ok(s, need, call);
     canopy_err_set(&s->err, CANOPY_ERR_PHASE, "%s called before %s", call, before);
+    return false;
+}
+
+bool api_factors_ok(canopy_solver *s, int need, const char *call)
+{
+    if (need < PHASE_FACTORIZED || s->F.inv_state != 1 || !strcmp(call, "canopy_selinv") ||
+        !strcmp(call, "canopy_get_comm_matrix"))
+        return true;
+    canopy_err_set(&s->err, CANOPY_ERR_PHASE,
+                   "%s: the factors were overwritten by canopy_selinv (selinv-memory=inplace); call canopy_factorize "
+                   "again, or set selinv-memory=separate to keep them",
+                   call);
     return false;
 }
 
@@ -565,6 +577,24 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void
         else dist_serve_solves(s);
         dist_solve_stats(s);
     }
+    note_memory(s);
+    canopy_status st = finish(s);
+    api_progress_phase(s, CANOPY_PHASE_IDLE);
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err_clear(&s->err);
+    bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_selinv", "canopy_factorize");
+    if (ready && s->nranks > 1) {
+        canopy_err_set(&s->err, CANOPY_ERR_UNSUPPORTED,
+                       "canopy_selinv runs on one rank in this release (the solver has %d ranks)", s->nranks);
+        ready = false;
+    }
+    api_progress_phase(s, ready ? CANOPY_PHASE_SELINV : CANOPY_PHASE_IDLE);
+    if (ready && s->rank == 0) api_selinv(s, what, req);
     note_memory(s);
     canopy_status st = finish(s);
     api_progress_phase(s, CANOPY_PHASE_IDLE);

@@ -384,6 +384,8 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
     rhs_layout L = {.np = s->nranks, .vt = MPI_DATATYPE_NULL, .nloc = nloc, .rows = rows};
     if (s->phase < PHASE_FACTORIZED) /* the same on every rank */
         canopy_err_set(&s->err, CANOPY_ERR_PHASE, "%s called before canopy_factorize", call);
+    else
+        api_factors_ok(s, PHASE_FACTORIZED, call);
     /* n and the arithmetic live on rank 0 */
     int64_t shape[2] = {root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.n : 0,
                         root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.arith : 0};

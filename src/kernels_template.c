@@ -670,3 +670,4 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
 /* the solve (one rank, then several): the same translation unit, it uses the kernels above */
 #include "ksolve_template.c"
 #include "kernels_dist_template.c"
+#include "kselinv_template.c"

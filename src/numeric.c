@@ -172,6 +172,8 @@ void numeric_free(numeric *F)
     canopy_free(F->work);
     canopy_free(F->ipiv);
     canopy_free(F->dsub);
+    canopy_free(F->inv_L);
+    canopy_free(F->inv_U);
     memset(F, 0, sizeof *F);
     F->exec = keep; /* the execution settings outlive the factors */
 }
@@ -441,11 +443,21 @@ static canopy_status prepare_workers(numeric *F, canopy_err *err)
     return st;
 }
 
+/* a new factorization: the selected inverse of the last one is gone */
+static void forget_inverse(numeric *F)
+{
+    canopy_free(F->inv_L);
+    canopy_free(F->inv_U);
+    F->inv_L = F->inv_U = NULL;
+    F->inv_state = 0;
+}
+
 canopy_status numeric_factorize(numeric *F, const symbolic *S, const canopy_csc *A,
                                 canopy_factorization kind, double threshold, canopy_err *err)
 {
     if (F == NULL || S == NULL || A == NULL)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "numeric_factorize: NULL argument");
+    forget_inverse(F);
     if (kind != CANOPY_FACT_LLT && kind != CANOPY_FACT_LDLT && kind != CANOPY_FACT_LU)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "factorization kind %d is not LLT, LDLT or LU", (int)kind);
     if (!(threshold > 0) || !isfinite(threshold))
@@ -736,6 +748,7 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     const numeric_exec *x = &F->exec;
     if (x->local == NULL || x->local->nranks < 2 || x->pool == NULL || x->tags == NULL)
         return canopy_err_set(err, CANOPY_ERR_INTERNAL, "numeric_factorize_dist without a distributed plan");
+    forget_inverse(F);
     if (F->L != NULL && (F->S != S || F->kind != kind || F->arith != arith)) numeric_free(F);
     canopy_status st = CANOPY_SUCCESS;
     int first = F->L == NULL;

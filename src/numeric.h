@@ -183,6 +183,9 @@ typedef struct numeric {
     int64_t perturbed;              /**< pivots replaced in the last factorization */
     double threshold;               /**< absolute pivot threshold used in the last factorization */
     double flops;                   /**< flops of the last factorization (from the structure) */
+    /* the selected inversion (src/selinv.c, kselinv_template.c) */
+    int inv_state;                  /**< 0: none; 1: in L and U (the factors are gone); 2: in inv_L/inv_U */
+    void *inv_L, *inv_U;            /**< selinv-memory=separate: copies of L and U turned into the inverse */
 } numeric;
 
 /**
@@ -265,6 +268,14 @@ canopy_status numeric_solve_d(numeric *F, cint nrhs, double *b, cint ldb, canopy
 canopy_status numeric_factorize_z(numeric *F, const canopy_csc *A, canopy_err *err);
 canopy_status numeric_solve_z(numeric *F, cint nrhs, double _Complex *b, cint ldb, canopy_err *err);
 canopy_status numeric_solve_dist_d(numeric *F, cint nrhs, double *y, canopy_err *err);
+canopy_status numeric_selinv_d(numeric *F, double *Lx, double *Ux, double *flops, canopy_err *err);
+canopy_status numeric_selinv_z(numeric *F, double _Complex *Lx, double _Complex *Ux, double *flops, canopy_err *err);
+bool numeric_inverse_entry_d(const numeric *F, const double *Lx, const double *Ux, cint r, cint c, double *v);
+bool numeric_inverse_entry_z(const numeric *F, const double _Complex *Lx, const double _Complex *Ux, cint r, cint c,
+                             double _Complex *v);
+canopy_status numeric_inverse_solve_d(numeric *F, cint nent, const cint *r, const cint *c, double *v, canopy_err *err);
+canopy_status numeric_inverse_solve_z(numeric *F, cint nent, const cint *r, const cint *c, double _Complex *v,
+                                      canopy_err *err);
 canopy_status numeric_solve_dist_z(numeric *F, cint nrhs, double _Complex *y, canopy_err *err);
 
 /*

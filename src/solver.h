@@ -65,6 +65,12 @@ struct canopy_solver {
                                    threads (canopy-simulate, src/predict.c): no plan is kept, nothing runs */
 };
 
+/** false (and the error set) when @p call needs the factors (@p need: PHASE_FACTORIZED) and an
+ * in-place canopy_selinv overwrote them. */
+bool api_factors_ok(canopy_solver *s, int need, const char *call);
+/** canopy_selinv on one rank (src/selinv.c): the status, also in s->err. */
+canopy_status api_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req);
+
 /* ---- several ranks (src/phases_dist.c); all collective ---- */
 
 /** canopy_create: the MPI thread level the options need, and the same thread count on every rank. */

@@ -1,0 +1,340 @@
+/*
+ * Selected inversion over the factors (numeric_selinv_<s>) and the entries of the inverse by
+ * pruned solves (numeric_inverse_entries_<s>). Part of the translation unit of
+ * kernels_template.c: not compiled on its own.
+ *
+ * Notation: Z is the inverse of the factorized matrix in the new numbering (the matrix the
+ * factors are of, before the pivoting inside the diagonal blocks). The factors are a block
+ * triangular factorization of it: for cblk K with off-diagonal rows I,
+ *   Z = M D N with M(:, K) = [Q_K^T L_KK; L(I, K)], N = M^T (LL^H: M^H, D = I; LU: N = U, D = I)
+ * where Q_K is K's interchanges inside its diagonal block (the rows of L(I, K) and of every other
+ * cblk's bloks facing K are kept in the unpivoted order: the solve applies Q_K when it reaches K).
+ * Walking the cblks from the last to the first, with Lh = L(I, K) L_KK^-1 Q_K,
+ *   Z(I, K) = -Z(I, I) Lh,   Z(K, K) = Q_K^T (L_KK D_K N_KK)^-1 Q_K - Lh^T Z(I, K)
+ * (LU: Uh = U_KK^-1 U(K, I), Z(K, I) = -Uh Z(I, I), Z(K, K) = U_KK^-1 L_KK^-1 Q_K - Uh Z(I, K)),
+ * and Z(I, I) is needed only where I x I lies in the block structure (the closure property of
+ * symbolic.h), which the cblks of I hold already. The result overwrites the factors: Z(K, K) in
+ * full in the diagonal block, Z(I, K) in the L panel, and (LU) Z(K, I)^T in the U panel. Every
+ * cblk reads only cblks it faces (its ancestors): the solve graph's backward tasks give the order
+ * on threads, and each task writes only its own panels, so the bits do not depend on the threads.
+ */
+
+/* the off-diagonal blok of cblk J whose rows hold row r, or -1 */
+static cint ksi_find(const symbolic *S, cint J, cint r)
+{
+    cint lo = S->cblk_fblok[J] + 1, hi = S->cblk_fblok[J + 1] - 1;
+    while (lo <= hi) {
+        cint mid = lo + (hi - lo) / 2;
+        if (S->blok_lrow[mid] < r) lo = mid + 1;
+        else if (S->blok_frow[mid] > r) hi = mid - 1;
+        else return mid;
+    }
+    return -1;
+}
+
+/* where the h2 x h1 block of Z (tr = 0) or of Z^T (tr = 1) at rows r2.. (cblk J2), columns r1..
+ * (cblk J1) is stored: *p with leading dimension *ld, transposed (*op != CblasNoTrans) or not */
+static bool ksi_block(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, int tr, cint r2, cint h2, cint J2, cint r1,
+                      cint h1, cint J1, const SCALAR **p, cint *ld, CBLAS_TRANSPOSE *op)
+{
+    const symbolic *S = F->S;
+    CBLAS_TRANSPOSE t = F->kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans;
+    if (J1 == J2) {
+        cint f = S->cblk_fcol[J1];
+        *ld = S->cblk_stride[J1];
+        *p = Lx + F->coef[J1] + (tr ? (r1 - f) + (size_t)(r2 - f) * *ld : (r2 - f) + (size_t)(r1 - f) * *ld);
+        *op = tr ? CblasTrans : CblasNoTrans;
+        return true;
+    }
+    /* below the diagonal: in J1's panel (Z^T's lower part is Z's upper part, the U panel) */
+    int lower = J2 > J1;
+    cint J = lower ? J1 : J2, r = lower ? r2 : r1, h = lower ? h2 : h1, c = lower ? r1 : r2;
+    const SCALAR *base = F->kind != CANOPY_FACT_LU ? Lx : (lower == !tr ? Lx : Ux);
+    cint b = ksi_find(S, J, r);
+    if (b < 0 || S->blok_fcblk[b] != (lower ? J2 : J1) || r + h - 1 > S->blok_lrow[b]) return false;
+    *ld = S->cblk_stride[J];
+    *p = base + F->coef[J] + S->blok_coefrow[b] + (r - S->blok_frow[b]) + (size_t)(c - S->cblk_fcol[J]) * *ld;
+    *op = lower ? CblasNoTrans : (F->kind == CANOPY_FACT_LU ? CblasTrans : t);
+    return true;
+}
+
+/* scalars of workspace kselinv_cblk needs for cblk k */
+static size_t ksi_work(const numeric *F, cint k)
+{
+    const symbolic *S = F->S;
+    size_t w = (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (size_t)S->cblk_stride[k] - w;
+    return 3 * w * w + (F->kind == CANOPY_FACT_LU ? 2 : 1) * m * w + 1;
+}
+
+/* D^-1 T for the rows of T (w x w): LDL^T's 1x1 and 2x2 pivots of cblk k */
+static void ksi_dinv(const numeric *F, cint k, SCALAR *T, cint w)
+{
+    const symbolic *S = F->S;
+    cint fcol = S->cblk_fcol[k], st = S->cblk_stride[k];
+    const SCALAR *P = (const SCALAR *)F->L + F->coef[k];
+    const SCALAR *dsub = F->dsub;
+    for (cint j = 0; j < w;) {
+        if (F->ipiv[fcol + j] < 0) {
+            SCALAR d11, d22, d21;
+            kdinv2(P[j + (size_t)j * st], dsub[fcol + j], P[(j + 1) + (size_t)(j + 1) * st], &d11, &d22, &d21);
+            for (cint c = 0; c < w; c++) {
+                SCALAR x1 = T[j + (size_t)c * w], x2 = T[j + 1 + (size_t)c * w];
+                T[j + (size_t)c * w] = d21 * (d11 * x1 - x2);
+                T[j + 1 + (size_t)c * w] = d21 * (d22 * x2 - x1);
+            }
+            j += 2;
+        } else {
+            SCALAR inv = K_ONE / P[j + (size_t)j * st];
+            for (cint c = 0; c < w; c++) T[j + (size_t)c * w] *= inv;
+            j++;
+        }
+    }
+}
+
+/* Z(:, K) and (LU) Z(K, :) of cblk k, over Lx/Ux (the factors on entry, the inverse on return) */
+static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
+{
+    const symbolic *S = F->S;
+    canopy_factorization kind = F->kind;
+    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
+    SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
+    SCALAR *T = work, *D2 = T + (size_t)w * w, *G = D2 + (size_t)w * w, *X = G + (size_t)w * w;
+    SCALAR *Y = X + (size_t)m * w;
+    int unit = kind != CANOPY_FACT_LLT;
+    /* the diagonal block's own inverse, in pivoted order: G */
+    memset(T, 0, (size_t)w * w * sizeof(SCALAR));
+    for (cint i = 0; i < w; i++) T[i + (size_t)i * w] = K_ONE;
+    K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, unit ? CblasUnit : CblasNonUnit, (int)w, (int)w,
+           K_BS(K_ONE), P, (int)st, T, (int)w);
+    if (kind == CANOPY_FACT_LU) {
+        K_TRSM(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, (int)w, (int)w, K_BS(K_ONE), P,
+               (int)st, T, (int)w);
+        memcpy(G, T, (size_t)w * w * sizeof(SCALAR));
+    } else {
+        memcpy(D2, T, (size_t)w * w * sizeof(SCALAR));
+        if (kind == CANOPY_FACT_LDLT) ksi_dinv(F, k, D2, w);
+        K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)w, (int)w,
+               K_BS(K_ONE), T, (int)w, D2, (int)w, K_BS(K_ZERO), G, (int)w);
+    }
+    /* Lh = L(I, K) L_KK^-1 (and Uh^T = U(K, I)^T U_KK^-T) in place */
+    if (m > 0) {
+        K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasNoTrans, unit ? CblasUnit : CblasNonUnit, (int)m, (int)w,
+               K_BS(K_ONE), P, (int)st, P + w, (int)st);
+        if (Pu)
+            K_TRSM(CblasColMajor, CblasRight, CblasUpper, CblasTrans, CblasNonUnit, (int)m, (int)w, K_BS(K_ONE), P,
+                   (int)st, Pu + w, (int)st);
+    }
+    /* the interchanges: pivoted position p holds unpivoted column idx[p] */
+    bool moved = false;
+    if (kind != CANOPY_FACT_LLT) {
+        for (cint i = 0; i < w; i++) idx[i] = i;
+        for (cint c = 0; c < w; c++) {
+            cint q = F->ipiv[fcol + c];
+            if (q >= 0 && q != c) {
+                cint t = idx[c];
+                idx[c] = idx[q];
+                idx[q] = t;
+                moved = true;
+            }
+        }
+    }
+    if (moved) {
+        /* columns of Lh and G (rows of G too for LDL^T) back to the unpivoted order */
+        for (cint p = 0; p < w; p++)
+            for (cint i = 0; i < m; i++) X[i + (size_t)idx[p] * m] = P[w + i + (size_t)p * st];
+        for (cint c = 0; c < w; c++)
+            for (cint i = 0; i < m; i++) P[w + i + (size_t)c * st] = X[i + (size_t)c * m];
+        for (cint p = 0; p < w; p++)
+            for (cint q = 0; q < w; q++) {
+                cint r = kind == CANOPY_FACT_LDLT ? idx[q] : q;
+                T[r + (size_t)idx[p] * w] = G[q + (size_t)p * w];
+            }
+        memcpy(G, T, (size_t)w * w * sizeof(SCALAR));
+    }
+    /* X = -Z(I, I) Lh (and Y = -Z(I, I)^T Uh^T): one product per pair of bloks */
+    for (int side = 0; m > 0 && side < (Pu ? 2 : 1); side++) {
+        SCALAR *out = side ? Y : X;
+        const SCALAR *R = side ? Pu : P;
+        memset(out, 0, (size_t)m * w * sizeof(SCALAR));
+        for (cint b1 = S->cblk_fblok[k] + 1; b1 < S->cblk_fblok[k + 1]; b1++) {
+            cint r1 = S->blok_frow[b1], h1 = S->blok_lrow[b1] - r1 + 1, J1 = S->blok_fcblk[b1];
+            for (cint b2 = S->cblk_fblok[k] + 1; b2 < S->cblk_fblok[k + 1]; b2++) {
+                cint r2 = S->blok_frow[b2], h2 = S->blok_lrow[b2] - r2 + 1, J2 = S->blok_fcblk[b2];
+                const SCALAR *Zb;
+                cint ld;
+                CBLAS_TRANSPOSE op;
+                if (!ksi_block(F, Lx, Ux, side, r2, h2, J2, r1, h1, J1, &Zb, &ld, &op)) return false;
+                K_GEMM(CblasColMajor, op, CblasNoTrans, (int)h2, (int)w, (int)h1, K_BS(K_MONE), Zb, (int)ld,
+                       R + S->blok_coefrow[b1], (int)st, K_BS(K_ONE), out + (S->blok_coefrow[b2] - w), (int)m);
+            }
+        }
+        /* Z(K, K) -= Lh^T X (LL^H: Lh^H X; LU: Uh X) */
+        if (side == 0)
+            K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)w, (int)m,
+                   K_BS(K_MONE), Pu ? Pu + w : P + w, (int)st, X, (int)m, K_BS(K_ONE), G, (int)w);
+    }
+    for (cint c = 0; c < w; c++) {
+        memcpy(P + (size_t)c * st, G + (size_t)c * w, (size_t)w * sizeof(SCALAR));
+        if (m > 0) memcpy(P + w + (size_t)c * st, X + (size_t)c * m, (size_t)m * sizeof(SCALAR));
+        if (Pu && m > 0) memcpy(Pu + w + (size_t)c * st, Y + (size_t)c * m, (size_t)m * sizeof(SCALAR));
+    }
+    return true;
+}
+
+/* flops of kselinv_cblk for cblk k (real multiply-adds x 2; complex x 4 more) */
+static double ksi_flops(const numeric *F, cint k)
+{
+    const symbolic *S = F->S;
+    double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (double)S->cblk_stride[k] - w;
+    double lu = F->kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    double f = w * w * w * (F->kind == CANOPY_FACT_LU ? 2.0 : 1.5) + lu * (m * w * w + 2.0 * m * m * w) + 2.0 * m * w * w;
+    return f * (sizeof(SCALAR) > sizeof(double) ? 4.0 : 1.0);
+}
+
+typedef struct kselinv {
+    const numeric *F;
+    SCALAR *Lx, *Ux;
+    SCALAR *work; /* per thread */
+    size_t wld;
+    cint *idx;    /* per thread, max_width */
+    atomic_int failed;
+} kselinv;
+
+static int kselinv_task(void *ctx, int task, sched_worker *wk)
+{
+    kselinv *q = ctx;
+    const sched_dag *d = q->F->exec.solve;
+    if (d->kind[task] != SCHED_TASK_BACKWARD) return 0;
+    int t = sched_worker_id(wk);
+    SCALAR *work = q->work + (size_t)t * q->wld;
+    cint *idx = q->idx + (size_t)t * ((size_t)q->F->S->max_width + 1);
+    for (cint k = d->cblk[task]; k >= d->first[task]; k--)
+        if (!kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) {
+            atomic_store(&q->failed, 1);
+            return 1;
+        }
+    return 0;
+}
+
+canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *flops, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    int nt = F->exec.pool != NULL && F->exec.solve != NULL ? sched_pool_threads(F->exec.pool) : 1;
+    size_t wld = 1;
+    double fl = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        size_t x = ksi_work(F, k);
+        if (x > wld) wld = x;
+        fl += ksi_flops(F, k);
+    }
+    size_t nw;
+    wld = (wld + 63) / 64 * 64; /* every thread's workspace on the same alignment */
+    kselinv q = {.F = F, .Lx = Lx, .Ux = Ux, .wld = wld};
+    atomic_init(&q.failed, 0);
+    q.work = canopy_mul_ok(wld, (size_t)nt, &nw) ? canopy_alloc(nw, sizeof(SCALAR), "selected inversion workspace", err)
+                                                  : NULL;
+    q.idx = canopy_alloc(((size_t)S->max_width + 1) * (size_t)nt, sizeof(cint), "selected inversion workspace", err);
+    canopy_status st = CANOPY_SUCCESS;
+    if (!q.work || !q.idx) {
+        st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_NOMEM, "selected inversion workspace");
+    } else if (nt > 1) {
+        int result = 0;
+        sched_run_stats rs = {0};
+        st = sched_execute(F->exec.pool, F->exec.solve, F->exec.scheduler, kselinv_task, &q, &rs, &result, err);
+        if (st == CANOPY_SUCCESS && result != 0) st = CANOPY_ERR_INTERNAL;
+    } else {
+        for (cint k = S->ncblk - 1; k >= 0; k--)
+            if (!kselinv_cblk(F, Lx, Ux, k, q.work, q.idx)) {
+                atomic_store(&q.failed, 1);
+                break;
+            }
+    }
+    if (st == CANOPY_SUCCESS && atomic_load(&q.failed))
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "selected inversion: a block of the inverse lies outside the "
+                                                      "block structure (its closure property does not hold)");
+    else if (st == CANOPY_ERR_INTERNAL && err && err->status == CANOPY_SUCCESS)
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "selected inversion: a task failed");
+    canopy_free(q.work);
+    canopy_free(q.idx);
+    if (flops) *flops = fl;
+    return st;
+}
+
+/* Z(r, c) from the selected inverse over Lx/Ux (new numbering); false outside the structure */
+bool KSFX(numeric_inverse_entry)(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint r, cint c, SCALAR *v)
+{
+    const symbolic *S = F->S;
+    cint Jr = S->col2cblk[r], Jc = S->col2cblk[c];
+    const SCALAR *p;
+    cint ld;
+    CBLAS_TRANSPOSE op;
+    if (!ksi_block(F, Lx, Ux, 0, r, 1, Jr, c, 1, Jc, &p, &ld, &op)) return false;
+    *v = op == CblasConjTrans ? K_CONJ(*p) : *p;
+    return true;
+}
+
+/*
+ * Entries Z(r[e], c[e]) by solves with unit vectors, pruned to the cblks that matter (sparse
+ * right-hand sides, as MUMPS's ICNTL(30)): e_c is nonzero only on the path from c's cblk to its
+ * root, so the forward solve runs those cblks alone (each pushes its panel into the cblks it faces,
+ * all on that path); the backward solve needs the rows r only, so it runs the paths from their
+ * cblks up, top down. Up to KSI_BATCH columns share one pass.
+ */
+#define KSI_BATCH 16
+
+canopy_status KSFX(numeric_inverse_solve)(numeric *F, cint nent, const cint *r, const cint *c, SCALAR *v,
+                                          canopy_err *err)
+{
+    const symbolic *S = F->S;
+    cint n = S->n, nc = S->ncblk;
+    cint *ord = canopy_alloc((size_t)nent + 1, sizeof(cint), "inverse entries", err);
+    cint *slot = canopy_alloc((size_t)n + 1, sizeof(cint), "inverse entries", err);
+    unsigned char *fw = canopy_alloc((size_t)nc + 1, 1, "inverse entries", err);
+    unsigned char *bw = canopy_alloc((size_t)nc + 1, 1, "inverse entries", err);
+    SCALAR *y = canopy_alloc((size_t)n * KSI_BATCH + 1, sizeof(SCALAR), "inverse entries", err);
+    SCALAR *work = canopy_alloc(ks_work_scalars(F, KSI_BATCH), sizeof(SCALAR), "inverse entries", err);
+    if (!ord || !slot || !fw || !bw || !y || !work) {
+        canopy_status st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_NOMEM, "inverse entries");
+        canopy_free(ord), canopy_free(slot), canopy_free(fw), canopy_free(bw), canopy_free(y), canopy_free(work);
+        return st;
+    }
+    /* entries by column (counting sort: stable, O(n + nent)) */
+    for (cint i = 0; i <= n; i++) slot[i] = 0;
+    for (cint e = 0; e < nent; e++) slot[c[e] + 1 < n ? c[e] + 1 : n]++;
+    for (cint i = 0; i < n; i++) slot[i + 1] += slot[i];
+    for (cint e = 0; e < nent; e++) ord[slot[c[e]]++] = e;
+    for (cint i = 0; i < n; i++) slot[i] = -1;
+    for (cint e0 = 0; e0 < nent;) {
+        /* the next batch: up to KSI_BATCH distinct columns */
+        cint e1 = e0, ncol = 0;
+        while (e1 < nent && (ncol < KSI_BATCH || slot[c[ord[e1]]] >= 0)) {
+            cint col = c[ord[e1]];
+            if (slot[col] < 0) slot[col] = ncol++;
+            e1++;
+        }
+        memset(fw, 0, (size_t)nc);
+        memset(bw, 0, (size_t)nc);
+        memset(y, 0, (size_t)n * (size_t)ncol * sizeof(SCALAR));
+        for (cint e = e0; e < e1; e++) {
+            cint col = c[ord[e]];
+            y[col + (size_t)slot[col] * n] = K_ONE;
+            for (cint k = S->col2cblk[col]; k >= 0 && !fw[k]; k = S->cblk_parent[k]) fw[k] = 1;
+            for (cint k = S->col2cblk[r[ord[e]]]; k >= 0 && !bw[k]; k = S->cblk_parent[k]) bw[k] = 1;
+        }
+        for (cint k = 0; k < nc; k++) {
+            if (!fw[k]) continue;
+            kforward_diag(F, k, ncol, y);
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) kforward_blok(F, k, b, ncol, y);
+        }
+        for (cint k = nc - 1; k >= 0; k--)
+            if (bw[k]) kbackward(F, k, ncol, y, work);
+        for (cint e = e0; e < e1; e++) {
+            cint col = c[ord[e]];
+            v[ord[e]] = y[r[ord[e]] + (size_t)slot[col] * n];
+        }
+        for (cint e = e0; e < e1; e++) slot[c[ord[e]]] = -1;
+        e0 = e1;
+    }
+    canopy_free(ord), canopy_free(slot), canopy_free(fw), canopy_free(bw), canopy_free(y), canopy_free(work);
+    return CANOPY_SUCCESS;
+}

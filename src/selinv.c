@@ -1,0 +1,307 @@
+/*
+ * canopy_selinv: selected entries of the inverse of the user's matrix. The inversion itself runs
+ * over the factors in the new numbering (kselinv_template.c); this file keeps where its result
+ * lives (over the factors or in a copy) and turns the entries of that inverse, Z, into entries of
+ * A^-1 in the user's numbering. With As = Dr Pm A Dc the scaled and row-matched matrix and
+ * Z(p, q) = As^-1(perm[p], perm[q]):
+ *   A^-1 = Dc As^-1 Dr Pm,  so  A^-1(i, j) = Dc(i) Z(iperm[i], iperm[m(j)]) Dr(m(j)),
+ * with m(j) = row_perm[j], the row of As that A's row j became.
+ */
+#include "solver.h"
+#include "numeric.h"
+#include "matrix.h"
+
+#include <complex.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static canopy_status nomem(canopy_solver *s)
+{
+    return s->err.status < 0 ? s->err.status : canopy_err_set(&s->err, CANOPY_ERR_NOMEM, "canopy_selinv: out of memory");
+}
+
+/* the inverse over the factors or beside them, computed once per factorization */
+static canopy_status ensure_inverse(canopy_solver *s, double *flops)
+{
+    numeric *F = &s->F;
+    *flops = 0;
+    if (F->inv_state != 0) return CANOPY_SUCCESS;
+    void *Lx = F->L, *Ux = F->U;
+    if (s->opts.selinv_memory == CANOPY_SELINV_SEPARATE) {
+        F->inv_L = canopy_alloc(F->coef_bytes + 1, 1, "selected inverse (selinv-memory=separate)", &s->err);
+        F->inv_U = F->U ? canopy_alloc(F->coef_bytes + 1, 1, "selected inverse (selinv-memory=separate)", &s->err) : NULL;
+        if (!F->inv_L || (F->U && !F->inv_U)) {
+            canopy_free(F->inv_L);
+            canopy_free(F->inv_U);
+            F->inv_L = F->inv_U = NULL;
+            return nomem(s);
+        }
+        memcpy(F->inv_L, F->L, F->coef_bytes);
+        if (F->U) memcpy(F->inv_U, F->U, F->coef_bytes);
+        Lx = F->inv_L;
+        Ux = F->inv_U;
+    }
+    int old = numeric_blas_single();
+    canopy_status st = F->arith == CANOPY_COMPLEX ? numeric_selinv_z(F, Lx, Ux, flops, &s->err)
+                                                  : numeric_selinv_d(F, Lx, Ux, flops, &s->err);
+    numeric_blas_restore(old);
+    if (st == CANOPY_SUCCESS) {
+        F->inv_state = s->opts.selinv_memory == CANOPY_SELINV_SEPARATE ? 2 : 1;
+    } else if (s->opts.selinv_memory != CANOPY_SELINV_SEPARATE) {
+        /* half inverted, half factors: neither is usable */
+        F->inv_state = 1;
+    } else {
+        canopy_free(F->inv_L);
+        canopy_free(F->inv_U);
+        F->inv_L = F->inv_U = NULL;
+    }
+    return st;
+}
+
+static const void *inv_L(const numeric *F) { return F->inv_state == 2 ? F->inv_L : F->L; }
+static const void *inv_U(const numeric *F) { return F->inv_state == 2 ? F->inv_U : F->U; }
+
+/* Z(r, c) (new numbering) into v (one or two doubles); false outside the block structure */
+static bool z_entry(const canopy_solver *s, cint r, cint c, double *v)
+{
+    const numeric *F = &s->F;
+    if (F->arith == CANOPY_COMPLEX) return numeric_inverse_entry_z(F, inv_L(F), inv_U(F), r, c, (double _Complex *)v);
+    return numeric_inverse_entry_d(F, inv_L(F), inv_U(F), r, c, v);
+}
+
+/* v (one or two doubles) times the scaling factors of A^-1(i, j) given As's row m = m(j) */
+static void unscale(const canopy_solver *s, cint i, cint m, double *v, int vsz)
+{
+    double f = (s->sc.col ? s->sc.col[i] : 1.0) * (s->sc.row ? s->sc.row[m] : 1.0);
+    for (int c = 0; c < vsz; c++) v[c] *= f;
+}
+
+static cint matched(const canopy_solver *s, cint j) { return s->sc.row_perm ? s->sc.row_perm[j] : j; }
+
+/*
+ * Entries A^-1(rows[e], cols[e]) into vals: from the inverse where it holds them, the others by
+ * pruned solves over the factors (refused when the factors are gone).
+ */
+static canopy_status entries(canopy_solver *s, cint ne, const cint *rows, const cint *cols, double *vals)
+{
+    const symbolic *S = &s->S;
+    int vsz = s->F.arith == CANOPY_COMPLEX ? 2 : 1;
+    cint *r = canopy_alloc((size_t)ne + 1, sizeof(cint), "canopy_selinv entries", &s->err);
+    cint *c = canopy_alloc((size_t)ne + 1, sizeof(cint), "canopy_selinv entries", &s->err);
+    cint *at = canopy_alloc((size_t)ne + 1, sizeof(cint), "canopy_selinv entries", &s->err);
+    double *v = canopy_alloc((size_t)ne * (size_t)vsz + 1, sizeof(double), "canopy_selinv entries", &s->err);
+    canopy_status st = CANOPY_SUCCESS;
+    if (!r || !c || !at || !v) {
+        st = nomem(s);
+        goto out;
+    }
+    cint left = 0;
+    for (cint e = 0; e < ne; e++) {
+        cint zr = S->iperm[rows[e]], zc = S->iperm[matched(s, cols[e])];
+        if (s->F.inv_state != 0 && z_entry(s, zr, zc, vals + (size_t)e * vsz)) continue;
+        r[left] = zr;
+        c[left] = zc;
+        at[left++] = e;
+    }
+    if (left > 0 && s->F.inv_state == 1) {
+        st = canopy_err_set(&s->err, CANOPY_ERR_PHASE,
+                            "canopy_selinv: entry (%" CINT_FMT ", %" CINT_FMT ") of the inverse lies outside the "
+                            "factors' pattern, and the factors were overwritten by an earlier canopy_selinv "
+                            "(selinv-memory=inplace): factorize again, or use selinv-memory=separate",
+                            rows[at[0]], cols[at[0]]);
+        goto out;
+    }
+    if (left > 0) {
+        int old = numeric_blas_single();
+        st = s->F.arith == CANOPY_COMPLEX ? numeric_inverse_solve_z(&s->F, left, r, c, (double _Complex *)v, &s->err)
+                                          : numeric_inverse_solve_d(&s->F, left, r, c, v, &s->err);
+        numeric_blas_restore(old);
+        for (cint q = 0; st == CANOPY_SUCCESS && q < left; q++)
+            memcpy(vals + (size_t)at[q] * vsz, v + (size_t)q * vsz, (size_t)vsz * sizeof(double));
+    }
+    for (cint e = 0; st == CANOPY_SUCCESS && e < ne; e++) unscale(s, rows[e], matched(s, cols[e]), vals + (size_t)e * vsz, vsz);
+out:
+    canopy_free(r);
+    canopy_free(c);
+    canopy_free(at);
+    canopy_free(v);
+    return st;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    cint x = *(const cint *)a, y = *(const cint *)b;
+    return (x > y) - (x < y);
+}
+
+/* every entry of the inverse's structure, in the user's numbering, as a general CSC matrix */
+static canopy_status pattern(canopy_solver *s, canopy_csc *out)
+{
+    const symbolic *S = &s->S;
+    const numeric *F = &s->F;
+    cint n = S->n;
+    int vsz = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    const cint *perm = S->perm;
+    cint *rpinv = NULL;
+    memset(out, 0, sizeof *out);
+    if (s->sc.row_perm) {
+        rpinv = canopy_alloc((size_t)n, sizeof(cint), "canopy_selinv pattern", &s->err);
+        if (!rpinv) return nomem(s);
+        for (cint j = 0; j < n; j++) rpinv[s->sc.row_perm[j]] = j;
+    }
+    /* Z(p, q) lands at A^-1(perm[p], rpinv[perm[q]]): count per user column, then place */
+    int64_t total = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        int64_t w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+        total += w * w + 2 * m * w;
+    }
+    out->n = n;
+    out->base = 0;
+    out->arith = F->arith;
+    out->kind = CANOPY_KIND_GENERAL;
+    out->triangle = CANOPY_TRIANGLE_BOTH;
+    out->colptr = canopy_calloc((size_t)n + 1, sizeof(cint), "canopy_selinv pattern", &s->err);
+    out->rowind = canopy_alloc((size_t)total + 1, sizeof(cint), "canopy_selinv pattern", &s->err);
+    out->values = canopy_alloc((size_t)total * (size_t)vsz + 1, sizeof(double), "canopy_selinv pattern", &s->err);
+    cint *fill = canopy_alloc((size_t)n + 1, sizeof(cint), "canopy_selinv pattern", &s->err);
+    if (!out->colptr || !out->rowind || !out->values || !fill) {
+        canopy_free(rpinv);
+        canopy_free(fill);
+        matrix_free(out);
+        return nomem(s);
+    }
+#define USER_COL(q) (rpinv ? rpinv[perm[q]] : perm[q])
+    for (int pass = 0; pass < 2; pass++) {
+        for (cint k = 0; k < S->ncblk; k++) {
+            cint f = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - f;
+            for (cint q = f; q < f + w; q++)
+                for (cint b = S->cblk_fblok[k]; b < S->cblk_fblok[k + 1]; b++)
+                    for (cint p = S->blok_frow[b]; p <= S->blok_lrow[b]; p++)
+                        for (int t = 0; t < (b == S->cblk_fblok[k] ? 1 : 2); t++) {
+                            /* (p, q), and below the diagonal block also (q, p) */
+                            cint zr = t ? q : p, zc = t ? p : q, j = USER_COL(zc);
+                            if (pass == 0) {
+                                out->colptr[j + 1]++;
+                                continue;
+                            }
+                            cint at = fill[j]++;
+                            out->rowind[at] = perm[zr];
+                            double *v = (double *)out->values + (size_t)at * vsz;
+                            if (!z_entry(s, zr, zc, v)) {
+                                canopy_free(rpinv);
+                                canopy_free(fill);
+                                matrix_free(out);
+                                return canopy_err_set(&s->err, CANOPY_ERR_INTERNAL,
+                                                      "canopy_selinv: entry outside the structure");
+                            }
+                            unscale(s, perm[zr], perm[zc], v, vsz);
+                        }
+        }
+        if (pass == 0) {
+            for (cint j = 0; j < n; j++) out->colptr[j + 1] += out->colptr[j];
+            memcpy(fill, out->colptr, (size_t)n * sizeof(cint));
+        }
+    }
+#undef USER_COL
+    /* rows in order within each column: sort (row, value) pairs through a permutation */
+    cint *key = NULL;
+    double *tmp = NULL;
+    size_t maxc = 0;
+    for (cint j = 0; j < n; j++)
+        if ((size_t)(out->colptr[j + 1] - out->colptr[j]) > maxc) maxc = (size_t)(out->colptr[j + 1] - out->colptr[j]);
+    key = canopy_alloc(2 * maxc + 1, sizeof(cint), "canopy_selinv pattern", &s->err);
+    tmp = canopy_alloc(maxc * (size_t)vsz + 1, sizeof(double), "canopy_selinv pattern", &s->err);
+    if (!key || !tmp) {
+        canopy_free(rpinv), canopy_free(fill), canopy_free(key), canopy_free(tmp);
+        matrix_free(out);
+        return nomem(s);
+    }
+    for (cint j = 0; j < n; j++) {
+        cint a = out->colptr[j], len = out->colptr[j + 1] - a;
+        for (cint q = 0; q < len; q++) key[2 * q] = out->rowind[a + q], key[2 * q + 1] = q;
+        qsort(key, (size_t)len, 2 * sizeof(cint), cmp_row);
+        double *v = (double *)out->values + (size_t)a * vsz;
+        memcpy(tmp, v, (size_t)len * vsz * sizeof(double));
+        for (cint q = 0; q < len; q++) {
+            out->rowind[a + q] = key[2 * q];
+            memcpy(v + (size_t)q * vsz, tmp + (size_t)key[2 * q + 1] * vsz, (size_t)vsz * sizeof(double));
+        }
+    }
+    canopy_free(rpinv), canopy_free(fill), canopy_free(key), canopy_free(tmp);
+    return CANOPY_SUCCESS;
+}
+
+static bool request_ok(canopy_solver *s, canopy_selinv_what what, const canopy_selinv_request *req)
+{
+    if (req == NULL) {
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_selinv: NULL request");
+        return false;
+    }
+    cint n = s->A.n;
+    switch (what) {
+    case CANOPY_SELINV_DIAG:
+        if (req->diag == NULL) canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_selinv: DIAG needs req->diag (n scalars)");
+        break;
+    case CANOPY_SELINV_PATTERN:
+        break;
+    case CANOPY_SELINV_ENTRIES:
+        if (req->nentries < 0 || (req->nentries > 0 && (!req->rows || !req->cols || !req->values))) {
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                           "canopy_selinv: ENTRIES needs nentries >= 0 and rows, cols and values arrays");
+            break;
+        }
+        for (cint e = 0; e < req->nentries; e++)
+            if (req->rows[e] < 0 || req->rows[e] >= n || req->cols[e] < 0 || req->cols[e] >= n) {
+                canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                               "canopy_selinv: entry %" CINT_FMT " is (%" CINT_FMT ", %" CINT_FMT
+                               "), outside 0..%" CINT_FMT,
+                               e, req->rows[e], req->cols[e], n - 1);
+                break;
+            }
+        break;
+    default:
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_selinv: unknown request %d (DIAG, PATTERN or ENTRIES)",
+                       (int)what);
+    }
+    return s->err.status == CANOPY_SUCCESS;
+}
+
+canopy_status api_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
+{
+    numeric *F = &s->F;
+    cint n = s->A.n;
+    int vsz = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    if (!request_ok(s, what, req)) return s->err.status;
+    double t0 = canopy_wtime(), flops = 0;
+    canopy_status st = CANOPY_SUCCESS;
+    if (what != CANOPY_SELINV_ENTRIES) st = ensure_inverse(s, &flops);
+    double t1 = canopy_wtime();
+    int64_t count = 0;
+    if (st == CANOPY_SUCCESS && what == CANOPY_SELINV_DIAG) {
+        cint *idx = canopy_alloc((size_t)n + 1, sizeof(cint), "canopy_selinv diagonal", &s->err);
+        if (!idx) st = nomem(s);
+        for (cint i = 0; idx && i < n; i++) idx[i] = i;
+        if (idx) st = entries(s, n, idx, idx, req->diag);
+        canopy_free(idx);
+        count = n;
+    } else if (st == CANOPY_SUCCESS && what == CANOPY_SELINV_PATTERN) {
+        st = pattern(s, &req->pattern);
+        count = st == CANOPY_SUCCESS ? req->pattern.colptr[n] : 0;
+    } else if (st == CANOPY_SUCCESS) {
+        st = entries(s, req->nentries, req->rows, req->cols, req->values);
+        count = req->nentries;
+    }
+    (void)vsz;
+    s->stats.time_selinv = canopy_wtime() - t0;
+    s->stats.flops_selinv = flops;
+    s->stats.gflops_selinv = flops > 0 && t1 > t0 ? flops / (t1 - t0) * 1e-9 : 0;
+    s->stats.selinv_entries = st == CANOPY_SUCCESS ? count : 0;
+    req->perturbed_pivots = F->perturbed;
+    if (st == CANOPY_SUCCESS && F->perturbed > 0)
+        st = canopy_err_set(&s->err, CANOPY_WARN_PIVOTS_PERTURBED,
+                            "canopy_selinv: %" PRId64 " pivots were perturbed in the factorization: the entries are "
+                            "of the inverse of the perturbed matrix",
+                            F->perturbed);
+    return st;
+}
