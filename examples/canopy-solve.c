@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_selinv.h"
+
 typedef struct cli {
     canopy_options opts;
     int nrhs, repeat, json, stencil, analyze_only;
@@ -26,6 +28,7 @@ typedef struct cli {
     int have_lap, have_helm;
     int distributed;   /* --distributed: every rank reads the input and passes its share of the columns */
     int progress;      /* --progress on|off; -1: auto (on a terminal, without --json) */
+    cli_selinv sel;    /* --selinv, --selinv-out, --selinv-entries */
 } cli;
 
 static void usage(FILE *f)
@@ -50,6 +53,11 @@ static void usage(FILE *f)
             "  --progress on|off         the running phase on stderr, with the share of the factorization's\n"
             "                            predicted work done and the time left (default: on a terminal, after\n"
             "                            2 s in a phase, and not with --json)\n"
+            "  --selinv diag|pattern     after the solve, selected entries of A^-1: its diagonal, or every entry in\n"
+            "                            the pattern of the factors (canopy_selinv; over the factors unless\n"
+            "                            --selinv-memory separate)\n"
+            "  --selinv-out FILE.mtx     write them as a Matrix Market coordinate file (1-based, general)\n"
+            "  --selinv-entries FILE     the entries of A^-1 listed in FILE (two 1-based indices per line)\n"
             "  --distributed             every rank gives the solver its own part of the matrix\n"
             "                            (canopy_set_matrix_distributed) instead of rank 0 all of it: a file's\n"
             "                            share of entries (canopy_read_matrix_part), a generated matrix's\n"
@@ -86,7 +94,7 @@ static double mono_seconds(void)
 static void *progress_main(void *arg)
 {
     progress *p = arg;
-    static const char *const names[] = {"", "analyze", "factorize", "solve"};
+    static const char *const names[] = {"", "analyze", "factorize", "solve", "selected inversion"};
     canopy_phase last = CANOPY_PHASE_IDLE;
     double since = mono_seconds(), last_done = 0;
     int shown = 0;
@@ -104,7 +112,7 @@ static void *progress_main(void *arg)
         if (ph == CANOPY_PHASE_FACTORIZE && done >= 0 && done + 0.01 < last_done) since = now; /* the next one */
         if (done >= 0) last_done = done;
         double t = now - since;
-        if (ph != CANOPY_PHASE_IDLE && ph <= CANOPY_PHASE_SOLVE && t >= p->delay) {
+        if (ph != CANOPY_PHASE_IDLE && ph <= CANOPY_PHASE_SELINV && t >= p->delay) {
             char line[160];
             if (ph == CANOPY_PHASE_FACTORIZE && done > 0.02 && t * (1 - done) / done >= 1)
                 snprintf(line, sizeof line, "canopy-solve: factorize %3.0f%% of the predicted work, %.1f s, about %.0f s left",
@@ -238,6 +246,13 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
                 bad = parse_int_arg(v, 1, 100000, &c->nrhs);
             } else if (!strcmp(name, "repeat")) {
                 bad = parse_int_arg(v, 1, 100000, &c->repeat);
+            } else if (!strcmp(name, "selinv")) {
+                c->sel.what = !strcmp(v, "diag") ? 1 : !strcmp(v, "pattern") ? 2 : 0;
+                bad = c->sel.what == 0;
+            } else if (!strcmp(name, "selinv-out")) {
+                c->sel.out = v;
+            } else if (!strcmp(name, "selinv-entries")) {
+                c->sel.entries = v;
             } else if (!strcmp(name, "kind")) {
                 if (!strcmp(v, "spd")) c->kind_override = CANOPY_KIND_SPD;
                 else if (!strcmp(v, "symmetric")) c->kind_override = CANOPY_KIND_SYMMETRIC;
@@ -262,6 +277,10 @@ static int parse_args(int argc, char **argv, cli *c, int rank)
     }
     if (c->opts.ordering == CANOPY_ORDER_USER) {
         if (rank == 0) fprintf(stderr, "canopy-solve: --ordering user needs a permutation: use the API (canopy_set_permutation)\n");
+        return 2;
+    }
+    if (c->sel.out && !c->sel.what && !c->sel.entries) {
+        if (rank == 0) fprintf(stderr, "canopy-solve: --selinv-out needs --selinv diag|pattern or --selinv-entries\n");
         return 2;
     }
     if (!!c->file + c->have_lap + c->have_helm > 1) {
@@ -469,6 +488,15 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                 ferr = fmax(ferr, sc == 2 ? hypot(x[2 * i] - 1.0, x[2 * i + 1]) : fabs(x[i] - 1.0));
         }
     }
+    cli_selinv_result sel = {0};
+    const int want_selinv = c->sel.what || c->sel.entries;
+    if (st >= 0 && !c->analyze_only && want_selinv) {
+        stage = "selinv";
+        int cx = (rank == 0 || part) && A->arith == CANOPY_COMPLEX;
+        canopy_int nn = rank == 0 || part ? A->n : 0;
+        canopy_status sst = cli_selinv_run(&c->sel, s, nn, cx, rank, name, &sel);
+        if (sst < 0) st = sst;
+    }
     canopy_stats S;
     canopy_get_stats(s, &S);
     if (c->opts.refine_max_iter == 0 && st >= 0 && !c->analyze_only && part) {
@@ -532,6 +560,12 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    S.scheduler == CANOPY_SCHED_DYNAMIC ? "dynamic" : "static",
                    S.numa == CANOPY_NUMA_GLOBAL ? "global" : S.numa == CANOPY_NUMA_INTERLEAVE ? "interleave" : "local",
                    S.numa_nodes, S.bound);
+            if (want_selinv) {
+                json_num("time_selinv", sel.time, 0);
+                json_num("gflops_selinv", sel.gflops, 0);
+                json_num("selinv_ratio", S.time_factorize > 0 ? sel.time / S.time_factorize : NAN, 0);
+                printf("\"selinv_entries\": %lld, ", (long long)sel.entries);
+            }
             json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
             printf("\"twod_levels\": %d, \"twod_cblks\": %lld, \"split_width\": %d, ", S.twod_levels,
                    (long long)S.twod_cblks, S.split_width);
@@ -615,6 +649,10 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                        S.refinement_steps, ferr);
                 printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,
                        S.factor_bytes / 1048576.0);
+                if (want_selinv)
+                    printf("  selected inversion: %.3f s (%.2f x the factorization), %.2f GFlop/s, %lld entries%s%s\n",
+                           sel.time, S.time_factorize > 0 ? sel.time / S.time_factorize : NAN, sel.gflops,
+                           (long long)sel.entries, c->sel.out ? " written to " : "", c->sel.out ? c->sel.out : "");
             }
         }
         fflush(stdout);

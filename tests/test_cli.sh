@@ -106,6 +106,136 @@ if [ -n "$MPIEXEC" ]; then
     elif [ $rc -eq 2 ] && printf '%s\n' "$jp" | grep -q "without PT-SCOTCH"; then echo "ok: --ordering ptscotch refused (no PT-SCOTCH)"
     else echo "FAIL: 2 ranks --ordering ptscotch"; echo "$jp"; fails=$((fails + 1)); fi
 fi
+# canopy-simulate: usage errors, its JSON figures and a simulated trace canopy-trace reads.
+bin=${top_builddir:-.}/canopy-solve
+data=${top_srcdir:-.}/tests/data
+fails=0
+t() { # description, expected exit code, command...
+    d=$1; want=$2; shift 2
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        echo "FAIL: $d: exit $rc, expected $want"; printf '%s\n' "$out" | head -20; fails=$((fails + 1))
+    else
+        echo "ok: $d"
+    fi
+}
+be_ok() { # json line -> 0 if backward error <= 1e-12
+    be=$(printf '%s\n' "$1" | sed -n 's/.*"backward_error": \([^,]*\),.*/\1/p')
+    awk -v b="$be" 'BEGIN { exit !(b != "" && b != "null" && b + 0 <= 1e-12) }'
+}
+
+t "--help" 0 "$bin" --help
+t "--version" 0 "$bin" --version
+t "unknown option" 2 "$bin" --frobnicate 3
+t "bad thread count" 2 "$bin" --threads -1 --laplacian 5
+t "bad scheduler" 2 "$bin" --scheduler fast --laplacian 5
+t "bad bind list" 2 "$bin" --bind 3-1 --laplacian 5
+t "two inputs" 2 "$bin" --laplacian 5 --helmholtz 5
+t "missing file" 1 "$bin" /nonexistent/matrix.mtx
+t "bad environment" 2 env CANOPY_NUMA=far "$bin" --laplacian 5
+for f in "$data"/bad_*.mtx; do
+    [ -f "$f" ] && t "malformed $(basename "$f")" 1 "$bin" "$f"
+done
+# accepted-and-validated options of later releases
+t "bad --progress" 2 "$bin" --progress sometimes --laplacian 5
+
+# progress: forced on, the phase appears on stderr as a rewritten line (polled five times a second:
+# the run lasts longer than that); off by default when stderr is not a terminal, and with --json
+p=$("$bin" --progress on --laplacian 40x40x40 2>&1 >/dev/null | tr '\r' '\n')
+if printf '%s\n' "$p" | grep -q "canopy-solve: \(analyze\|factorize\|solve\)"; then
+    echo "ok: --progress on"
+else
+    echo "FAIL: --progress on shows no phases"; printf '%s\n' "$p" | head -5; fails=$((fails + 1))
+fi
+for args in "--laplacian 12x12x12" "--json --laplacian 12x12x12"; do
+    # shellcheck disable=SC2086
+    if "$bin" $args 2>&1 >/dev/null | tr '\r' '@' | grep -q '@'; then
+        echo "FAIL: progress lines without a terminal ($args)"; fails=$((fails + 1))
+    else
+        echo "ok: no progress without a terminal ($args)"
+    fi
+done
+
+t "threaded options accepted" 0 "$bin" --threads 2 --scheduler dynamic --numa global --bind 0,1 \
+    --comm-threads 0 --tree binary --laplacian 6x6x6
+
+for args in "--laplacian 12x12x12" "--laplacian 30x30" "--laplacian 8x8x8 --stencil 27" "--helmholtz 60" \
+            "--laplacian 10x10x10 --factorization ldlt" "--laplacian 10x10x10 --factorization lu" \
+            "--laplacian 10x10x10 --ordering natural" "--laplacian 10x10x10 --amalgamation 0" \
+            "--laplacian 10x10x10 --split 8" "--laplacian 9x9x9 --nrhs 3 --repeat 2"; do
+    # shellcheck disable=SC2086
+    j=$("$bin" --json $args 2>&1)
+    if [ $? -eq 0 ] && be_ok "$j"; then echo "ok: $args"; else echo "FAIL: $args"; echo "$j"; fails=$((fails + 1)); fi
+done
+
+j=$("$bin" --json --ordering-threads 2 --laplacian 10x10x10)
+for k in n nnz nnz_factor flops time_analyze time_factorize time_solve gflops_factorize backward_error \
+         forward_error refinement_steps perturbed_pivots peak_memory_bytes ranks threads_per_rank factorization status; do
+    printf '%s\n' "$j" | grep -q "\"$k\": " || { echo "FAIL: json lacks $k"; fails=$((fails + 1)); }
+done
+printf '%s\n' "$j" | grep -q '"factorization": "llt"' || { echo "FAIL: SPD Laplacian not LL^T"; fails=$((fails + 1)); }
+
+# two ranks: same nnz(L) (the same ordering: SCOTCH on 2 threads in both) and an accurate answer
+if [ -n "$MPIEXEC" ]; then
+    j2=$($MPIEXEC -n 2 "$bin" --json --ordering-threads 2 --laplacian 10x10x10 2>&1)
+    n1=$(printf '%s\n' "$j" | sed -n 's/.*"nnz_factor": \([0-9]*\),.*/\1/p')
+    n2=$(printf '%s\n' "$j2" | sed -n 's/.*"nnz_factor": \([0-9]*\),.*/\1/p')
+    if [ -n "$n1" ] && [ "$n1" = "$n2" ] && be_ok "$j2"; then echo "ok: 2 ranks"; else
+        echo "FAIL: 2 ranks"; echo "$j2"; fails=$((fails + 1)); fi
+    # --distributed with a file: each rank reads its part of the entries (canopy_read_matrix_part);
+    # b = A ones and the residual are sums over the parts
+    for f in hb_real_sym.rsa hb_complex_unsym.cua mm_real_general.mtx mm_skew.mtx; do
+        for extra in "" "--refine 0"; do
+            # shellcheck disable=SC2086
+            jd=$($MPIEXEC -n 2 "$bin" --json --distributed $extra "$data/$f" 2>&1)
+            if [ $? -eq 0 ] && be_ok "$jd"; then echo "ok: 2 ranks --distributed $extra $f"; else
+                echo "FAIL: 2 ranks --distributed $extra $f"; echo "$jd"; fails=$((fails + 1)); fi
+        done
+    done
+    t "2 ranks --distributed, bad file" 1 $MPIEXEC -n 2 "$bin" --distributed "$data/bad_nan.mtx"
+    # rank 0 releases its scaled copy of A once the entries are out: refactorizations and the
+    # fallback from LL^T to LDL^T (a KKT matrix claimed SPD) rebuild it
+    jr=$($MPIEXEC -n 2 "$bin" --json --repeat 3 --laplacian 9x9x9 2>&1 | tail -1)
+    if be_ok "$jr"; then echo "ok: 2 ranks --repeat 3"; else echo "FAIL: 2 ranks --repeat 3"; echo "$jr"; fails=$((fails + 1)); fi
+    hg=${top_srcdir:-.}/../shared/matrices/hangGlider_2.mtx
+    if [ -f "$hg" ]; then
+        jf=$($MPIEXEC -n 2 "$bin" --json --kind spd "$hg" 2>&1 | tail -1)
+        if be_ok "$jf" && printf '%s\n' "$jf" | grep -q '"factorization": "ldlt"'; then echo "ok: 2 ranks, LL^T falls back to LDL^T"
+        else echo "FAIL: 2 ranks, LL^T fallback"; echo "$jf"; fails=$((fails + 1)); fi
+    fi
+    # PT-SCOTCH on both ranks, or (a build without it) a refusal that says why
+    jp=$($MPIEXEC -n 2 "$bin" --json --ordering ptscotch --laplacian 10x10x10 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && be_ok "$jp"; then echo "ok: 2 ranks --ordering ptscotch"
+    elif [ $rc -eq 2 ] && printf '%s\n' "$jp" | grep -q "without PT-SCOTCH"; then echo "ok: --ordering ptscotch refused (no PT-SCOTCH)"
+    else echo "FAIL: 2 ranks --ordering ptscotch"; echo "$jp"; fails=$((fails + 1)); fi
+fi
+# selected inversion: the diagonal as a Matrix Market file, listed entries, the JSON figures, bad lists
+sv=${TMPDIR:-/tmp}/canopy_cli_selinv.$$
+t "selinv diag" 0 "$bin" --laplacian 6x5x4 --selinv diag --selinv-out "$sv.mtx"
+if [ "$(sed -n 3p "$sv.mtx" 2>/dev/null)" = "120 120 120" ] && [ "$(grep -c '^[0-9]' "$sv.mtx")" -eq 121 ]; then
+    echo "ok: --selinv-out writes the 120 diagonal entries"
+else echo "FAIL: --selinv-out"; head -4 "$sv.mtx"; fails=$((fails + 1)); fi
+printf '%% pairs\n1 1\n120 3\n\n7 7\n' >"$sv.txt"
+t "selinv entries" 0 "$bin" --laplacian 6x5x4 --selinv-entries "$sv.txt" --selinv-out "$sv.e.mtx"
+# A^-1(1,1) from the diagonal run (the inversion) and from the list (a solve): the same to rounding
+d1=$(awk 'NR==4 {print $3}' "$sv.mtx"); e1=$(awk 'NR==4 {print $3}' "$sv.e.mtx")
+if [ -n "$d1" ] && awk -v a="$d1" -v b="$e1" 'BEGIN { d = a - b; exit !(b != "" && d * d <= 1e-26 * a * a) }'; then
+    echo "ok: listed entry (1,1) = diagonal entry"
+else echo "FAIL: listed (1,1) '$e1' vs diagonal '$d1'"; fails=$((fails + 1)); fi
+j=$("$bin" --json --laplacian 6x5x4 --selinv pattern)
+for k in time_selinv gflops_selinv selinv_entries selinv_ratio; do
+    printf '%s\n' "$j" | grep -q "\"$k\": " || { echo "FAIL: json lacks $k"; fails=$((fails + 1)); }
+done
+printf '1 1\n3 x\n' >"$sv.bad"
+t "selinv bad list" 1 "$bin" --laplacian 6x5x4 --selinv-entries "$sv.bad"
+printf '1 121\n' >"$sv.bad"
+t "selinv index out of range" 1 "$bin" --laplacian 6x5x4 --selinv-entries "$sv.bad"
+t "selinv missing list" 1 "$bin" --laplacian 6x5x4 --selinv-entries /nonexistent/list
+t "selinv bad what" 2 "$bin" --laplacian 6x5x4 --selinv everything
+t "selinv-out alone" 2 "$bin" --laplacian 6x5x4 --selinv-out "$sv.mtx"
+rm -f "$sv.mtx" "$sv.e.mtx" "$sv.txt" "$sv.bad"
+
 # canopy-simulate: usage, the JSON figures, a trace canopy-trace reads, bad input
 sim=${top_builddir:-.}/canopy-simulate
 tr=${top_builddir:-.}/canopy-trace
