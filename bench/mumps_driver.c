@@ -133,9 +133,19 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    /* --inverse-diag: after the solve, the diagonal of A^-1 by ICNTL(30) (time_selinv) */
+    int inverse_diag = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--inverse-diag")) {
+            inverse_diag = 1;
+            for (int k = i; k + 1 < argc; k++) argv[k] = argv[k + 1];
+            argc--;
+            break;
+        }
     if (bench_parse_args(argc, argv, &args,
                          "  --ordering NAME   scotch (default), ptscotch, amd, amf, pord, qamd,\n"
-                         "                    metis, parmetis, auto (ICNTL(7)=7)\n") != 0) {
+                         "                    metis, parmetis, auto (ICNTL(7)=7)\n"
+                         "  --inverse-diag    the diagonal of A^-1 after the solve (ICNTL(30))\n") != 0) {
         MPI_Finalize();
         return 2;
     }
@@ -309,6 +319,37 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         bench_errors(&A, b, rhs, &rep.backward_error, &rep.forward_error);
+    if (inverse_diag) {
+        /* ICNTL(30) = 1: the entries of A^-1 named by a sparse "right-hand side" (here (i, i)) */
+        MUMPS_INT n = rank == 0 ? (MUMPS_INT)A.n : 0;
+        MUMPS_INT *ptr = NULL, *irs = NULL;
+        double *vals = NULL;
+        if (rank == 0) {
+            ptr = malloc(((size_t)n + 1) * sizeof *ptr);
+            irs = malloc(((size_t)n + 1) * sizeof *irs);
+            vals = malloc(((size_t)n + 1) * sizeof *vals);
+            for (MUMPS_INT i = 0; i < n; i++) ptr[i] = i + 1, irs[i] = i + 1;
+            ptr[n] = n + 1;
+            id.nz_rhs = n;
+            id.nrhs = n;
+            id.lrhs = n;
+            id.irhs_ptr = ptr;
+            id.irhs_sparse = irs;
+            id.rhs_sparse = vals;
+        }
+        id.ICNTL(30) = 1;
+        double t = timed_job(&id, 3);
+        id.ICNTL(30) = 0;
+        if (id.INFOG(1) < 0) {
+            mumps_fail(&rep, "inverse diagonal (ICNTL(30))", &id);
+        } else {
+            double mean = 0;
+            for (MUMPS_INT i = 0; rank == 0 && i < n; i++) mean += vals[i] / n;
+            snprintf(rep.extra, sizeof rep.extra, "\"time_selinv\": %.6g, \"selinv_diag_mean\": %.17g", t, mean);
+        }
+        free(ptr), free(irs), free(vals);
+        if (id.INFOG(1) < 0) goto finish;
+    }
     rss_rank0_mean(&rep);
     rc = 0;
 
