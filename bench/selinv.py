@@ -84,7 +84,7 @@ def main(argv):
             tf = med([r.get("time_factorize") for r in rs])
             ts = med([r.get("time_selinv") for r in rs])
             gf = med([r.get("gflops_selinv") for r in rs]) if solver == "canopy" else None
-            good = lambda r: r.get("status") in ("ok", "success")  # noqa: E731 (mumps_driver / canopy-solve)
+            good = lambda r: r.get("status") in ("ok", "success", 0)  # noqa: E731 (mumps_driver; canopy-solve)
             ok = sum(1 for r in rs if good(r))
             st = "ok (%d/%d)" % (ok, len(rs)) if ok == len(rs) else [r.get("status") for r in rs if not good(r)][0]
             vs = "%.2fx" % (mumps_t / ts) if solver == "canopy" and mumps_t and ts else "-"

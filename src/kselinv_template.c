@@ -13,11 +13,14 @@
  *   Z(I, K) = -Z(I, I) Lh,   Z(K, K) = Q_K^T (L_KK D_K N_KK)^-1 Q_K - Lh^T Z(I, K)
  * (LU: Uh = U_KK^-1 U(K, I), Z(K, I) = -Uh Z(I, I), Z(K, K) = U_KK^-1 L_KK^-1 Q_K - Uh Z(I, K)),
  * and Z(I, I) is needed only where I x I lies in the block structure (the closure property of
- * symbolic.h), which the cblks of I hold already. The result overwrites the factors: Z(K, K) in
+ * symbolic.h), which the cblks of I hold already: its columns are gathered slice by slice, so
+ * that each slice takes one product with all the rows of I. The result overwrites the factors: Z(K, K) in
  * full in the diagonal block, Z(I, K) in the L panel, and (LU) Z(K, I)^T in the U panel. Every
  * cblk reads only cblks it faces (its ancestors): the solve graph's backward tasks give the order
  * on threads, and each task writes only its own panels, so the bits do not depend on the threads.
  */
+
+#define KSI_SLICE 128 /* columns of Z(I, I) gathered for one product */
 
 /* the off-diagonal blok of cblk J whose rows hold row r, or -1 */
 static cint ksi_find(const symbolic *S, cint J, cint r)
@@ -63,7 +66,7 @@ static size_t ksi_work(const numeric *F, cint k)
 {
     const symbolic *S = F->S;
     size_t w = (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (size_t)S->cblk_stride[k] - w;
-    return 3 * w * w + (F->kind == CANOPY_FACT_LU ? 2 : 1) * m * w + 1;
+    return 3 * w * w + (F->kind == CANOPY_FACT_LU ? 2 : 1) * m * w + m * KSI_SLICE + 1;
 }
 
 /* D^-1 T for the rows of T (w x w): LDL^T's 1x1 and 2x2 pivots of cblk k */
@@ -151,21 +154,36 @@ static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALA
             }
         memcpy(G, T, (size_t)w * w * sizeof(SCALAR));
     }
-    /* X = -Z(I, I) Lh (and Y = -Z(I, I)^T Uh^T): one product per pair of bloks */
+    /* X = -Z(I, I) Lh (and Y = -Z(I, I)^T Uh^T): for each blok b1 and each slice of at most
+     * KSI_SLICE of its rows, the columns of Z(I, I) it multiplies are gathered from the cblks of
+     * I into one m-row buffer, then one product down all of I */
+    SCALAR *Gb = Y + (Pu ? (size_t)m * w : 0);
     for (int side = 0; m > 0 && side < (Pu ? 2 : 1); side++) {
         SCALAR *out = side ? Y : X;
         const SCALAR *R = side ? Pu : P;
         memset(out, 0, (size_t)m * w * sizeof(SCALAR));
         for (cint b1 = S->cblk_fblok[k] + 1; b1 < S->cblk_fblok[k + 1]; b1++) {
-            cint r1 = S->blok_frow[b1], h1 = S->blok_lrow[b1] - r1 + 1, J1 = S->blok_fcblk[b1];
-            for (cint b2 = S->cblk_fblok[k] + 1; b2 < S->cblk_fblok[k + 1]; b2++) {
-                cint r2 = S->blok_frow[b2], h2 = S->blok_lrow[b2] - r2 + 1, J2 = S->blok_fcblk[b2];
-                const SCALAR *Zb;
-                cint ld;
-                CBLAS_TRANSPOSE op;
-                if (!ksi_block(F, Lx, Ux, side, r2, h2, J2, r1, h1, J1, &Zb, &ld, &op)) return false;
-                K_GEMM(CblasColMajor, op, CblasNoTrans, (int)h2, (int)w, (int)h1, K_BS(K_MONE), Zb, (int)ld,
-                       R + S->blok_coefrow[b1], (int)st, K_BS(K_ONE), out + (S->blok_coefrow[b2] - w), (int)m);
+            cint J1 = S->blok_fcblk[b1];
+            for (cint r1 = S->blok_frow[b1]; r1 <= S->blok_lrow[b1]; r1 += KSI_SLICE) {
+                cint h1 = S->blok_lrow[b1] - r1 + 1 < KSI_SLICE ? S->blok_lrow[b1] - r1 + 1 : KSI_SLICE;
+                for (cint b2 = S->cblk_fblok[k] + 1; b2 < S->cblk_fblok[k + 1]; b2++) {
+                    cint r2 = S->blok_frow[b2], h2 = S->blok_lrow[b2] - r2 + 1, J2 = S->blok_fcblk[b2];
+                    const SCALAR *Zb;
+                    cint ld;
+                    CBLAS_TRANSPOSE op;
+                    if (!ksi_block(F, Lx, Ux, side, r2, h2, J2, r1, h1, J1, &Zb, &ld, &op)) return false;
+                    SCALAR *g = Gb + (S->blok_coefrow[b2] - w);
+                    if (op == CblasNoTrans)
+                        for (cint c = 0; c < h1; c++) memcpy(g + (size_t)c * m, Zb + (size_t)c * ld, (size_t)h2 * sizeof(SCALAR));
+                    else if (op == CblasTrans)
+                        for (cint c = 0; c < h1; c++)
+                            for (cint i = 0; i < h2; i++) g[i + (size_t)c * m] = Zb[c + (size_t)i * ld];
+                    else
+                        for (cint c = 0; c < h1; c++)
+                            for (cint i = 0; i < h2; i++) g[i + (size_t)c * m] = K_CONJ(Zb[c + (size_t)i * ld]);
+                }
+                K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)w, (int)h1, K_BS(K_MONE), Gb, (int)m,
+                       R + S->blok_coefrow[b1] + (r1 - S->blok_frow[b1]), (int)st, K_BS(K_ONE), out, (int)m);
             }
         }
         /* Z(K, K) -= Lh^T X (LL^H: Lh^H X; LU: Uh X) */
