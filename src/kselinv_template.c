@@ -21,8 +21,6 @@
  */
 
 #define KSI_SLICE 128 /* columns of Z(I, I) gathered for one product */
-#define KSI_ROWS 256  /* rows of X per piece (the pieces the workers share on the big cblks) */
-#define KSI_SPLIT_MIN 16777216.0 /* multiply-adds of X from which a cblk's pieces go to the workers */
 
 /* the off-diagonal blok of cblk J whose rows hold row r, or -1 */
 static cint ksi_find(const symbolic *S, cint J, cint r)
@@ -68,7 +66,7 @@ static size_t ksi_work(const numeric *F, cint k)
 {
     const symbolic *S = F->S;
     size_t w = (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (size_t)S->cblk_stride[k] - w;
-    return 3 * w * w + (F->kind == CANOPY_FACT_LU ? 2 : 1) * m * w + 1;
+    return 3 * w * w + (F->kind == CANOPY_FACT_LU ? 2 : 1) * m * w + m * KSI_SLICE + 1;
 }
 
 /* D^-1 T for the rows of T (w x w): LDL^T's 1x1 and 2x2 pivots of cblk k */
@@ -96,34 +94,15 @@ static void ksi_dinv(const numeric *F, cint k, SCALAR *T, cint w)
     }
 }
 
-/* the pieces of kselinv_cblk's workspace (ksi_work) for cblk k */
-typedef struct ksi_ws {
-    SCALAR *T, *D2, *G, *X, *Y;
-} ksi_ws;
-
-static ksi_ws ksi_layout(const numeric *F, cint k, SCALAR *work)
-{
-    const symbolic *S = F->S;
-    size_t w = (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (size_t)S->cblk_stride[k] - w;
-    ksi_ws o;
-    o.T = work;
-    o.D2 = o.T + w * w;
-    o.G = o.D2 + w * w;
-    o.X = o.G + w * w;
-    o.Y = o.X + m * w;
-    return o;
-}
-
-/* The first steps of cblk k: G = the diagonal block's own inverse, Lh (and Uh^T) in place in the
- * panels, both in the unpivoted order. */
-static void ksi_prepare(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
+/* Z(:, K) and (LU) Z(K, :) of cblk k, over Lx/Ux (the factors on entry, the inverse on return) */
+static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
 {
     const symbolic *S = F->S;
     canopy_factorization kind = F->kind;
     cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
     SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
-    ksi_ws o = ksi_layout(F, k, work);
-    SCALAR *T = o.T, *D2 = o.D2, *G = o.G, *X = o.X;
+    SCALAR *T = work, *D2 = T + (size_t)w * w, *G = D2 + (size_t)w * w, *X = G + (size_t)w * w;
+    SCALAR *Y = X + (size_t)m * w;
     int unit = kind != CANOPY_FACT_LLT;
     /* the diagonal block's own inverse, in pivoted order: G */
     memset(T, 0, (size_t)w * w * sizeof(SCALAR));
@@ -175,83 +154,48 @@ static void ksi_prepare(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR
             }
         memcpy(G, T, (size_t)w * w * sizeof(SCALAR));
     }
-}
-
-/*
- * Rows [i0, i1) of X = -Z(I, I) Lh (side 0) or Y = -Z(I, I)^T Uh^T (side 1): for each blok b1
- * and each slice of at most KSI_SLICE of its rows, the entries of Z(I, I) these rows multiply are
- * gathered from the cblks of I into gb (KSI_ROWS x KSI_SLICE), then one product. The row pieces
- * are fixed (KSI_ROWS), whoever runs them: the bits do not depend on the threads.
- */
-static bool ksi_rows(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint k, int side, cint i0, cint i1, SCALAR *out,
-                     SCALAR *gb)
-{
-    const symbolic *S = F->S;
-    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w, hr = i1 - i0;
-    const SCALAR *R = (side ? Ux : Lx) + F->coef[k];
-    for (cint c = 0; c < w; c++) memset(out + i0 + (size_t)c * m, 0, (size_t)hr * sizeof(SCALAR));
-    for (cint b1 = S->cblk_fblok[k] + 1; b1 < S->cblk_fblok[k + 1]; b1++) {
-        cint J1 = S->blok_fcblk[b1];
-        for (cint r1 = S->blok_frow[b1]; r1 <= S->blok_lrow[b1]; r1 += KSI_SLICE) {
-            cint h1 = S->blok_lrow[b1] - r1 + 1 < KSI_SLICE ? S->blok_lrow[b1] - r1 + 1 : KSI_SLICE;
-            for (cint b2 = S->cblk_fblok[k] + 1; b2 < S->cblk_fblok[k + 1]; b2++) {
-                /* the part of b2 inside rows [i0, i1) of the panel below the diagonal block */
-                cint p0 = S->blok_coefrow[b2] - w, p1 = p0 + S->blok_lrow[b2] - S->blok_frow[b2] + 1;
-                if (p1 <= i0 || p0 >= i1) continue;
-                cint q0 = p0 > i0 ? p0 : i0, q1 = p1 < i1 ? p1 : i1, h2 = q1 - q0;
-                cint r2 = S->blok_frow[b2] + (q0 - p0), J2 = S->blok_fcblk[b2];
-                const SCALAR *Zb;
-                cint ld;
-                CBLAS_TRANSPOSE op;
-                if (!ksi_block(F, Lx, Ux, side, r2, h2, J2, r1, h1, J1, &Zb, &ld, &op)) return false;
-                SCALAR *g = gb + (q0 - i0);
-                if (op == CblasNoTrans)
-                    for (cint c = 0; c < h1; c++) memcpy(g + (size_t)c * hr, Zb + (size_t)c * ld, (size_t)h2 * sizeof(SCALAR));
-                else if (op == CblasTrans)
-                    for (cint c = 0; c < h1; c++)
-                        for (cint i = 0; i < h2; i++) g[i + (size_t)c * hr] = Zb[c + (size_t)i * ld];
-                else
-                    for (cint c = 0; c < h1; c++)
-                        for (cint i = 0; i < h2; i++) g[i + (size_t)c * hr] = K_CONJ(Zb[c + (size_t)i * ld]);
+    /* X = -Z(I, I) Lh (and Y = -Z(I, I)^T Uh^T): for each blok b1 and each slice of at most
+     * KSI_SLICE of its rows, the columns of Z(I, I) it multiplies are gathered from the cblks of
+     * I into one m-row buffer, then one product down all of I */
+    SCALAR *Gb = Y + (Pu ? (size_t)m * w : 0);
+    for (int side = 0; m > 0 && side < (Pu ? 2 : 1); side++) {
+        SCALAR *out = side ? Y : X;
+        const SCALAR *R = side ? Pu : P;
+        memset(out, 0, (size_t)m * w * sizeof(SCALAR));
+        for (cint b1 = S->cblk_fblok[k] + 1; b1 < S->cblk_fblok[k + 1]; b1++) {
+            cint J1 = S->blok_fcblk[b1];
+            for (cint r1 = S->blok_frow[b1]; r1 <= S->blok_lrow[b1]; r1 += KSI_SLICE) {
+                cint h1 = S->blok_lrow[b1] - r1 + 1 < KSI_SLICE ? S->blok_lrow[b1] - r1 + 1 : KSI_SLICE;
+                for (cint b2 = S->cblk_fblok[k] + 1; b2 < S->cblk_fblok[k + 1]; b2++) {
+                    cint r2 = S->blok_frow[b2], h2 = S->blok_lrow[b2] - r2 + 1, J2 = S->blok_fcblk[b2];
+                    const SCALAR *Zb;
+                    cint ld;
+                    CBLAS_TRANSPOSE op;
+                    if (!ksi_block(F, Lx, Ux, side, r2, h2, J2, r1, h1, J1, &Zb, &ld, &op)) return false;
+                    SCALAR *g = Gb + (S->blok_coefrow[b2] - w);
+                    if (op == CblasNoTrans)
+                        for (cint c = 0; c < h1; c++) memcpy(g + (size_t)c * m, Zb + (size_t)c * ld, (size_t)h2 * sizeof(SCALAR));
+                    else if (op == CblasTrans)
+                        for (cint c = 0; c < h1; c++)
+                            for (cint i = 0; i < h2; i++) g[i + (size_t)c * m] = Zb[c + (size_t)i * ld];
+                    else
+                        for (cint c = 0; c < h1; c++)
+                            for (cint i = 0; i < h2; i++) g[i + (size_t)c * m] = K_CONJ(Zb[c + (size_t)i * ld]);
+                }
+                K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)w, (int)h1, K_BS(K_MONE), Gb, (int)m,
+                       R + S->blok_coefrow[b1] + (r1 - S->blok_frow[b1]), (int)st, K_BS(K_ONE), out, (int)m);
             }
-            K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)hr, (int)w, (int)h1, K_BS(K_MONE), gb, (int)hr,
-                   R + S->blok_coefrow[b1] + (r1 - S->blok_frow[b1]), (int)st, K_BS(K_ONE), out + i0, (int)m);
         }
+        /* Z(K, K) -= Lh^T X (LL^H: Lh^H X; LU: Uh X) */
+        if (side == 0)
+            K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)w, (int)m,
+                   K_BS(K_MONE), Pu ? Pu + w : P + w, (int)st, X, (int)m, K_BS(K_ONE), G, (int)w);
     }
-    return true;
-}
-
-/* The last steps of cblk k: Z(K, K) = G - Lh^T X (LL^H: Lh^H X; LU: Uh X), then Z(K, K), X and
- * (LU) Y over the diagonal block and the panels. */
-static void ksi_finish(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work)
-{
-    const symbolic *S = F->S;
-    canopy_factorization kind = F->kind;
-    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w;
-    SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
-    ksi_ws o = ksi_layout(F, k, work);
-    if (m > 0)
-        K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)w, (int)m,
-               K_BS(K_MONE), Pu ? Pu + w : P + w, (int)st, o.X, (int)m, K_BS(K_ONE), o.G, (int)w);
     for (cint c = 0; c < w; c++) {
-        memcpy(P + (size_t)c * st, o.G + (size_t)c * w, (size_t)w * sizeof(SCALAR));
-        if (m > 0) memcpy(P + w + (size_t)c * st, o.X + (size_t)c * m, (size_t)m * sizeof(SCALAR));
-        if (Pu && m > 0) memcpy(Pu + w + (size_t)c * st, o.Y + (size_t)c * m, (size_t)m * sizeof(SCALAR));
+        memcpy(P + (size_t)c * st, G + (size_t)c * w, (size_t)w * sizeof(SCALAR));
+        if (m > 0) memcpy(P + w + (size_t)c * st, X + (size_t)c * m, (size_t)m * sizeof(SCALAR));
+        if (Pu && m > 0) memcpy(Pu + w + (size_t)c * st, Y + (size_t)c * m, (size_t)m * sizeof(SCALAR));
     }
-}
-
-/* Z(:, K) and (LU) Z(K, :) of cblk k, over Lx/Ux (the factors on entry, the inverse on return) */
-static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx, SCALAR *gb)
-{
-    const symbolic *S = F->S;
-    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
-    ksi_prepare(F, Lx, Ux, k, work, idx);
-    ksi_ws o = ksi_layout(F, k, work);
-    for (int side = 0; side < (F->kind == CANOPY_FACT_LU ? 2 : 1); side++)
-        for (cint i0 = 0; i0 < m; i0 += KSI_ROWS)
-            if (!ksi_rows(F, Lx, Ux, k, side, i0, i0 + KSI_ROWS < m ? i0 + KSI_ROWS : m, side ? o.Y : o.X, gb))
-                return false;
-    ksi_finish(F, Lx, Ux, k, work);
     return true;
 }
 
@@ -265,42 +209,14 @@ static double ksi_flops(const numeric *F, cint k)
     return f * (sizeof(SCALAR) > sizeof(double) ? 4.0 : 1.0);
 }
 
-/*
- * The run: the big cblks at the top of the tree (KSI_SPLIT_MIN multiply-adds in X or more, and
- * every ancestor of one; the set does not depend on the threads) go first, top down, one at a time,
- * each with its X and Y pieces spread over all the workers; then the rest on the solve graph's
- * backward tasks (which skip the big ones), one cblk per worker at a time.
- */
 typedef struct kselinv {
     const numeric *F;
     SCALAR *Lx, *Ux;
-    SCALAR *work;          /* per thread */
+    SCALAR *work; /* per thread */
     size_t wld;
-    cint *idx;             /* per thread, max_width */
-    SCALAR *gb;            /* per thread, KSI_ROWS x KSI_SLICE */
-    const unsigned char *big;
-    cint k;                /* the big cblk whose pieces run now */
-    int npieces;
-    atomic_int next;
+    cint *idx;    /* per thread, max_width */
     atomic_int failed;
 } kselinv;
-
-static void kselinv_piece(void *arg, int t)
-{
-    kselinv *q = arg;
-    const symbolic *S = q->F->S;
-    cint k = q->k, m = S->cblk_stride[k] - (S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-    cint per = (m + KSI_ROWS - 1) / KSI_ROWS;
-    ksi_ws o = ksi_layout(q->F, k, q->work);
-    SCALAR *gb = q->gb + (size_t)t * KSI_ROWS * KSI_SLICE;
-    for (;;) {
-        int p = atomic_fetch_add_explicit(&q->next, 1, memory_order_relaxed);
-        if (p >= q->npieces) return;
-        int side = p / per;
-        cint i0 = (cint)(p % per) * KSI_ROWS, i1 = i0 + KSI_ROWS < m ? i0 + KSI_ROWS : m;
-        if (!ksi_rows(q->F, q->Lx, q->Ux, k, side, i0, i1, side ? o.Y : o.X, gb)) atomic_store(&q->failed, 1);
-    }
-}
 
 static int kselinv_task(void *ctx, int task, sched_worker *wk)
 {
@@ -311,7 +227,7 @@ static int kselinv_task(void *ctx, int task, sched_worker *wk)
     SCALAR *work = q->work + (size_t)t * q->wld;
     cint *idx = q->idx + (size_t)t * ((size_t)q->F->S->max_width + 1);
     for (cint k = d->cblk[task]; k >= d->first[task]; k--)
-        if (!q->big[k] && !kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx, q->gb + (size_t)t * KSI_ROWS * KSI_SLICE)) {
+        if (!kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) {
             atomic_store(&q->failed, 1);
             return 1;
         }
@@ -321,11 +237,10 @@ static int kselinv_task(void *ctx, int task, sched_worker *wk)
 canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *flops, canopy_err *err)
 {
     const symbolic *S = F->S;
-    cint nc = S->ncblk;
     int nt = F->exec.pool != NULL && F->exec.solve != NULL ? sched_pool_threads(F->exec.pool) : 1;
     size_t wld = 1;
     double fl = 0;
-    for (cint k = 0; k < nc; k++) {
+    for (cint k = 0; k < S->ncblk; k++) {
         size_t x = ksi_work(F, k);
         if (x > wld) wld = x;
         fl += ksi_flops(F, k);
@@ -334,43 +249,20 @@ canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *f
     wld = (wld + 63) / 64 * 64; /* every thread's workspace on the same alignment */
     kselinv q = {.F = F, .Lx = Lx, .Ux = Ux, .wld = wld};
     atomic_init(&q.failed, 0);
-    atomic_init(&q.next, 0);
     q.work = canopy_mul_ok(wld, (size_t)nt, &nw) ? canopy_alloc(nw, sizeof(SCALAR), "selected inversion workspace", err)
                                                   : NULL;
     q.idx = canopy_alloc(((size_t)S->max_width + 1) * (size_t)nt, sizeof(cint), "selected inversion workspace", err);
-    q.gb = canopy_alloc((size_t)KSI_ROWS * KSI_SLICE * (size_t)nt, sizeof(SCALAR), "selected inversion workspace", err);
-    unsigned char *big = canopy_calloc((size_t)nc + 1, 1, "selected inversion workspace", err);
-    q.big = big;
     canopy_status st = CANOPY_SUCCESS;
-    if (!q.work || !q.idx || !q.gb || !big) {
+    if (!q.work || !q.idx) {
         st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_NOMEM, "selected inversion workspace");
-        goto out;
-    }
-    for (cint k = 0; k < nc; k++) {
-        double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (double)S->cblk_stride[k] - w;
-        if (m * m * w < (F->inv_split_min > 0 ? F->inv_split_min : KSI_SPLIT_MIN)) continue;
-        for (cint a = k; a >= 0 && !big[a]; a = S->cblk_parent[a]) big[a] = 1;
-    }
-    for (cint k = nc - 1; k >= 0 && !atomic_load(&q.failed); k--) {
-        if (!big[k]) continue;
-        cint m = S->cblk_stride[k] - (S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-        ksi_prepare(F, Lx, Ux, k, q.work, q.idx);
-        q.k = k;
-        q.npieces = (int)((m + KSI_ROWS - 1) / KSI_ROWS) * (F->kind == CANOPY_FACT_LU ? 2 : 1);
-        atomic_store(&q.next, 0);
-        if (nt > 1 && q.npieces > 1) sched_pool_run_all(F->exec.pool, kselinv_piece, &q);
-        else kselinv_piece(&q, 0);
-        ksi_finish(F, Lx, Ux, k, q.work);
-    }
-    if (atomic_load(&q.failed)) {
     } else if (nt > 1) {
         int result = 0;
         sched_run_stats rs = {0};
         st = sched_execute(F->exec.pool, F->exec.solve, F->exec.scheduler, kselinv_task, &q, &rs, &result, err);
         if (st == CANOPY_SUCCESS && result != 0) st = CANOPY_ERR_INTERNAL;
     } else {
-        for (cint k = nc - 1; k >= 0; k--)
-            if (!big[k] && !kselinv_cblk(F, Lx, Ux, k, q.work, q.idx, q.gb)) {
+        for (cint k = S->ncblk - 1; k >= 0; k--)
+            if (!kselinv_cblk(F, Lx, Ux, k, q.work, q.idx)) {
                 atomic_store(&q.failed, 1);
                 break;
             }
@@ -380,11 +272,8 @@ canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *f
                                                       "block structure (its closure property does not hold)");
     else if (st == CANOPY_ERR_INTERNAL && err && err->status == CANOPY_SUCCESS)
         st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "selected inversion: a task failed");
-out:
     canopy_free(q.work);
     canopy_free(q.idx);
-    canopy_free(q.gb);
-    canopy_free(big);
     if (flops) *flops = fl;
     return st;
 }

@@ -186,8 +186,6 @@ typedef struct numeric {
     /* the selected inversion (src/selinv.c, kselinv_template.c) */
     int inv_state;                  /**< 0: none; 1: in L and U (the factors are gone); 2: in inv_L/inv_U */
     void *inv_L, *inv_U;            /**< selinv-memory=separate: copies of L and U turned into the inverse */
-    double inv_split_min;           /**< multiply-adds from which a cblk's products go to all the workers
-                                         (0: KSI_SPLIT_MIN; tests lower it) */
 } numeric;
 
 /**

@@ -1,9 +1,8 @@
 /*
  * canopy_selinv against dense inverses (LAPACK getrf + getri) on small matrices of every kind and
  * arithmetic: the whole pattern, the diagonal and listed entries (inside and outside the pattern),
- * with the scaling, matching and pivoting undone; the same bits on 3 threads (most cblks' products
- * cut into pieces for all the workers) as on the calling thread alone (the same structure, its
- * workers hidden); the pattern
+ * with the scaling, matching and pivoting undone; the same bits on 3 threads as on the calling
+ * thread alone (the same structure, its workers hidden); the pattern
  * holds every entry of A; in place the factors are gone (solves refused, refactorization restores
  * them); perturbed pivots give the warning and their count; bad requests get clear errors.
  */
@@ -93,8 +92,6 @@ static void check_against_dense(const char *name, const canopy_csc *A, const cha
         sched_pool *pool = s->F.exec.pool;
         ck_assert_ptr_nonnull(pool);
         if (run == 0) s->F.exec.pool = NULL;
-        /* with the workers, most cblks count as big: their pieces go to all the workers */
-        if (run == 1) s->F.inv_split_min = 1000;
         canopy_status st = canopy_selinv(s, CANOPY_SELINV_PATTERN, &rq);
         s->F.exec.pool = pool;
         ck_assert_msg(st == CANOPY_SUCCESS, "%s %s: pattern: %s", name, fact, canopy_last_error(s));
