@@ -1,7 +1,8 @@
 /*
- * Selected inversion over the factors (numeric_selinv_<s>) and the entries of the inverse by
- * pruned solves (numeric_inverse_entries_<s>). Part of the translation unit of
- * kernels_template.c: not compiled on its own.
+ * Selected inversion over the factors (numeric_selinv_<s>), one entry of its result
+ * (numeric_inverse_entry_<s>) and entries of the inverse by pruned solves
+ * (numeric_inverse_solve_<s>). Part of the translation unit of kernels_template.c: not compiled
+ * on its own.
  *
  * Notation: Z is the inverse of the factorized matrix in the new numbering (the matrix the
  * factors are of, before the pivoting inside the diagonal blocks). The factors are a block
@@ -14,10 +15,11 @@
  * (LU: Uh = U_KK^-1 U(K, I), Z(K, I) = -Uh Z(I, I), Z(K, K) = U_KK^-1 L_KK^-1 Q_K - Uh Z(I, K)),
  * and Z(I, I) is needed only where I x I lies in the block structure (the closure property of
  * symbolic.h), which the cblks of I hold already: its columns are gathered slice by slice, so
- * that each slice takes one product with all the rows of I. The result overwrites the factors: Z(K, K) in
- * full in the diagonal block, Z(I, K) in the L panel, and (LU) Z(K, I)^T in the U panel. Every
- * cblk reads only cblks it faces (its ancestors): the solve graph's backward tasks give the order
- * on threads, and each task writes only its own panels, so the bits do not depend on the threads.
+ * that each slice takes one product with all the rows of I. The result overwrites the factors:
+ * Z(K, K) in full in the diagonal block, Z(I, K) in the L panel, and (LU) Z(K, I)^T in the U
+ * panel. Every cblk reads only cblks it faces (its ancestors): the solve graph's backward tasks
+ * give the order on threads, and each task writes only its own panels, so the bits do not depend
+ * on the threads.
  */
 
 #define KSI_SLICE 128 /* columns of Z(I, I) gathered for one product */
