@@ -588,13 +588,9 @@ CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what w
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
     bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_selinv", "canopy_factorize");
-    if (ready && s->nranks > 1) {
-        canopy_err_set(&s->err, CANOPY_ERR_UNSUPPORTED,
-                       "canopy_selinv runs on one rank in this release (the solver has %d ranks)", s->nranks);
-        ready = false;
-    }
     api_progress_phase(s, ready ? CANOPY_PHASE_SELINV : CANOPY_PHASE_IDLE);
-    if (ready && s->rank == 0) api_selinv(s, what, req);
+    /* several ranks: every rank takes part (rank 0's request counts) */
+    if (ready && (s->rank == 0 || s->nranks > 1)) api_selinv(s, what, req);
     note_memory(s);
     canopy_status st = finish(s);
     api_progress_phase(s, CANOPY_PHASE_IDLE);

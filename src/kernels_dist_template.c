@@ -243,6 +243,9 @@ typedef struct kdlocal {
     _Atomic cint *slot;        /* [nlocal] the queue: local indices, -1 until written */
     _Atomic cint *pending;     /* forward: children not done yet */
     _Atomic int64_t head, tail;
+    /* backward: run this on cblk k instead of its solve (the distributed selected inversion) */
+    void (*cblk_fn)(void *ctx, cint k, int thread);
+    void *fn_ctx;
 } kdlocal;
 
 static void kdl_push(kdlocal *q, cint x)
@@ -269,7 +272,8 @@ static void kdl_worker(void *arg, int t)
             cint p = F->sol_lparent[x];
             if (p >= 0 && atomic_fetch_sub_explicit(&q->pending[p], 1, memory_order_acq_rel) == 1) kdl_push(q, p);
         } else {
-            kbackward(F, k, q->nrhs, q->y, work);
+            if (q->cblk_fn) q->cblk_fn(q->fn_ctx, k, t);
+            else kbackward(F, k, q->nrhs, q->y, work);
             for (cint c = F->sol_kptr[x]; c < F->sol_kptr[x + 1]; c++) kdl_push(q, F->sol_kids[c]);
         }
     }

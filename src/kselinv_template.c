@@ -358,3 +358,172 @@ canopy_status KSFX(numeric_inverse_solve)(numeric *F, cint nent, const cint *r, 
     canopy_free(ord), canopy_free(slot), canopy_free(fw), canopy_free(bw), canopy_free(y), canopy_free(work);
     return CANOPY_SUCCESS;
 }
+
+/* ---- several ranks ------------------------------------------------------------------------ */
+
+/*
+ * The selected inversion over the ranks, shaped like the backward solve over the ranks
+ * (kernels_dist_template.c): cblk K needs the finished Z(:, J) of every cblk J its bloks face.
+ * Those of another rank arrive whole, broadcast by J's owner along the tree of J's members (the
+ * ranks holding bloks facing J: the restricted broadcast of option tree=flat|binary|shifted), into
+ * the rank's fan-in buffer for J, which has J's panel shape and has served its purpose once the
+ * factorization is over: no memory beyond the factors. Each K is then inverted whole on its owner
+ * (no reduction: one rank owns all of Z(:, K)). The shared cblks run on the calling thread between
+ * messages, the own subtrees afterwards on every worker, a cblk as soon as its parent is done.
+ */
+typedef struct ksdop {
+    comm_tree t;
+    comm_tree_op op[2];   /* L panel, U panel (LU) */
+    int active;           /* 0 not posted, 1 in flight, 2 done */
+} ksdop;
+
+static void ksd_local(void *ctx, cint k, int t)
+{
+    kselinv *q = ctx;
+    SCALAR *work = q->work + (size_t)t * q->wld;
+    cint *idx = q->idx + (size_t)t * ((size_t)q->F->S->max_width + 1);
+    if (!kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) atomic_store(&q->failed, 1);
+}
+
+static void ksd_progress(ksdop *ops, int *act, int *nact, int parts, int *failed, canopy_err *err)
+{
+    for (int a = 0; a < *nact;) {
+        ksdop *o = &ops[act[a]];
+        bool all = true;
+        for (int p = 0; p < parts; p++) {
+            bool done = false;
+            if (comm_tree_op_test(&o->op[p], &done, err) != CANOPY_SUCCESS) {
+                *failed = 1;
+                done = true;
+            }
+            all = all && done;
+        }
+        if (all) {
+            o->active = 2;
+            act[a] = act[--*nact];
+        } else {
+            a++;
+        }
+    }
+}
+
+canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *flops, int64_t sent[2],
+                                        canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const sched_local *L = F->exec.local;
+    cint nc = S->ncblk;
+    int me = L->rank, nm = F->sol_nops, parts = F->kind == CANOPY_FACT_LU ? 2 : 1, failed = 0, nact = 0;
+    int nt = F->exec.pool != NULL ? sched_pool_threads(F->exec.pool) : 1;
+    int dps = (int)(sizeof(SCALAR) / sizeof(double));
+    sent[0] = sent[1] = 0;
+    size_t wld = 1;
+    double fl = 0;
+    for (cint k = 0; k < nc; k++) {
+        if (L->cblk_rank[k] != me) continue;
+        size_t x = ksi_work(F, k);
+        if (x > wld) wld = x;
+        fl += ksi_flops(F, k);
+    }
+    wld = (wld + 63) / 64 * 64;
+    /* thread nt's workspace is the calling thread's (the shared cblks) */
+    kselinv q = {.F = F, .Lx = Lx, .Ux = Ux, .wld = wld};
+    atomic_init(&q.failed, 0);
+    size_t nw;
+    q.work = canopy_mul_ok(wld, (size_t)nt + 1, &nw) ? canopy_alloc(nw, sizeof(SCALAR), "selected inversion workspace", err)
+                                                      : NULL;
+    q.idx = canopy_alloc(((size_t)S->max_width + 1) * ((size_t)nt + 1), sizeof(cint), "selected inversion workspace", err);
+    ksdop *ops = canopy_calloc((size_t)nm + 1, sizeof(ksdop), "selected inversion messages", err);
+    int *act = canopy_alloc((size_t)nm + 1, sizeof(int), "selected inversion messages", err);
+    unsigned char *local = canopy_calloc((size_t)nc + 1, 1, "selected inversion messages", err);
+    kdlocal lq;
+    canopy_status qst = kdl_init(&lq, F, 1, NULL, err);
+    canopy_status st = q.work && q.idx && ops && act && local && qst == CANOPY_SUCCESS
+                           ? CANOPY_SUCCESS
+                           : (err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_NOMEM, "selected inversion"));
+    for (cint x = 0; local && x < F->sol_nlocal; x++) local[F->sol_local[x]] = 1;
+    for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
+        cint j = F->sol_cblk[i];
+        const int *mem = F->sol_members + F->sol_mptr[i];
+        int p = (int)(F->sol_mptr[i + 1] - F->sol_mptr[i]);
+        int count = (int)((S->cblk_coef[j + 1] - S->cblk_coef[j]) * dps);
+        if (F->coef[j] < 0) /* every member holds j's panel or a fan-in buffer shaped like it */
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "selected inversion: rank %d holds no panel for column block %" CINT_FMT, me, j);
+        if (st == CANOPY_SUCCESS) st = comm_tree_build(mem, p, me, F->exec.tree, (unsigned)j, &ops[i].t, err);
+        for (int pt = 0; st == CANOPY_SUCCESS && pt < parts; pt++)
+            st = comm_tree_op_init(&ops[i].op[pt], &ops[i].t, mem, COMM_TREE_BCAST, count, err);
+    }
+    /* nothing has been sent yet: every rank learns here whether all could allocate */
+    if (comm_agree(F->exec.comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    /* the readers post their broadcasts first, straight into the panels' places */
+    for (int i = 0; i < nm && !failed; i++) {
+        cint j = F->sol_cblk[i];
+        if (L->cblk_rank[j] == me) continue;
+        for (int pt = 0; pt < parts && !failed; pt++) {
+            MPI_Comm comm;
+            int tag;
+            comm_tags_get(F->exec.tags, comm_tags_id(j, pt == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &comm, &tag);
+            if (comm_tree_op_post(&ops[i].op[pt], comm, tag, (double *)((pt ? Ux : Lx) + F->coef[j]), err) != CANOPY_SUCCESS)
+                failed = 1;
+        }
+        ops[i].active = 1;
+        act[nact++] = i;
+        sent[0] += ops[i].t.nchildren * parts;
+        sent[1] += (int64_t)ops[i].t.nchildren * parts * ops[i].op[0].count * (int64_t)sizeof(double);
+    }
+    SCALAR *work = q.work + (size_t)nt * wld;
+    cint *idx = q.idx + (size_t)nt * ((size_t)S->max_width + 1);
+    for (cint k = nc - 1; k >= 0 && !failed; k--) {
+        if (L->cblk_rank[k] != me) continue;
+        /* the panels of the other ranks' cblks that k faces */
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1] && !failed; b++) {
+            cint j = S->blok_fcblk[b];
+            if (L->cblk_rank[j] == me) continue;
+            ksdop *o = &ops[F->sol_op[j]];
+            while (o->active == 1 && !failed) ksd_progress(ops, act, &nact, parts, &failed, err);
+        }
+        if (failed || local[k]) continue; /* after the loop, on the workers */
+        if (!kselinv_cblk(F, Lx, Ux, k, work, idx)) atomic_store(&q.failed, 1);
+        int i = F->sol_op[k];
+        if (i >= 0) {
+            for (int pt = 0; pt < parts && !failed; pt++) {
+                MPI_Comm comm;
+                int tag;
+                comm_tags_get(F->exec.tags, comm_tags_id(k, pt == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &comm, &tag);
+                if (comm_tree_op_post(&ops[i].op[pt], comm, tag, (double *)((pt ? Ux : Lx) + F->coef[k]), err) !=
+                    CANOPY_SUCCESS)
+                    failed = 1;
+            }
+            ops[i].active = 1;
+            act[nact++] = i;
+            sent[0] += ops[i].t.nchildren * parts;
+            sent[1] += (int64_t)ops[i].t.nchildren * parts * ops[i].op[0].count * (int64_t)sizeof(double);
+        }
+        ksd_progress(ops, act, &nact, parts, &failed, err);
+    }
+    while (nact > 0 && !failed) ksd_progress(ops, act, &nact, parts, &failed, err);
+    /* every panel the own subtrees face is final now */
+    if (!failed) {
+        lq.cblk_fn = ksd_local;
+        lq.fn_ctx = &q;
+        kdl_run(&lq, 1);
+    }
+    if (failed) st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_MPI, "the selected inversion's messages failed");
+    else if (atomic_load(&q.failed))
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "selected inversion: a block of the inverse lies outside the "
+                                                      "block structure (its closure property does not hold)");
+out:
+    for (int i = 0; ops && i < nm; i++)
+        for (int pt = 0; pt < parts; pt++) comm_tree_op_free(&ops[i].op[pt]);
+    canopy_free(ops);
+    canopy_free(act);
+    canopy_free(local);
+    kdl_free(&lq);
+    canopy_free(q.work);
+    canopy_free(q.idx);
+    if (flops) *flops = fl;
+    return st;
+}

@@ -1067,6 +1067,20 @@ canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err 
  * scatter, not the whole right-hand side to everyone), the ranks solve (message-driven, their own
  * subtrees on all threads), and the rows come back the same way.
  */
+canopy_status numeric_selinv_dist(numeric *F, void *Lx, void *Ux, double *flops, int64_t sent[2], canopy_err *err)
+{
+    /* the solve's members and local subtrees: its broadcasts are the ones the inversion makes */
+    canopy_status st = F->sol_op == NULL ? solve_setup(F, err) : CANOPY_SUCCESS;
+    sent[0] = sent[1] = 0;
+    *flops = 0;
+    if (st != CANOPY_SUCCESS) return st;
+    int old = numeric_blas_single();
+    st = F->arith == CANOPY_COMPLEX ? numeric_selinv_dist_z(F, Lx, Ux, flops, sent, err)
+                                    : numeric_selinv_dist_d(F, Lx, Ux, flops, sent, err);
+    numeric_blas_restore(old);
+    return st;
+}
+
 canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err)
 {
     const numeric_exec *x = &F->exec;

@@ -216,6 +216,13 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
 canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err);
 
 /**
+ * The selected inversion over several ranks, collective, over @p Lx / @p Ux (F->L / F->U or
+ * copies of them, fan-in buffers included): this rank's cblks of Z (kselinv_template.c). @p flops
+ * this rank's; @p sent the messages and bytes it sent. The status is this rank's: the caller agrees.
+ */
+canopy_status numeric_selinv_dist(numeric *F, void *Lx, void *Ux, double *flops, int64_t sent[2], canopy_err *err);
+
+/**
  * The solve over several ranks on y (n x nrhs, new numbering), of which this rank has filled the
  * rows of its own cblks (the others zero): they hold the solution's on return. For callers that
  * move the right-hand sides to the owners themselves. Collective; the status is agreed.
@@ -270,6 +277,12 @@ canopy_status numeric_solve_z(numeric *F, cint nrhs, double _Complex *b, cint ld
 canopy_status numeric_solve_dist_d(numeric *F, cint nrhs, double *y, canopy_err *err);
 canopy_status numeric_selinv_d(numeric *F, double *Lx, double *Ux, double *flops, canopy_err *err);
 canopy_status numeric_selinv_z(numeric *F, double _Complex *Lx, double _Complex *Ux, double *flops, canopy_err *err);
+/* several ranks, collective: this rank's cblks, the other ranks' panels it faces broadcast into its
+ * fan-in buffers; @p flops this rank's, @p sent the messages and bytes it sent (the status is this
+ * rank's: the caller agrees on it) */
+canopy_status numeric_selinv_dist_d(numeric *F, double *Lx, double *Ux, double *flops, int64_t sent[2], canopy_err *err);
+canopy_status numeric_selinv_dist_z(numeric *F, double _Complex *Lx, double _Complex *Ux, double *flops, int64_t sent[2],
+                                    canopy_err *err);
 bool numeric_inverse_entry_d(const numeric *F, const double *Lx, const double *Ux, cint r, cint c, double *v);
 bool numeric_inverse_entry_z(const numeric *F, const double _Complex *Lx, const double _Complex *Ux, cint r, cint c,
                              double _Complex *v);

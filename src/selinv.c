@@ -10,6 +10,7 @@
 #include "solver.h"
 #include "numeric.h"
 #include "matrix.h"
+#include "selinv.h"
 
 #include <complex.h>
 #include <inttypes.h>
@@ -62,28 +63,51 @@ static canopy_status ensure_inverse(canopy_solver *s, double *flops)
 static const void *inv_L(const numeric *F) { return F->inv_state == 2 ? F->inv_L : F->L; }
 static const void *inv_U(const numeric *F) { return F->inv_state == 2 ? F->inv_U : F->U; }
 
-/* Z(r, c) (new numbering) into v (one or two doubles); false outside the block structure */
-static bool z_entry(const canopy_solver *s, cint r, cint c, double *v)
+bool selinv_z_entry(const numeric *F, cint r, cint c, double *v)
 {
-    const numeric *F = &s->F;
     if (F->arith == CANOPY_COMPLEX) return numeric_inverse_entry_z(F, inv_L(F), inv_U(F), r, c, (double _Complex *)v);
     return numeric_inverse_entry_d(F, inv_L(F), inv_U(F), r, c, v);
 }
 
-/* v (one or two doubles) times the scaling factors of A^-1(i, j) given As's row m = m(j) */
-static void unscale(const canopy_solver *s, cint i, cint m, double *v, int vsz)
+static bool z_entry(const canopy_solver *s, cint r, cint c, double *v) { return selinv_z_entry(&s->F, r, c, v); }
+
+void selinv_unscale(const canopy_solver *s, cint i, cint m, double *v, int vsz)
 {
     double f = (s->sc.col ? s->sc.col[i] : 1.0) * (s->sc.row ? s->sc.row[m] : 1.0);
     for (int c = 0; c < vsz; c++) v[c] *= f;
 }
 
-static cint matched(const canopy_solver *s, cint j) { return s->sc.row_perm ? s->sc.row_perm[j] : j; }
+static void unscale(const canopy_solver *s, cint i, cint m, double *v, int vsz) { selinv_unscale(s, i, m, v, vsz); }
+
+cint selinv_matched(const canopy_solver *s, cint j) { return s->sc.row_perm ? s->sc.row_perm[j] : j; }
+
+static cint matched(const canopy_solver *s, cint j) { return selinv_matched(s, j); }
+
+bool selinv_in_structure(const symbolic *S, cint r, cint c)
+{
+    cint Jr = S->col2cblk[r], Jc = S->col2cblk[c];
+    if (Jr == Jc) return true;
+    /* below the diagonal, in the panel of the lower-numbered cblk */
+    cint J = Jr < Jc ? Jr : Jc, row = Jr < Jc ? c : r;
+    cint lo = S->cblk_fblok[J] + 1, hi = S->cblk_fblok[J + 1] - 1;
+    while (lo <= hi) {
+        cint mid = lo + (hi - lo) / 2;
+        if (S->blok_lrow[mid] < row) lo = mid + 1;
+        else if (S->blok_frow[mid] > row) hi = mid - 1;
+        else return true;
+    }
+    return false;
+}
 
 /*
  * Entries A^-1(rows[e], cols[e]) into vals: from the inverse where it holds them, the others by
- * pruned solves over the factors (refused when the factors are gone).
+ * pruned solves over the factors (refused when the factors are gone). With @p invert (DIAG), the
+ * inversion runs after those solves, so that an in-place inversion does not take the factors
+ * they need (a matched matrix's diagonal of A^-1 may lie outside the factors' pattern); its
+ * flops and seconds go to *flops and *secs.
  */
-static canopy_status entries(canopy_solver *s, cint ne, const cint *rows, const cint *cols, double *vals)
+static canopy_status entries(canopy_solver *s, cint ne, const cint *rows, const cint *cols, double *vals, bool invert,
+                             double *flops, double *secs)
 {
     const symbolic *S = &s->S;
     int vsz = s->F.arith == CANOPY_COMPLEX ? 2 : 1;
@@ -91,15 +115,18 @@ static canopy_status entries(canopy_solver *s, cint ne, const cint *rows, const 
     cint *c = canopy_alloc((size_t)ne + 1, sizeof(cint), "canopy_selinv entries", &s->err);
     cint *at = canopy_alloc((size_t)ne + 1, sizeof(cint), "canopy_selinv entries", &s->err);
     double *v = canopy_alloc((size_t)ne * (size_t)vsz + 1, sizeof(double), "canopy_selinv entries", &s->err);
+    unsigned char *held = canopy_alloc((size_t)ne + 1, 1, "canopy_selinv entries", &s->err);
     canopy_status st = CANOPY_SUCCESS;
-    if (!r || !c || !at || !v) {
+    if (!r || !c || !at || !v || !held) {
         st = nomem(s);
         goto out;
     }
+    bool inverse = invert || s->F.inv_state != 0; /* the inverse will hold what its structure holds */
     cint left = 0;
     for (cint e = 0; e < ne; e++) {
         cint zr = S->iperm[rows[e]], zc = S->iperm[matched(s, cols[e])];
-        if (s->F.inv_state != 0 && z_entry(s, zr, zc, vals + (size_t)e * vsz)) continue;
+        held[e] = inverse && selinv_in_structure(S, zr, zc);
+        if (held[e]) continue;
         r[left] = zr;
         c[left] = zc;
         at[left++] = e;
@@ -120,12 +147,21 @@ static canopy_status entries(canopy_solver *s, cint ne, const cint *rows, const 
         for (cint q = 0; st == CANOPY_SUCCESS && q < left; q++)
             memcpy(vals + (size_t)at[q] * vsz, v + (size_t)q * vsz, (size_t)vsz * sizeof(double));
     }
+    if (st == CANOPY_SUCCESS && invert) {
+        double t0 = canopy_wtime();
+        st = ensure_inverse(s, flops);
+        *secs = canopy_wtime() - t0;
+    }
+    for (cint e = 0; st == CANOPY_SUCCESS && e < ne; e++)
+        if (held[e] && !z_entry(s, S->iperm[rows[e]], S->iperm[matched(s, cols[e])], vals + (size_t)e * vsz))
+            st = canopy_err_set(&s->err, CANOPY_ERR_INTERNAL, "canopy_selinv: entry outside the structure");
     for (cint e = 0; st == CANOPY_SUCCESS && e < ne; e++) unscale(s, rows[e], matched(s, cols[e]), vals + (size_t)e * vsz, vsz);
 out:
     canopy_free(r);
     canopy_free(c);
     canopy_free(at);
     canopy_free(v);
+    canopy_free(held);
     return st;
 }
 
@@ -135,11 +171,9 @@ static int cmp_row(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* every entry of the inverse's structure, in the user's numbering, as a general CSC matrix */
-static canopy_status pattern(canopy_solver *s, canopy_csc *out)
+canopy_status selinv_pattern(canopy_solver *s, const numeric *F, canopy_csc *out)
 {
     const symbolic *S = &s->S;
-    const numeric *F = &s->F;
     cint n = S->n;
     int vsz = F->arith == CANOPY_COMPLEX ? 2 : 1;
     const cint *perm = S->perm;
@@ -188,7 +222,7 @@ static canopy_status pattern(canopy_solver *s, canopy_csc *out)
                             cint at = fill[j]++;
                             out->rowind[at] = perm[zr];
                             double *v = (double *)out->values + (size_t)at * vsz;
-                            if (!z_entry(s, zr, zc, v)) {
+                            if (!selinv_z_entry(F, zr, zc, v)) {
                                 canopy_free(rpinv);
                                 canopy_free(fill);
                                 matrix_free(out);
@@ -232,13 +266,13 @@ static canopy_status pattern(canopy_solver *s, canopy_csc *out)
     return CANOPY_SUCCESS;
 }
 
-static bool request_ok(canopy_solver *s, canopy_selinv_what what, const canopy_selinv_request *req)
+bool selinv_request_ok(canopy_solver *s, canopy_selinv_what what, const canopy_selinv_request *req)
 {
     if (req == NULL) {
         canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_selinv: NULL request");
         return false;
     }
-    cint n = s->A.n;
+    cint n = s->S.n;
     switch (what) {
     case CANOPY_SELINV_DIAG:
         if (req->diag == NULL) canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_selinv: DIAG needs req->diag (n scalars)");
@@ -270,32 +304,33 @@ static bool request_ok(canopy_solver *s, canopy_selinv_what what, const canopy_s
 canopy_status api_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
 {
     numeric *F = &s->F;
-    cint n = s->A.n;
-    int vsz = F->arith == CANOPY_COMPLEX ? 2 : 1;
-    if (!request_ok(s, what, req)) return s->err.status;
-    double t0 = canopy_wtime(), flops = 0;
+    cint n = s->S.n;
+    if (s->nranks > 1) return selinv_dist(s, what, req);
+    if (!selinv_request_ok(s, what, req)) return s->err.status;
+    double t0 = canopy_wtime(), flops = 0, secs = 0;
     canopy_status st = CANOPY_SUCCESS;
-    if (what != CANOPY_SELINV_ENTRIES) st = ensure_inverse(s, &flops);
-    double t1 = canopy_wtime();
+    if (what == CANOPY_SELINV_PATTERN) {
+        st = ensure_inverse(s, &flops);
+        secs = canopy_wtime() - t0;
+    }
     int64_t count = 0;
     if (st == CANOPY_SUCCESS && what == CANOPY_SELINV_DIAG) {
         cint *idx = canopy_alloc((size_t)n + 1, sizeof(cint), "canopy_selinv diagonal", &s->err);
         if (!idx) st = nomem(s);
         for (cint i = 0; idx && i < n; i++) idx[i] = i;
-        if (idx) st = entries(s, n, idx, idx, req->diag);
+        if (idx) st = entries(s, n, idx, idx, req->diag, true, &flops, &secs);
         canopy_free(idx);
         count = n;
     } else if (st == CANOPY_SUCCESS && what == CANOPY_SELINV_PATTERN) {
-        st = pattern(s, &req->pattern);
+        st = selinv_pattern(s, F, &req->pattern);
         count = st == CANOPY_SUCCESS ? req->pattern.colptr[n] : 0;
     } else if (st == CANOPY_SUCCESS) {
-        st = entries(s, req->nentries, req->rows, req->cols, req->values);
+        st = entries(s, req->nentries, req->rows, req->cols, req->values, false, &flops, &secs);
         count = req->nentries;
     }
-    (void)vsz;
     s->stats.time_selinv = canopy_wtime() - t0;
     s->stats.flops_selinv = flops;
-    s->stats.gflops_selinv = flops > 0 && t1 > t0 ? flops / (t1 - t0) * 1e-9 : 0;
+    s->stats.gflops_selinv = flops > 0 && secs > 0 ? flops / secs * 1e-9 : 0;
     s->stats.selinv_entries = st == CANOPY_SUCCESS ? count : 0;
     req->perturbed_pivots = F->perturbed;
     if (st == CANOPY_SUCCESS && F->perturbed > 0)
