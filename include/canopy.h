@@ -248,9 +248,9 @@ typedef struct canopy_stats {
     double flops_selinv;          /**< flops of the selected inversion (0 when none ran in that call) */
     double gflops_selinv;
     int64_t selinv_entries;       /**< entries of the inverse returned */
-    /* several ranks: the panels of the inverse the last canopy_selinv broadcast along the
-     * restricted trees (option tree), all ranks, and the bytes each rank sent (min/max/median/
-     * standard deviation over the ranks, as the factorization's) */
+    /* several ranks: the panels of the inverse the last inversion (DIAG or PATTERN since the last
+     * factorization) broadcast along the restricted trees (option tree), all ranks, and the bytes
+     * each rank sent (min/max/median/standard deviation over the ranks, as the factorization's) */
     int64_t selinv_comm_msgs;
     int64_t selinv_comm_bytes;
     double selinv_bytes_rank_min, selinv_bytes_rank_max, selinv_bytes_rank_median, selinv_bytes_rank_stddev;

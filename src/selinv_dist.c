@@ -357,12 +357,14 @@ canopy_status selinv_dist(canopy_solver *s, canopy_selinv_what what, canopy_seli
     sts->flops_selinv = fl;
     sts->gflops_selinv = fl > 0 && secs > 0 ? fl / secs * 1e-9 : 0;
     sts->selinv_entries = st == CANOPY_SUCCESS ? count : 0;
-    sts->selinv_comm_msgs = tot[0];
-    sts->selinv_comm_bytes = tot[1];
-    sts->selinv_bytes_rank_min = cs.min;
-    sts->selinv_bytes_rank_max = cs.max;
-    sts->selinv_bytes_rank_median = cs.median;
-    sts->selinv_bytes_rank_stddev = cs.stddev;
+    if (fl > 0) { /* an inversion ran in this call */
+        sts->selinv_comm_msgs = tot[0];
+        sts->selinv_comm_bytes = tot[1];
+        sts->selinv_bytes_rank_min = cs.min;
+        sts->selinv_bytes_rank_max = cs.max;
+        sts->selinv_bytes_rank_median = cs.median;
+        sts->selinv_bytes_rank_stddev = cs.stddev;
+    }
     if (s->rank == 0) req->perturbed_pivots = F->perturbed;
     if (st == CANOPY_SUCCESS && F->perturbed > 0)
         st = canopy_err_set(&s->err, CANOPY_WARN_PIVOTS_PERTURBED,
