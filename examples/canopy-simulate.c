@@ -307,6 +307,8 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     printf("\"update_msgs\": %lld, \"update_bytes\": %lld, ", (long long)r->update_msgs, (long long)r->update_bytes);
     json_spread("solve_msgs", &r->solve_msgs);
     json_spread("solve_bytes", &r->solve_bytes);
+    json_spread("selinv_msgs", &r->selinv_msgs);
+    json_spread("selinv_bytes", &r->selinv_bytes);
     json_num("solve_rhs_bytes", r->solve_rhs_bytes, 1);
     printf("}\n");
 }
@@ -364,6 +366,8 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     print_spread("solve messages sent", &r->solve_msgs, 1, "");
     print_spread("solve bytes sent (trees)", &r->solve_bytes, 1e-9, "GB");
     printf("  right-hand side broadcast and solution gather: %.4g GB\n", r->solve_rhs_bytes * 1e-9);
+    print_spread("selected inversion messages sent", &r->selinv_msgs, 1, "");
+    print_spread("selected inversion bytes sent (panel broadcasts)", &r->selinv_bytes, 1e-9, "GB");
 }
 
 int main(int argc, char **argv)

@@ -564,7 +564,12 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                 json_num("time_selinv", sel.time, 0);
                 json_num("gflops_selinv", sel.gflops, 0);
                 json_num("selinv_ratio", S.time_factorize > 0 ? sel.time / S.time_factorize : NAN, 0);
-                printf("\"selinv_entries\": %lld, ", (long long)sel.entries);
+                printf("\"selinv_entries\": %lld, \"selinv_comm_msgs\": %lld, \"selinv_comm_bytes\": %lld, ",
+                       (long long)sel.entries, (long long)S.selinv_comm_msgs, (long long)S.selinv_comm_bytes);
+                json_num("selinv_bytes_rank_min", S.selinv_bytes_rank_min, 0);
+                json_num("selinv_bytes_rank_max", S.selinv_bytes_rank_max, 0);
+                json_num("selinv_bytes_rank_median", S.selinv_bytes_rank_median, 0);
+                json_num("selinv_bytes_rank_stddev", S.selinv_bytes_rank_stddev, 0);
             }
             json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
             printf("\"twod_levels\": %d, \"twod_cblks\": %lld, \"split_width\": %d, ", S.twod_levels,
@@ -653,6 +658,12 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                     printf("  selected inversion: %.3f s (%.2f x the factorization), %.2f GFlop/s, %lld entries%s%s\n",
                            sel.time, S.time_factorize > 0 ? sel.time / S.time_factorize : NAN, sel.gflops,
                            (long long)sel.entries, c->sel.out ? " written to " : "", c->sel.out ? c->sel.out : "");
+                if (want_selinv && S.ranks > 1)
+                    printf("  selected inversion broadcasts: %lld messages, %.4g MB; per rank min %.4g median %.4g "
+                           "max %.4g std-dev %.4g MB\n",
+                           (long long)S.selinv_comm_msgs, S.selinv_comm_bytes * 1e-6, S.selinv_bytes_rank_min * 1e-6,
+                           S.selinv_bytes_rank_median * 1e-6, S.selinv_bytes_rank_max * 1e-6,
+                           S.selinv_bytes_rank_stddev * 1e-6);
             }
         }
         fflush(stdout);

@@ -117,7 +117,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
     const symbolic *S = &s->S;
     int R = P->nranks, T = P->threads_per_rank;
     double sb = s->arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = s->fact == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double *v = canopy_calloc(9 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
+    double *v = canopy_calloc(11 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
     int *mem = canopy_alloc((size_t)R + 1, sizeof(int), "prediction per rank", &s->err);
     if (!v || !mem) {
         canopy_free(v);
@@ -125,7 +125,8 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         return nomem(s);
     }
     double *own = v, *held = v + R, *msgs = v + 2 * R, *bytes = v + 3 * R, *fanin = v + 4 * R, *smsgs = v + 5 * R,
-           *sbytes = v + 6 * R, *memory = v + 7 * R, *factor = v + 8 * R;
+           *sbytes = v + 6 * R, *memory = v + 7 * R, *factor = v + 8 * R,
+           *imsgs = v + 9 * R, *ibytes = v + 10 * R;
     double tot = (double)S->cblk_coef[S->ncblk];
     for (cint k = 0; k < S->ncblk; k++) own[P->cblk_rank[k]] += panel_entries(S, k);
     for (int q = 0; q < R; q++) held[q] = own[q];
@@ -169,6 +170,9 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
             double sends = (pos > 0) + kids;
             smsgs[rk] += sends;
             sbytes[rk] += sends * blk;
+            /* the selected inversion broadcasts j's finished panel(s) down the same tree */
+            imsgs[rk] += kids * parts;
+            ibytes[rk] += kids * e * parts * sb;
         }
     }
     for (int q = 0; q < R; q++) {
@@ -184,6 +188,8 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         r->bytes = spread(bytes, R);
         r->solve_msgs = spread(smsgs, R);
         r->solve_bytes = spread(sbytes, R);
+        r->selinv_msgs = spread(imsgs, R);
+        r->selinv_bytes = spread(ibytes, R);
         r->solve_rhs_bytes = R > 1 ? (double)S->n * o->nrhs * sb * R : 0;
     }
     canopy_free(v);

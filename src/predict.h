@@ -55,6 +55,8 @@ typedef struct predict_report {
     predict_spread msgs, bytes;   /**< fan-in messages and bytes each rank sends (factorization) */
     int64_t update_msgs, update_bytes; /**< what one message per remote update would take (no fan-in) */
     predict_spread solve_msgs, solve_bytes; /**< messages and bytes each rank sends in the solve's trees */
+    predict_spread selinv_msgs, selinv_bytes; /**< messages and bytes each rank sends in the selected
+                                                   inversion's panel broadcasts (canopy_selinv) */
     double solve_rhs_bytes;    /**< right-hand side broadcast and solution gather (whole vectors) */
 } predict_report;
 
