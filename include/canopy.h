@@ -409,8 +409,10 @@ typedef struct canopy_selinv_request {
  * selinv-memory=separate it works in a copy (the factors' memory again). ENTRIES solves with unit
  * vectors pruned to the tree paths that matter, fast for a short list (from the inverse instead
  * when the factors are gone). Returns CANOPY_WARN_PIVOTS_PERTURBED when the factorization
- * perturbed pivots: the entries are then of the inverse of the perturbed matrix. Collective.
- * One rank only in this release: with several ranks it returns CANOPY_ERR_UNSUPPORTED.
+ * perturbed pivots: the entries are then of the inverse of the perturbed matrix. Collective:
+ * with several ranks every rank calls it, each inverts its own column blocks (the other ranks'
+ * finished blocks reach it along the restricted trees of option tree), and rank 0's request is
+ * answered on rank 0.
  */
 CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *solver, canopy_selinv_what what, canopy_selinv_request *req);
 
