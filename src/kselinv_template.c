@@ -96,15 +96,36 @@ static void ksi_dinv(const numeric *F, cint k, SCALAR *T, cint w)
     }
 }
 
-/* Z(:, K) and (LU) Z(K, :) of cblk k, over Lx/Ux (the factors on entry, the inverse on return) */
-static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
+/*
+ * kselinv_cblk in three steps, so that the middle one, the products with Z(I, I), can be cut into
+ * pieces of rows of I for several threads (a shared cblk over several ranks, below):
+ *   ksi_prepare: the diagonal block's own inverse G, Lh (and Uh^T) in place, the interchanges;
+ *   ksi_rows:    rows i0..i1-1 of X = -Z(I, I) Lh (side 0) or Y = -Z(I, I)^T Uh^T (side 1);
+ *   ksi_finish:  Z(K, K) = G - Lh^T X, and X, Y, Z(K, K) into the panels.
+ * The workspace: T, D2, G (w x w each), X (m x w), Y (LU: m x w), then the gather buffer of
+ * ksi_rows (m x KSI_SLICE) when the calling thread runs it.
+ */
+static SCALAR *ksi_x(const numeric *F, cint k, SCALAR *work, int side)
+{
+    const symbolic *S = F->S;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    return work + 3 * (size_t)w * w + (side ? (size_t)m * w : 0);
+}
+
+static SCALAR *ksi_gather_buf(const numeric *F, cint k, SCALAR *work)
+{
+    const symbolic *S = F->S;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    return work + 3 * (size_t)w * w + (F->kind == CANOPY_FACT_LU ? 2 : 1) * (size_t)m * w;
+}
+
+static void ksi_prepare(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
 {
     const symbolic *S = F->S;
     canopy_factorization kind = F->kind;
     cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
     SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
-    SCALAR *T = work, *D2 = T + (size_t)w * w, *G = D2 + (size_t)w * w, *X = G + (size_t)w * w;
-    SCALAR *Y = X + (size_t)m * w;
+    SCALAR *T = work, *D2 = T + (size_t)w * w, *G = D2 + (size_t)w * w, *X = ksi_x(F, k, work, 0);
     int unit = kind != CANOPY_FACT_LLT;
     /* the diagonal block's own inverse, in pivoted order: G */
     memset(T, 0, (size_t)w * w * sizeof(SCALAR));
@@ -156,48 +177,78 @@ static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALA
             }
         memcpy(G, T, (size_t)w * w * sizeof(SCALAR));
     }
-    /* X = -Z(I, I) Lh (and Y = -Z(I, I)^T Uh^T): for each blok b1 and each slice of at most
-     * KSI_SLICE of its rows, the columns of Z(I, I) it multiplies are gathered from the cblks of
-     * I into one m-row buffer, then one product down all of I */
-    SCALAR *Gb = Y + (Pu ? (size_t)m * w : 0);
-    for (int side = 0; m > 0 && side < (Pu ? 2 : 1); side++) {
-        SCALAR *out = side ? Y : X;
-        const SCALAR *R = side ? Pu : P;
-        memset(out, 0, (size_t)m * w * sizeof(SCALAR));
-        for (cint b1 = S->cblk_fblok[k] + 1; b1 < S->cblk_fblok[k + 1]; b1++) {
-            cint J1 = S->blok_fcblk[b1];
-            for (cint r1 = S->blok_frow[b1]; r1 <= S->blok_lrow[b1]; r1 += KSI_SLICE) {
-                cint h1 = S->blok_lrow[b1] - r1 + 1 < KSI_SLICE ? S->blok_lrow[b1] - r1 + 1 : KSI_SLICE;
-                for (cint b2 = S->cblk_fblok[k] + 1; b2 < S->cblk_fblok[k + 1]; b2++) {
-                    cint r2 = S->blok_frow[b2], h2 = S->blok_lrow[b2] - r2 + 1, J2 = S->blok_fcblk[b2];
-                    const SCALAR *Zb;
-                    cint ld;
-                    CBLAS_TRANSPOSE op;
-                    if (!ksi_block(F, Lx, Ux, side, r2, h2, J2, r1, h1, J1, &Zb, &ld, &op)) return false;
-                    SCALAR *g = Gb + (S->blok_coefrow[b2] - w);
-                    if (op == CblasNoTrans)
-                        for (cint c = 0; c < h1; c++) memcpy(g + (size_t)c * m, Zb + (size_t)c * ld, (size_t)h2 * sizeof(SCALAR));
-                    else if (op == CblasTrans)
-                        for (cint c = 0; c < h1; c++)
-                            for (cint i = 0; i < h2; i++) g[i + (size_t)c * m] = Zb[c + (size_t)i * ld];
-                    else
-                        for (cint c = 0; c < h1; c++)
-                            for (cint i = 0; i < h2; i++) g[i + (size_t)c * m] = K_CONJ(Zb[c + (size_t)i * ld]);
-                }
-                K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)w, (int)h1, K_BS(K_MONE), Gb, (int)m,
-                       R + S->blok_coefrow[b1] + (r1 - S->blok_frow[b1]), (int)st, K_BS(K_ONE), out, (int)m);
+}
+
+/* Rows i0..i1-1 (of I, 0..m-1) of out = -Z(I, I) Lh (side 0) or -Z(I, I)^T Uh^T (side 1), out of
+ * leading dimension m: for each blok b1 and each slice of at most KSI_SLICE of its rows, the
+ * columns of Z(I, I) it multiplies, restricted to those rows, are gathered from the cblks of I
+ * into Gb (leading dimension i1 - i0), then one product. Returns false outside the structure. */
+static bool ksi_rows(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint k, int side, cint i0, cint i1,
+                     SCALAR *out, SCALAR *Gb)
+{
+    const symbolic *S = F->S;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w, h = i1 - i0;
+    const SCALAR *R = (side ? Ux : Lx) + F->coef[k];
+    for (cint c = 0; c < w; c++) memset(out + i0 + (size_t)c * m, 0, (size_t)h * sizeof(SCALAR));
+    if (h <= 0) return true;
+    for (cint b1 = S->cblk_fblok[k] + 1; b1 < S->cblk_fblok[k + 1]; b1++) {
+        cint J1 = S->blok_fcblk[b1];
+        for (cint r1 = S->blok_frow[b1]; r1 <= S->blok_lrow[b1]; r1 += KSI_SLICE) {
+            cint h1 = S->blok_lrow[b1] - r1 + 1 < KSI_SLICE ? S->blok_lrow[b1] - r1 + 1 : KSI_SLICE;
+            for (cint b2 = S->cblk_fblok[k] + 1; b2 < S->cblk_fblok[k + 1]; b2++) {
+                /* the rows of b2 inside i0..i1-1 */
+                cint at = S->blok_coefrow[b2] - w, n2 = S->blok_lrow[b2] - S->blok_frow[b2] + 1;
+                cint lo = at > i0 ? at : i0, hi = at + n2 < i1 ? at + n2 : i1;
+                if (lo >= hi) continue;
+                cint r2 = S->blok_frow[b2] + (lo - at), h2 = hi - lo, J2 = S->blok_fcblk[b2];
+                const SCALAR *Zb;
+                cint ld;
+                CBLAS_TRANSPOSE op;
+                if (!ksi_block(F, Lx, Ux, side, r2, h2, J2, r1, h1, J1, &Zb, &ld, &op)) return false;
+                SCALAR *g = Gb + (lo - i0);
+                if (op == CblasNoTrans)
+                    for (cint c = 0; c < h1; c++) memcpy(g + (size_t)c * h, Zb + (size_t)c * ld, (size_t)h2 * sizeof(SCALAR));
+                else if (op == CblasTrans)
+                    for (cint c = 0; c < h1; c++)
+                        for (cint i = 0; i < h2; i++) g[i + (size_t)c * h] = Zb[c + (size_t)i * ld];
+                else
+                    for (cint c = 0; c < h1; c++)
+                        for (cint i = 0; i < h2; i++) g[i + (size_t)c * h] = K_CONJ(Zb[c + (size_t)i * ld]);
             }
+            K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)h, (int)w, (int)h1, K_BS(K_MONE), Gb, (int)h,
+                   R + S->blok_coefrow[b1] + (r1 - S->blok_frow[b1]), (int)st, K_BS(K_ONE), out + i0, (int)m);
         }
-        /* Z(K, K) -= Lh^T X (LL^H: Lh^H X; LU: Uh X) */
-        if (side == 0)
-            K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)w, (int)m,
-                   K_BS(K_MONE), Pu ? Pu + w : P + w, (int)st, X, (int)m, K_BS(K_ONE), G, (int)w);
     }
+    return true;
+}
+
+static void ksi_finish(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work)
+{
+    const symbolic *S = F->S;
+    canopy_factorization kind = F->kind;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w;
+    SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
+    SCALAR *G = work + 2 * (size_t)w * w, *X = ksi_x(F, k, work, 0), *Y = ksi_x(F, k, work, 1);
+    /* Z(K, K) -= Lh^T X (LL^H: Lh^H X; LU: Uh X) */
+    if (m > 0)
+        K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)w, (int)m,
+               K_BS(K_MONE), Pu ? Pu + w : P + w, (int)st, X, (int)m, K_BS(K_ONE), G, (int)w);
     for (cint c = 0; c < w; c++) {
         memcpy(P + (size_t)c * st, G + (size_t)c * w, (size_t)w * sizeof(SCALAR));
         if (m > 0) memcpy(P + w + (size_t)c * st, X + (size_t)c * m, (size_t)m * sizeof(SCALAR));
         if (Pu && m > 0) memcpy(Pu + w + (size_t)c * st, Y + (size_t)c * m, (size_t)m * sizeof(SCALAR));
     }
+}
+
+/* Z(:, K) and (LU) Z(K, :) of cblk k, over Lx/Ux (the factors on entry, the inverse on return) */
+static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
+{
+    const symbolic *S = F->S;
+    cint m = S->cblk_stride[k] - (S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    ksi_prepare(F, Lx, Ux, k, work, idx);
+    for (int side = 0; m > 0 && side < (F->kind == CANOPY_FACT_LU ? 2 : 1); side++)
+        if (!ksi_rows(F, Lx, Ux, k, side, 0, m, ksi_x(F, k, work, side), ksi_gather_buf(F, k, work))) return false;
+    ksi_finish(F, Lx, Ux, k, work);
     return true;
 }
 
@@ -385,6 +436,67 @@ static void ksd_local(void *ctx, cint k, int t)
     if (!kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) atomic_store(&q->failed, 1);
 }
 
+/*
+ * A shared cblk's products with Z(I, I) in pieces of KSD_PIECE rows of I that the rank's workers
+ * take in any order (the calling thread has nothing else to do meanwhile). Each piece writes only
+ * its rows and sums in a fixed order, and the calling thread alone runs the same pieces: the bits
+ * do not depend on the number of threads.
+ */
+#define KSD_PIECE NUMERIC_SPLIT_PIECE /* 64 rows */
+
+typedef struct ksdpieces {
+    const numeric *F;
+    const SCALAR *Lx, *Ux;
+    const kselinv *q;
+    SCALAR *out, *own_gb; /* the calling thread's gather buffer */
+    cint k, m;
+    int side, nt, npieces;
+    _Atomic int next;
+    atomic_int failed;
+} ksdpieces;
+
+static void ksd_piece_worker(void *arg, int t)
+{
+    ksdpieces *p = arg;
+    SCALAR *gb = t < p->nt ? p->q->work + (size_t)t * p->q->wld : p->own_gb;
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (i >= p->npieces) return;
+        cint i0 = (cint)i * KSD_PIECE, i1 = i0 + KSD_PIECE < p->m ? i0 + KSD_PIECE : p->m;
+        if (!ksi_rows(p->F, p->Lx, p->Ux, p->k, p->side, i0, i1, p->out, gb)) atomic_store(&p->failed, 1);
+    }
+}
+
+/* kselinv_cblk of a shared cblk on the calling thread, its products in pieces on the workers;
+ * returns false outside the structure, *split + 1 when the workers ran pieces */
+static bool ksd_shared(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, const kselinv *q, SCALAR *work, cint *idx,
+                       int64_t *split)
+{
+    const symbolic *S = F->S;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    sched_pool *pool = F->exec.pool;
+    int nt = pool != NULL ? sched_pool_threads(pool) : 1;
+    double least = F->sol_split_min > 0 ? F->sol_split_min : NUMERIC_SPLIT_MIN;
+    bool ok = true;
+    ksi_prepare(F, Lx, Ux, k, work, idx);
+    for (int side = 0; m > 0 && side < (F->kind == CANOPY_FACT_LU ? 2 : 1); side++) {
+        ksdpieces p = {.F = F, .Lx = Lx, .Ux = Ux, .q = q, .out = ksi_x(F, k, work, side),
+                       .own_gb = ksi_gather_buf(F, k, work), .k = k, .m = m, .side = side, .nt = nt,
+                       .npieces = (int)((m + KSD_PIECE - 1) / KSD_PIECE)};
+        atomic_init(&p.next, 0);
+        atomic_init(&p.failed, 0);
+        if (pool != NULL && nt > 1 && p.npieces > 1 && (double)m * (double)m * (double)w >= least) {
+            sched_pool_run_all(pool, ksd_piece_worker, &p);
+            (*split)++;
+        } else {
+            ksd_piece_worker(&p, nt);
+        }
+        ok = ok && !atomic_load(&p.failed);
+    }
+    ksi_finish(F, Lx, Ux, k, work);
+    return ok;
+}
+
 static void ksd_progress(ksdop *ops, int *act, int *nact, int parts, int *failed, canopy_err *err)
 {
     for (int a = 0; a < *nact;) {
@@ -417,6 +529,7 @@ canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, doub
     int nt = F->exec.pool != NULL ? sched_pool_threads(F->exec.pool) : 1;
     int dps = (int)(sizeof(SCALAR) / sizeof(double));
     sent[0] = sent[1] = 0;
+    F->sol_split = 0;
     size_t wld = 1;
     double fl = 0;
     for (cint k = 0; k < nc; k++) {
@@ -486,7 +599,7 @@ canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, doub
             while (o->active == 1 && !failed) ksd_progress(ops, act, &nact, parts, &failed, err);
         }
         if (failed || local[k]) continue; /* after the loop, on the workers */
-        if (!kselinv_cblk(F, Lx, Ux, k, work, idx)) atomic_store(&q.failed, 1);
+        if (!ksd_shared(F, Lx, Ux, k, &q, work, idx, &F->sol_split)) atomic_store(&q.failed, 1);
         int i = F->sol_op[k];
         if (i >= 0) {
             for (int pt = 0; pt < parts && !failed; pt++) {

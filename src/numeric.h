@@ -132,7 +132,8 @@ typedef struct numeric {
     int64_t *sol_mptr;              /**< [sol_nops + 1] members of each: owner first, then ascending */
     int *sol_members;
     int64_t *solve_counts;          /**< [2] messages and bytes this rank sent in the last solve */
-    int64_t sol_split;              /**< shared cblks whose products the workers ran in the last solve */
+    int64_t sol_split;              /**< shared cblks whose products the workers ran in the last solve (or
+                                         selected inversion over the ranks) */
     double sol_split_min;           /**< multiply-adds from which they do (0: NUMERIC_SPLIT_MIN; tests lower it) */
     /* the cblks whose whole subtree is on this rank: solved on all its threads, without messages */
     cint sol_nlocal;

@@ -7,7 +7,8 @@
  * factorization, which then solves right (the fan-in buffers the inversion received panels in are
  * the factorization's again); the broadcast volume in the statistics; a tiny matrix that leaves
  * ranks without a column block; an allocation failing on one rank gives every rank the same
- * error, never a hang.
+ * error, never a hang. The same factors inverted by the calling thread alone and by 3 workers
+ * (own subtrees in any order, the shared column blocks' products in pieces) give the same bits.
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@
 #include <mpi.h>
 #include "canopy.h"
 #include "common.h" /* canopy_alloc_fail_after */
+#include "solver.h" /* s->F: the same factors inverted with and without the workers */
 
 typedef double complex zdouble;
 static int rank, size, failures, quick;
@@ -345,6 +347,40 @@ static void check_faults(void)
     canopy_csc_free(&A);
 }
 
+/* the same factors inverted twice: the workers hidden, then with them (even small shared cblks cut
+ * into pieces); the same bits */
+static void check_pieces(const char *name, const canopy_csc *A, const char *fact)
+{
+    canopy_solver *s = factorized(A, fact, 3, "shifted", "separate", NULL);
+    if (s == NULL) return;
+    canopy_int n = s->S.n;
+    double *d[2] = {xmalloc((size_t)n * 2 * sizeof(double)), xmalloc((size_t)n * 2 * sizeof(double))};
+    s->F.sol_split_min = 1;
+    sched_pool *pool = s->F.exec.pool;
+    long long split = 0;
+    for (int run = 0; run < 2; run++) {
+        s->F.exec.pool = run == 0 ? NULL : pool;
+        if (agreed("pieces", canopy_selinv(s, CANOPY_SELINV_DIAG, &(canopy_selinv_request){.diag = d[run]})) != CANOPY_SUCCESS)
+            fail("%s %s: diag: %s", name, fact, canopy_last_error(s));
+        split = s->F.sol_split;
+        /* forget the inverse (kept in its own copy): the next call inverts the same factors again */
+        canopy_free(s->F.inv_L);
+        canopy_free(s->F.inv_U);
+        s->F.inv_L = s->F.inv_U = NULL;
+        s->F.inv_state = 0;
+    }
+    s->F.exec.pool = pool;
+    MPI_Allreduce(MPI_IN_PLACE, &split, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    int cx = s->arith == CANOPY_COMPLEX;
+    if (rank == 0 && memcmp(d[0], d[1], (size_t)n * (cx ? 2 : 1) * sizeof(double)) != 0)
+        fail("%s %s: the workers give other bits than the calling thread alone", name, fact);
+    if (size > 1 && split == 0) fail("%s %s: no shared column block ran in pieces on the workers", name, fact);
+    if (rank == 0) printf("%-22s %-4s %d x 3: shared column blocks in pieces on the workers: %lld, same bits\n", name, fact, size, split);
+    free(d[0]);
+    free(d[1]);
+    canopy_destroy(&s);
+}
+
 /* static pivoting over the ranks: the warning and the global count */
 static void check_perturbed(void)
 {
@@ -386,6 +422,9 @@ int main(int argc, char **argv)
     if (rank == 0) Z = complex_copy(&A, &z);
     check_matrix("laplacian 11x10x9 (1+i/2)", &Z, "ldlt", 1e-12);
     check_matrix("laplacian 11x10x9 (1+i/2)", &Z, "lu", 1e-12);
+    check_pieces("laplacian 11x10x9", &A, "llt");
+    check_pieces("laplacian 11x10x9", &A, "lu");
+    check_pieces("laplacian 11x10x9 (1+i/2)", &Z, "ldlt");
     free(z);
     canopy_csc_free(&A);
     /* fewer cblks than ranks x threads: ranks that own nothing */
