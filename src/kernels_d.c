@@ -16,6 +16,9 @@
 #define K_GEMM cblas_dgemm
 #define K_TRSM cblas_dtrsm
 #define K_POTRF LAPACKE_dpotrf_work
+#define K_POTRI LAPACKE_dpotri_work
+#define K_TRTRI LAPACKE_dtrtri_work
+#define K_TRMM cblas_dtrmm
 #define K_LAPACK_PTR(p) (p)
 #define K_TRANS_H CblasTrans
 #define K_CONJ(x) (x)

@@ -18,6 +18,9 @@
 #define K_GEMM cblas_zgemm
 #define K_TRSM cblas_ztrsm
 #define K_POTRF LAPACKE_zpotrf_work
+#define K_POTRI LAPACKE_zpotri_work
+#define K_TRTRI LAPACKE_ztrtri_work
+#define K_TRMM cblas_ztrmm
 #define K_LAPACK_PTR(p) ((lapack_complex_double *)(p))
 #define K_TRANS_H CblasConjTrans
 #define K_CONJ(x) conj(x)
