@@ -49,7 +49,8 @@ typedef enum canopy_status {
     CANOPY_ERR_TOO_LARGE = -10,           /**< sizes overflow the index type */
     CANOPY_ERR_MPI = -11,                 /**< MPI failure or insufficient thread level */
     CANOPY_ERR_ORDERING = -12,            /**< the ordering library failed */
-    CANOPY_ERR_INTERNAL = -13             /**< bug: please report */
+    CANOPY_ERR_INTERNAL = -13,            /**< bug: please report */
+    CANOPY_ERR_INTERRUPTED = -14          /**< stopped by canopy_interrupt */
 } canopy_status;
 
 /** What the caller knows about the matrix. */
@@ -377,6 +378,16 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *solver, canopy_int nrhs,
  */
 CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *solver, canopy_int nrhs, const void *b,
                                           canopy_int ldb, void *x, canopy_int ldx);
+
+/**
+ * Ask the call running on @p solver (from another thread: a signal handler's flag, a GUI, Python's
+ * Ctrl-C) to stop: canopy_factorize and canopy_selinv stop before their next task and return
+ * CANOPY_ERR_INTERRUPTED (the factors, or an in-place inverse, are then unusable until the next
+ * canopy_factorize; the analysis stays). A call that starts afterwards is not affected; the other
+ * calls (analysis, solves) run to their end. One rank only: with several ranks every rank would
+ * have to agree, and CANOPY_ERR_UNSUPPORTED is returned.
+ */
+CANOPY_EXPORT canopy_status canopy_interrupt(canopy_solver *solver);
 
 /** Copy the statistics out. */
 CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *solver, canopy_stats *stats);

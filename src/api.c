@@ -41,6 +41,7 @@ static const char *const error_text[] = {
     [-CANOPY_ERR_MPI] = "MPI error",
     [-CANOPY_ERR_ORDERING] = "ordering failed",
     [-CANOPY_ERR_INTERNAL] = "internal error",
+    [-CANOPY_ERR_INTERRUPTED] = "interrupted",
 };
 
 static const char *const warning_text[] = {
@@ -138,9 +139,15 @@ static bool phase_ok(canopy_solver *s, solver_phase need, const char *call, cons
 
 bool api_factors_ok(canopy_solver *s, int need, const char *call)
 {
-    if (need < PHASE_FACTORIZED || s->F.inv_state != 1 || !strcmp(call, "canopy_selinv") ||
-        !strcmp(call, "canopy_get_comm_matrix"))
+    if (need < PHASE_FACTORIZED || (s->F.inv_state != 1 && s->F.inv_state != 3) || !strcmp(call, "canopy_get_comm_matrix"))
         return true;
+    if (!strcmp(call, "canopy_selinv")) {
+        if (s->F.inv_state != 3) return true;
+        canopy_err_set(&s->err, CANOPY_ERR_PHASE,
+                       "canopy_selinv: an earlier in-place canopy_selinv failed or was interrupted over the factors: "
+                       "call canopy_factorize again");
+        return false;
+    }
     canopy_err_set(&s->err, CANOPY_ERR_PHASE,
                    "%s: the factors were overwritten by canopy_selinv (selinv-memory=inplace); call canopy_factorize "
                    "again, or set selinv-memory=separate to keep them",
@@ -465,6 +472,7 @@ static canopy_status factorize_rank0(canopy_solver *s)
     if (runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
         return s->err.status;
     runtime_exec(&s->rt, &s->opts, &x);
+    x.stop = &s->interrupt;
     numeric_set_exec(&s->F, &x);
     canopy_status st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
@@ -478,6 +486,7 @@ static canopy_status factorize_rank0(canopy_solver *s)
         if (runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
             return s->err.status;
         runtime_exec(&s->rt, &s->opts, &x);
+        x.stop = &s->interrupt;
         numeric_set_exec(&s->F, &x);
         st = numeric_factorize(&s->F, &s->S, &s->As, s->fact, threshold, &s->err);
     }
@@ -501,6 +510,7 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
+    atomic_store(&s->interrupt, 0);
     if (phase_ok(s, PHASE_ANALYZED, "canopy_factorize", "canopy_analyze")) {
         if (s->have_rt) sched_pool_progress_reset(s->rt.pool); /* before the phase says so */
         api_progress_phase(s, CANOPY_PHASE_FACTORIZE);
@@ -587,6 +597,7 @@ CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what w
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
+    atomic_store(&s->interrupt, 0);
     bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_selinv", "canopy_factorize");
     api_progress_phase(s, ready ? CANOPY_PHASE_SELINV : CANOPY_PHASE_IDLE);
     /* several ranks: every rank takes part (rank 0's request counts) */
@@ -666,6 +677,15 @@ CANOPY_EXPORT canopy_status canopy_get_progress(const canopy_solver *s, canopy_p
     }
     if (phase) *phase = (canopy_phase)p;
     if (done) *done = d;
+    return CANOPY_SUCCESS;
+}
+
+CANOPY_EXPORT canopy_status canopy_interrupt(canopy_solver *s)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    /* no message: s->err belongs to the call that is running */
+    if (s->nranks > 1) return CANOPY_ERR_UNSUPPORTED;
+    atomic_store(&s->interrupt, 1);
     return CANOPY_SUCCESS;
 }
 

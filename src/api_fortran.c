@@ -1,5 +1,6 @@
 /*
- * The C side of the Fortran module (fortran/canopy.f90.in): only what ISO_C_BINDING cannot reach
+ * The C side of the Fortran module (fortran/canopy.f90.in) and of the Python package (python/,
+ * cffi in ABI mode): only what ISO_C_BINDING or cffi cannot reach
  * by itself. A Fortran communicator handle becomes an MPI_Comm (MPI_Comm_f2c), the options come
  * as one "name=value name=value" string, the matrix as 1-based CSC arrays, the statistics by
  * name, and messages are copied into Fortran character buffers. The other calls (analyze,
@@ -99,6 +100,29 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
         {"perturbed_pivots", 1, offsetof(canopy_stats, perturbed_pivots)},
         {"peak_memory_rank0", 0, offsetof(canopy_stats, peak_memory_rank0)},
         {"peak_memory_rank_mean", 0, offsetof(canopy_stats, peak_memory_rank_mean)},
+        {"ncblk", 1, offsetof(canopy_stats, ncblk)},
+        {"nblok", 1, offsetof(canopy_stats, nblok)},
+        {"time_order", 0, offsetof(canopy_stats, time_order)},
+        {"time_symbolic", 0, offsetof(canopy_stats, time_symbolic)},
+        {"time_factorize_predicted", 0, offsetof(canopy_stats, time_factorize_predicted)},
+        {"busy_fraction", 0, offsetof(canopy_stats, busy_fraction)},
+        {"steals", 1, offsetof(canopy_stats, steals)},
+        {"time_fill", 0, offsetof(canopy_stats, time_fill)},
+        {"comm_msgs", 1, offsetof(canopy_stats, comm_msgs)},
+        {"comm_bytes", 1, offsetof(canopy_stats, comm_bytes)},
+        {"solve_comm_msgs", 1, offsetof(canopy_stats, solve_comm_msgs)},
+        {"solve_comm_bytes", 1, offsetof(canopy_stats, solve_comm_bytes)},
+        {"rss_peak_rank0", 0, offsetof(canopy_stats, rss_peak_rank0)},
+        {"time_selinv", 0, offsetof(canopy_stats, time_selinv)},
+        {"flops_selinv", 0, offsetof(canopy_stats, flops_selinv)},
+        {"gflops_selinv", 0, offsetof(canopy_stats, gflops_selinv)},
+        {"selinv_entries", 1, offsetof(canopy_stats, selinv_entries)},
+        {"selinv_comm_msgs", 1, offsetof(canopy_stats, selinv_comm_msgs)},
+        {"selinv_comm_bytes", 1, offsetof(canopy_stats, selinv_comm_bytes)},
+        {"selinv_bytes_rank_min", 0, offsetof(canopy_stats, selinv_bytes_rank_min)},
+        {"selinv_bytes_rank_max", 0, offsetof(canopy_stats, selinv_bytes_rank_max)},
+        {"selinv_bytes_rank_median", 0, offsetof(canopy_stats, selinv_bytes_rank_median)},
+        {"selinv_bytes_rank_stddev", 0, offsetof(canopy_stats, selinv_bytes_rank_stddev)},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(name, table[i].name)) {
@@ -113,7 +137,83 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
             return v;
         }
     if (!strcmp(name, "refinement_steps")) return (double)st.refinement_steps;
+    if (!strcmp(name, "factor_bytes")) return (double)st.factor_bytes;
+    if (!strcmp(name, "peak_memory_bytes")) return (double)st.peak_memory_bytes;
+    if (!strcmp(name, "factorization")) return (double)st.factorization;
     if (!strcmp(name, "ranks")) return (double)st.ranks;
     if (!strcmp(name, "threads_per_rank")) return (double)st.threads_per_rank;
     return -1;
+}
+
+/* ---- for other languages' bindings (Python's cffi, which cannot read mpi.h's types) ---------- */
+
+/* sizeof(canopy_int): 4, or 8 with --enable-int64 */
+CANOPY_EXPORT int canopy_f_int_size(void);
+CANOPY_EXPORT int canopy_f_int_size(void)
+{
+    return (int)sizeof(canopy_int);
+}
+
+/* Fortran handles of MPI_COMM_SELF and MPI_COMM_WORLD (their values differ between MPIs) */
+CANOPY_EXPORT int canopy_f_comm_self(void);
+CANOPY_EXPORT int canopy_f_comm_self(void)
+{
+    return (int)MPI_Comm_c2f(MPI_COMM_SELF);
+}
+
+CANOPY_EXPORT int canopy_f_comm_world(void);
+CANOPY_EXPORT int canopy_f_comm_world(void)
+{
+    return (int)MPI_Comm_c2f(MPI_COMM_WORLD);
+}
+
+/* this process's rank in the communicator of Fortran handle @p comm (-1 on failure) */
+CANOPY_EXPORT int canopy_f_comm_rank(int comm);
+CANOPY_EXPORT int canopy_f_comm_rank(int comm)
+{
+    int r = -1;
+    if (MPI_Comm_rank(MPI_Comm_f2c((MPI_Fint)comm), &r) != MPI_SUCCESS) return -1;
+    return r;
+}
+
+/*
+ * MPI for a program that has not started it (a Python session without mpi4py): MPI_Init_thread
+ * with MPI_THREAD_MULTIPLE unless MPI runs already; *here = 1 when this call started it (the
+ * caller then ends it with canopy_f_mpi_finalize). CANOPY_ERR_MPI when it cannot start, or runs
+ * with a thread level below MPI_THREAD_SERIALIZED.
+ */
+/* the number of ranks of that communicator (-1 on failure) */
+CANOPY_EXPORT int canopy_f_comm_size(int comm);
+CANOPY_EXPORT int canopy_f_comm_size(int comm)
+{
+    int r = -1;
+    if (MPI_Comm_size(MPI_Comm_f2c((MPI_Fint)comm), &r) != MPI_SUCCESS) return -1;
+    return r;
+}
+
+CANOPY_EXPORT canopy_status canopy_f_mpi_init(int *here);
+CANOPY_EXPORT canopy_status canopy_f_mpi_init(int *here)
+{
+    int up = 0, done = 0, level = 0;
+    if (here) *here = 0;
+    MPI_Initialized(&up);
+    MPI_Finalized(&done);
+    if (done) return CANOPY_ERR_MPI;
+    if (!up) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &level) != MPI_SUCCESS) return CANOPY_ERR_MPI;
+        if (here) *here = 1;
+    } else {
+        MPI_Query_thread(&level);
+    }
+    return level >= MPI_THREAD_SERIALIZED ? CANOPY_SUCCESS : CANOPY_ERR_MPI;
+}
+
+CANOPY_EXPORT canopy_status canopy_f_mpi_finalize(void);
+CANOPY_EXPORT canopy_status canopy_f_mpi_finalize(void)
+{
+    int up = 0, done = 0;
+    MPI_Initialized(&up);
+    MPI_Finalized(&done);
+    if (up && !done && MPI_Finalize() != MPI_SUCCESS) return CANOPY_ERR_MPI;
+    return CANOPY_SUCCESS;
 }

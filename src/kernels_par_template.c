@@ -182,6 +182,8 @@ static inline double ksub_weight(const symbolic *S, cint q)
     return w * m * m;
 }
 
+#define KSTOPPED 77 /* a task's result when canopy_interrupt asked the run to stop */
+
 static int ktask(void *ctx, int task, sched_worker *wk)
 {
     kpar *pc = ctx;
@@ -190,6 +192,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     int t = sched_worker_id(wk);
     SCALAR *W = (SCALAR *)pc->F->thread_work[t] + S->max_update_buf;
     cint k = d->cblk[task];
+    if (pc->F->exec.stop && atomic_load_explicit(pc->F->exec.stop, memory_order_relaxed)) return KSTOPPED;
     if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
     switch (d->kind[task]) {
     case SCHED_TASK_PANEL:
@@ -381,6 +384,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     if (st != CANOPY_SUCCESS) return st;
     int bad = atomic_load(&pc.failed_cblk);
     if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);
+    if (result == KSTOPPED) return canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_factorize: interrupted (canopy_interrupt)");
     if (result != 0) return canopy_err_set(err, CANOPY_ERR_INTERNAL, "factorization task failed (%d)", result);
     int64_t perturbed = 0;
     for (int t = 0; t < F->nthreads; t++) perturbed += F->thread_perturbed[t];

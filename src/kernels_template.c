@@ -653,6 +653,8 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
     SCALAR *W = buf + S->max_update_buf;
     int64_t perturbed = 0;
     for (cint k = 0; k < S->ncblk; k++) {
+        if (F->exec.stop && atomic_load_explicit(F->exec.stop, memory_order_relaxed))
+            return canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_factorize: interrupted (canopy_interrupt)");
         int64_t r = kpanel(&c, k, W);
         if (r < 0) return knot_spd(S, k, -r - 1, err);
         perturbed += r;

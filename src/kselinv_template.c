@@ -295,6 +295,7 @@ static int kselinv_task(void *ctx, int task, sched_worker *wk)
     kselinv *q = ctx;
     const sched_dag *d = q->F->exec.solve;
     if (d->kind[task] != SCHED_TASK_BACKWARD) return 0;
+    if (q->F->exec.stop && atomic_load_explicit(q->F->exec.stop, memory_order_relaxed)) return KSTOPPED;
     int t = sched_worker_id(wk);
     SCALAR *work = q->work + (size_t)t * q->wld;
     cint *idx = q->idx + (size_t)t * ((size_t)q->F->S->max_width + 1);
@@ -331,10 +332,16 @@ canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *f
         int result = 0;
         sched_run_stats rs = {0};
         st = sched_execute(F->exec.pool, F->exec.solve, F->exec.scheduler, kselinv_task, &q, &rs, &result, err);
-        if (st == CANOPY_SUCCESS && result != 0) st = CANOPY_ERR_INTERNAL;
+        if (st == CANOPY_SUCCESS && result == KSTOPPED)
+            st = canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_selinv: interrupted (canopy_interrupt)");
+        else if (st == CANOPY_SUCCESS && result != 0)
+            st = CANOPY_ERR_INTERNAL;
     } else {
         for (cint k = S->ncblk - 1; k >= 0; k--)
-            if (!kselinv_cblk(F, Lx, Ux, k, q.work, q.idx)) {
+            if (F->exec.stop && atomic_load_explicit(F->exec.stop, memory_order_relaxed)) {
+                st = canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_selinv: interrupted (canopy_interrupt)");
+                break;
+            } else if (!kselinv_cblk(F, Lx, Ux, k, q.work, q.idx)) {
                 atomic_store(&q.failed, 1);
                 break;
             }

@@ -60,6 +60,8 @@ typedef struct numeric_exec {
     canopy_scheduler scheduler;
     canopy_numa numa;
     const numa_topo *topo;        /**< for numa=interleave and the placement report (may be NULL) */
+    _Atomic int *stop;            /**< one rank: nonzero asks the factorization and the selected inversion
+                                       to stop before their next task (canopy_interrupt); NULL: never */
 } numeric_exec;
 
 /*
@@ -185,7 +187,8 @@ typedef struct numeric {
     double threshold;               /**< absolute pivot threshold used in the last factorization */
     double flops;                   /**< flops of the last factorization (from the structure) */
     /* the selected inversion (src/selinv.c, kselinv_template.c) */
-    int inv_state;                  /**< 0: none; 1: in L and U (the factors are gone); 2: in inv_L/inv_U */
+    int inv_state;                  /**< 0: none; 1: in L and U (the factors are gone); 2: in inv_L/inv_U;
+                                         3: an in-place inversion failed (interrupted): neither is there */
     void *inv_L, *inv_U;            /**< selinv-memory=separate: copies of L and U turned into the inverse */
 } numeric;
 

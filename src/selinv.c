@@ -51,7 +51,7 @@ static canopy_status ensure_inverse(canopy_solver *s, double *flops)
         F->inv_state = s->opts.selinv_memory == CANOPY_SELINV_SEPARATE ? 2 : 1;
     } else if (s->opts.selinv_memory != CANOPY_SELINV_SEPARATE) {
         /* half inverted, half factors: neither is usable */
-        F->inv_state = 1;
+        F->inv_state = 3;
     } else {
         canopy_free(F->inv_L);
         canopy_free(F->inv_U);

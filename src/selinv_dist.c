@@ -55,7 +55,8 @@ static canopy_status invert_all(canopy_solver *s, double *flops, int64_t sent[2]
         numeric_selinv_dist(F, Lx, Ux, flops, sent, &s->err);
         st = comm_agree(s->comm, &s->err);
         /* in place, a failure leaves half inverse, half factors: neither is usable */
-        if (st == CANOPY_SUCCESS || !separate) F->inv_state = separate ? 2 : 1;
+        if (st == CANOPY_SUCCESS) F->inv_state = separate ? 2 : 1;
+        else if (!separate) F->inv_state = 3;
     }
     if (st != CANOPY_SUCCESS && separate) {
         canopy_free(F->inv_L);

@@ -52,6 +52,7 @@ struct canopy_solver {
     int have_pingpong;
     _Atomic int progress_phase; /* canopy_phase of the call running now (canopy_get_progress) */
     _Atomic unsigned progress_seq; /* bumped before every change of progress_phase */
+    _Atomic int interrupt;      /* canopy_interrupt: the running factorization or inversion stops */
     int symbolic_everywhere;    /* the analysis left S on every rank (choose_split_ranks): no broadcast */
     /* refinement on every rank over its own rows (a distributed matrix, src/dist_vector.h): the
      * product's plan, the rank's block rows (count and indices); NULL outside refine_dist */

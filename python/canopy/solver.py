@@ -1,0 +1,375 @@
+"""Canopy's solver for SciPy sparse matrices: Solver, spsolve, factorized."""
+import atexit
+import threading
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._lib import INT_BYTES, ffi, lib
+
+INDEX = np.int64 if INT_BYTES == 8 else np.int32
+KINDS = {"general": 0, "symmetric": 1, "spd": 2, "hermitian": 3}
+FACTORIZATIONS = {0: "auto", 1: "llt", 2: "ldlt", 3: "lu"}
+_REAL, _COMPLEX = 0, 1
+_TRIANGLE_BOTH, _TRIANGLE_LOWER = 0, 1
+_ERR_INTERRUPTED = -14
+
+# what Solver.stats reports (canopy-solve's JSON names)
+STAT_NAMES = ("n", "nnz", "nnz_factor", "ncblk", "nblok", "flops", "time_order", "time_symbolic", "time_analyze",
+              "time_factorize", "time_solve", "time_refine", "gflops_factorize", "backward_error",
+              "refinement_steps", "perturbed_pivots", "factor_bytes", "peak_memory_bytes", "ranks",
+              "threads_per_rank", "time_factorize_predicted", "busy_fraction", "steals", "time_fill", "comm_msgs",
+              "comm_bytes", "solve_comm_msgs", "solve_comm_bytes", "peak_memory_rank0", "peak_memory_rank_mean",
+              "rss_peak_rank0", "time_selinv", "flops_selinv", "gflops_selinv", "selinv_entries",
+              "selinv_comm_msgs", "selinv_comm_bytes", "selinv_bytes_rank_min", "selinv_bytes_rank_max",
+              "selinv_bytes_rank_median", "selinv_bytes_rank_stddev")
+_INT_STATS = {"n", "nnz", "nnz_factor", "ncblk", "nblok", "refinement_steps", "perturbed_pivots", "factor_bytes",
+              "peak_memory_bytes", "ranks", "threads_per_rank", "steals", "comm_msgs", "comm_bytes",
+              "solve_comm_msgs", "solve_comm_bytes", "selinv_entries", "selinv_comm_msgs", "selinv_comm_bytes"}
+
+
+def _ptr(a):
+    """A pointer to a contiguous array's data (C or Fortran order)."""
+    return ffi.from_buffer(a.reshape(-1, order="A"))
+
+
+class CanopyError(RuntimeError):
+    """A Canopy call failed: .status is its canopy_status (negative), the message Canopy's."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class CanopyWarning(UserWarning):
+    """A Canopy call succeeded with a warning (perturbed pivots, refinement not converged)."""
+
+
+_mpi = {"lock": threading.Lock(), "ours": False}
+
+
+def _finalize_mpi():
+    lib.canopy_f_mpi_finalize()
+
+
+def _comm_handle(comm):
+    """The Fortran handle of an mpi4py communicator (or a handle given as an int); None: a
+    communicator of one's own, MPI_COMM_SELF, MPI started here when no one did."""
+    if comm is None:
+        with _mpi["lock"]:
+            here = ffi.new("int *")
+            st = lib.canopy_f_mpi_init(here)
+            if st < 0:
+                raise CanopyError(st, "canopy: MPI cannot start (or runs below MPI_THREAD_SERIALIZED)")
+            if here[0] and not _mpi["ours"]:
+                _mpi["ours"] = True
+                atexit.register(_finalize_mpi)
+        return lib.canopy_f_comm_self()
+    if hasattr(comm, "py2f"):
+        return int(comm.py2f())
+    if isinstance(comm, (int, np.integer)):
+        return int(comm)
+    raise TypeError("comm must be None, an mpi4py communicator or a Fortran communicator handle (int)")
+
+
+def _option_string(options):
+    parts = []
+    for k, v in options.items():
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            v = "on" if v else "off"
+        v = str(v)
+        if any(c.isspace() or c in ",;" for c in v) or not v:
+            raise ValueError("canopy: option %s=%r: values cannot hold blanks, commas or semicolons" % (k, v))
+        parts.append("%s=%s" % (k.replace("_", "-"), v))
+    return " ".join(parts)
+
+
+def _is_symmetric(A, conj):
+    """A == A^T (A^H with conj) to rounding: |A - A^T| <= 1e-14 max |A|."""
+    D = A - (A.conj().T if conj else A.T)
+    if D.nnz == 0:
+        return True
+    big = abs(A).max() if A.nnz else 0.0
+    return abs(D).max() <= 1e-14 * big
+
+
+class Solver:
+    """A sparse direct solver for A x = b on one matrix (and refactorizations of its pattern).
+
+    Solver(A, kind=None, comm=None, **options): A any scipy.sparse matrix or array, float64 or
+    complex128 (other types are converted); kind 'general', 'symmetric', 'spd' or 'hermitian'
+    (inferred when None: symmetric or Hermitian when A equals its transpose, general otherwise;
+    give kind='spd' for LL^T); options are Canopy's (threads=4, ordering='scotch',
+    factorization='ldlt', ...: the names of the README, '_' for '-'). With an mpi4py
+    communicator of several ranks, rank 0 gives A (the others None) and b, and gets x.
+    """
+
+    def __init__(self, A=None, kind=None, comm=None, **options):
+        self._s = None
+        self._comm = _comm_handle(comm)
+        self.rank = lib.canopy_f_comm_rank(self._comm)
+        self.ranks = lib.canopy_f_comm_size(self._comm)
+        s = ffi.new("canopy_solver **")
+        msg = ffi.new("char[512]")
+        st = lib.canopy_f_create(self._comm, _option_string(options).encode(), s, msg, 512)
+        if st < 0:
+            raise CanopyError(st, ffi.string(msg, 512).decode(errors="replace").strip())
+        self._s = s
+        self.n = 0
+        self.kind = None
+        self._analyzed = False
+        self._factorized = False
+        self.set_matrix(A, kind)
+
+    # ---- life cycle -----------------------------------------------------------------------
+    def close(self):
+        """Free the solver (also on garbage collection and at the end of a with block)."""
+        if self._s is not None and self._s[0] != ffi.NULL:
+            lib.canopy_destroy(self._s)
+        self._s = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _handle(self):
+        if self._s is None:
+            raise CanopyError(-8, "canopy: the solver was closed")
+        return self._s[0]
+
+    def _check(self, st, call):
+        if st < 0:
+            if st == _ERR_INTERRUPTED:
+                raise KeyboardInterrupt("canopy: %s interrupted" % call)
+            raise CanopyError(st, ffi.string(lib.canopy_last_error(self._handle())).decode(errors="replace"))
+        if st > 0:
+            warnings.warn(ffi.string(lib.canopy_last_error(self._handle())).decode(errors="replace"), CanopyWarning,
+                          stacklevel=3)
+        return st
+
+    def _run(self, fn, *args):
+        """A long call on another thread (the GIL is released inside it), so that Ctrl-C reaches
+        Python meanwhile: canopy_interrupt then stops it at its next task, and KeyboardInterrupt
+        propagates once the call has returned and cleaned up (one rank; several ranks: plain call)."""
+        if self.ranks > 1:
+            return fn(*args)
+        out = []
+        t = threading.Thread(target=lambda: out.append(fn(*args)), daemon=True)
+        t.start()
+        try:
+            while t.is_alive():
+                t.join(0.05)
+        except KeyboardInterrupt:
+            while t.is_alive():
+                lib.canopy_interrupt(self._handle())
+                try:
+                    t.join(0.05)
+                except KeyboardInterrupt:
+                    pass
+            raise
+        return out[0]
+
+    # ---- the matrix -------------------------------------------------------------------------
+    def _prepare(self, A, kind):
+        if not sp.issparse(A):
+            raise TypeError("canopy: A must be a scipy.sparse matrix or array")
+        if A.shape[0] != A.shape[1]:
+            raise ValueError("canopy: A must be square, not %d x %d" % A.shape)
+        cx = np.iscomplexobj(A.data) if hasattr(A, "data") else np.iscomplexobj(A.tocoo().data)
+        dtype = np.complex128 if cx else np.float64
+        A = A.tocsc() if A.format != "csc" else A
+        if A.dtype != dtype:
+            A = A.astype(dtype)
+        if kind is None:
+            if cx and _is_symmetric(A, True):
+                kind = "hermitian"
+            elif _is_symmetric(A, False):
+                kind = "symmetric"
+            else:
+                kind = "general"
+        if kind not in KINDS:
+            raise ValueError("canopy: kind must be one of %s, not %r" % (", ".join(KINDS), kind))
+        if kind != "general" and not _is_symmetric(A, kind == "hermitian"):
+            raise ValueError("canopy: kind=%r but A is not %s" % (kind, "Hermitian" if kind == "hermitian" else "symmetric"))
+        if kind == "hermitian" and not cx:
+            kind = "symmetric"   # a real Hermitian matrix is symmetric
+        if kind != "general":
+            A = sp.tril(A, format="csc")   # one triangle: half the data to copy
+        if not A.has_canonical_format:
+            A = A.copy()
+            A.sum_duplicates()
+        indptr = np.ascontiguousarray(A.indptr, dtype=INDEX)
+        indices = np.ascontiguousarray(A.indices, dtype=INDEX)
+        data = np.ascontiguousarray(A.data, dtype=dtype)
+        return kind, dtype, indptr, indices, data
+
+    def set_matrix(self, A, kind=None):
+        """Give the matrix (rank 0; the other ranks of a communicator pass None)."""
+        if A is None and self.rank == 0:
+            return
+        if A is None:
+            self._check(lib.canopy_set_matrix(self._handle(), ffi.NULL), "canopy_set_matrix")
+            self._analyzed = self._factorized = False
+            return
+        kind, dtype, indptr, indices, data = self._prepare(A, kind)
+        csc = ffi.new("canopy_csc *")
+        csc.n = A.shape[0]
+        csc.colptr = ffi.cast("canopy_int *", ffi.from_buffer(indptr))
+        csc.rowind = ffi.cast("canopy_int *", ffi.from_buffer(indices))
+        csc.values = ffi.from_buffer(data)
+        csc.base = 0
+        csc.arith = _COMPLEX if dtype == np.complex128 else _REAL
+        csc.kind = KINDS[kind]
+        csc.triangle = _TRIANGLE_LOWER if kind != "general" else _TRIANGLE_BOTH
+        self._check(lib.canopy_set_matrix(self._handle(), csc), "canopy_set_matrix")
+        self.n, self.kind, self.dtype = A.shape[0], kind, dtype
+        self._layout = (indptr, indices)
+        self._analyzed = self._factorized = False
+
+    # ---- the phases ---------------------------------------------------------------------------
+    def analyze(self):
+        """Ordering, symbolic factorization and plan (reused by every factorize of the pattern)."""
+        self._check(self._run(lib.canopy_analyze, self._handle()), "canopy_analyze")
+        self._analyzed = True
+        return self
+
+    def factorize(self, A_new=None):
+        """Numerical factorization; A_new: new values on the same pattern (the analysis is reused)."""
+        if A_new is not None and self.rank == 0:
+            kind, dtype, indptr, indices, data = self._prepare(A_new, self.kind)
+            if (dtype != self.dtype or not np.array_equal(indptr, self._layout[0])
+                    or not np.array_equal(indices, self._layout[1])):
+                raise ValueError("canopy: factorize(A_new): A_new must have the pattern and type of the matrix analyzed")
+            self._check(lib.canopy_update_values(self._handle(), ffi.from_buffer(data)), "canopy_update_values")
+        if not self._analyzed:
+            self.analyze()
+        self._check(self._run(lib.canopy_factorize, self._handle()), "canopy_factorize")
+        self._factorized = True
+        return self
+
+    def _rhs(self, b):
+        if self.rank != 0:
+            return None, 1, False
+        b = np.asarray(b)
+        one = b.ndim == 1
+        if b.shape[0] != self.n or b.ndim > 2:
+            raise ValueError("canopy: b must have %d rows (1-D or 2-D), not shape %s" % (self.n, b.shape))
+        dtype = np.complex128 if (np.iscomplexobj(b) or self.dtype == np.complex128) else np.float64
+        if np.iscomplexobj(b) and self.dtype != np.complex128:
+            raise ValueError("canopy: a complex right-hand side for a real matrix")
+        x = np.array(b.reshape(self.n, -1), dtype=dtype, order="F", copy=True)
+        return x, x.shape[1], one
+
+    def solve(self, b):
+        """x with A x = b for b of shape (n,) or (n, k) (rank 0; the other ranks pass None)."""
+        if not self._factorized:
+            self.factorize()
+        x, k, one = self._rhs(b)
+        self._check(lib.canopy_solve(self._handle(), k, _ptr(x) if x is not None else ffi.NULL, max(self.n, 1)),
+                    "canopy_solve")
+        if x is None:
+            return None
+        return x[:, 0] if one else x
+
+    def refine(self, b, x=None):
+        """Iterative refinement of x (solve(b) when None) to the backward error of option
+        refine-tolerance; returns the refined x (stats['backward_error'] says how good)."""
+        if not self._factorized:
+            self.factorize()
+        bb, k, one = self._rhs(b)
+        if x is None:
+            x = self.solve(b)
+        xx = None
+        if bb is not None:
+            xx = np.array(np.asarray(x, dtype=bb.dtype).reshape(self.n, -1), order="F", copy=True)
+        self._check(lib.canopy_refine(self._handle(), k, _ptr(bb) if bb is not None else ffi.NULL,
+                                      max(self.n, 1), _ptr(xx) if xx is not None else ffi.NULL,
+                                      max(self.n, 1)), "canopy_refine")
+        if xx is None:
+            return None
+        return xx[:, 0] if one else xx
+
+    def __call__(self, b):
+        return self.solve(b)
+
+    @property
+    def stats(self):
+        """The figures of the last phases (canopy-solve's JSON names), as a dict."""
+        h = self._handle()
+        out = {}
+        for name in STAT_NAMES:
+            v = lib.canopy_f_stat(h, name.encode())
+            out[name] = int(v) if name in _INT_STATS else float(v)
+        out["factorization"] = FACTORIZATIONS.get(int(lib.canopy_f_stat(h, b"factorization")), "auto")
+        return out
+
+    # ---- selected inversion -----------------------------------------------------------------------
+    def selinv(self, what="diag", rows=None, cols=None):
+        """Entries of A^-1 without forming it: what='diag' (an array of n), 'pattern' (a
+        scipy.sparse.csc_matrix holding every entry of A^-1 in the pattern of the factors), or
+        'entries' with rows and cols (0-based; an array of their values). Option selinv_memory
+        ('inplace', the default, overwrites the factors: solves then refuse until the next
+        factorize; 'separate' keeps them)."""
+        if not self._factorized:
+            self.factorize()
+        req = ffi.new("canopy_selinv_request *")
+        root = self.rank == 0
+        if what == "diag":
+            out = np.zeros(self.n, dtype=self.dtype) if root else None
+            if root:
+                req.diag = ffi.from_buffer(out)
+            self._check(self._run(lib.canopy_selinv, self._handle(), 0, req), "canopy_selinv")
+            return out
+        if what == "pattern":
+            self._check(self._run(lib.canopy_selinv, self._handle(), 1, req), "canopy_selinv")
+            if not root:
+                return None
+            P = req.pattern
+            n = P.n
+            nnz = int(P.colptr[n])
+            ip = np.frombuffer(ffi.buffer(P.colptr, (n + 1) * INT_BYTES), dtype=INDEX).copy()
+            ix = np.frombuffer(ffi.buffer(P.rowind, nnz * INT_BYTES), dtype=INDEX).copy()
+            size = 16 if self.dtype == np.complex128 else 8
+            v = np.frombuffer(ffi.buffer(P.values, nnz * size), dtype=self.dtype).copy()
+            lib.canopy_csc_free(ffi.addressof(req, "pattern"))
+            return sp.csc_matrix((v, ix, ip), shape=(n, n))
+        if what == "entries":
+            if root:
+                r = np.ascontiguousarray(rows, dtype=INDEX).ravel()
+                c = np.ascontiguousarray(cols, dtype=INDEX).ravel()
+                if r.shape != c.shape:
+                    raise ValueError("canopy: rows and cols must have the same length")
+                out = np.zeros(r.size, dtype=self.dtype)
+                req.nentries = r.size
+                req.rows = ffi.cast("canopy_int *", ffi.from_buffer(r))
+                req.cols = ffi.cast("canopy_int *", ffi.from_buffer(c))
+                req.values = ffi.from_buffer(out)
+            self._check(self._run(lib.canopy_selinv, self._handle(), 2, req), "canopy_selinv")
+            return out if root else None
+        raise ValueError("canopy: selinv(what=...) is 'diag', 'pattern' or 'entries', not %r" % (what,))
+
+
+def spsolve(A, b, kind=None, comm=None, refine=True, **options):
+    """x with A x = b, like scipy.sparse.linalg.spsolve (b: (n,) or (n, k)); refined to the
+    backward error of option refine-tolerance unless refine=False."""
+    with Solver(A, kind=kind, comm=comm, **options) as s:
+        return s.refine(b) if refine else s.solve(b)
+
+
+def factorized(A, kind=None, comm=None, **options):
+    """A function solving A x = b with A's factors, like scipy.sparse.linalg.factorized (the
+    solver is freed with the function)."""
+    s = Solver(A, kind=kind, comm=comm, **options)
+    s.factorize()
+    return s

@@ -1,0 +1,218 @@
+"""The Python package against SciPy: every kind, real and complex, the shared matrices,
+refactorization, many right-hand sides, input formats, selected inversion, bad input, Ctrl-C."""
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+
+import canopy
+from conftest import shared
+
+
+def laplacian(nx, ny=1, nz=1):
+    def d(m):
+        return sp.diags([-np.ones(m - 1), 2 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
+    e = [sp.identity(m) for m in (nx, ny, nz)]
+    A = sp.kron(sp.kron(d(nx), e[1]), e[2]) + sp.kron(sp.kron(e[0], d(ny)), e[2]) + sp.kron(sp.kron(e[0], e[1]), d(nz))
+    return A.tocsc()
+
+
+def backward_error(A, x, b):
+    r = b - A @ x
+    return np.abs(r).max() / (abs(A).sum(axis=1).max() * np.abs(x).max() + np.abs(b).max())
+
+
+def check(A, x, b, ref=None, tol=1e-12, ftol=1e-8):
+    assert backward_error(A, x, b) <= tol
+    if ref is not None:
+        assert np.abs(x - ref).max() <= ftol * np.abs(ref).max()
+
+
+# (file, kind given or None to infer, agreement with SciPy's x: both are backward stable, so it
+# is the condition number's): SPD, symmetric indefinite, unsymmetric, complex
+SHARED = [("nos5.mtx", "spd", 1e-8), ("bcsstk26.mtx", None, 1e-6), ("hangGlider_2.mtx", None, 1e-4),
+          ("sherman3.mtx", None, 1e-8), ("west0479.mtx", None, 1e-6), ("nnc1374.mtx", None, 1e-6),
+          ("young1c.mtx", None, 1e-8), ("helmholtz_2D.mtx.gz", None, 1e-8), ("cryg2500.mtx", None, 1e-4)]
+
+
+@pytest.mark.parametrize("name,kind,ftol", SHARED)
+def test_shared_against_scipy(name, kind, ftol):
+    A = shared(name)
+    rng = np.random.default_rng(1)
+    b = rng.standard_normal(A.shape[0])
+    if np.iscomplexobj(A.data):
+        b = b + 1j * rng.standard_normal(A.shape[0])
+    x = canopy.spsolve(A, b, kind=kind, threads=2)
+    check(A, x, b, sla.spsolve(A, b), tol=1e-12, ftol=ftol)
+
+
+def test_kinds_and_inference():
+    A = laplacian(12, 11)
+    b = np.arange(A.shape[0], dtype=float)
+    ref = sla.spsolve(A, b)
+    for kind, fact in (("spd", "llt"), ("symmetric", "ldlt"), ("general", "lu")):
+        with canopy.Solver(A, kind=kind) as s:
+            check(A, s.solve(b), b, ref)
+            assert s.stats["factorization"] == fact
+    with canopy.Solver(A) as s:
+        assert s.kind == "symmetric"
+    U = (A + sp.triu(A, 1) * 0.5).tocsc()
+    with canopy.Solver(U) as s:
+        assert s.kind == "general"
+        check(U, s.solve(b), b, sla.spsolve(U, b))
+
+
+def test_complex_kinds():
+    A = laplacian(9, 8).astype(complex)
+    H = (A + 1j * (sp.triu(A, 1) - sp.tril(A, -1)) * 0.3).tocsc()   # Hermitian positive definite
+    S = (A * (1 + 0.5j)).tocsc()                                     # complex symmetric
+    rng = np.random.default_rng(2)
+    b = rng.standard_normal(A.shape[0]) + 1j * rng.standard_normal(A.shape[0])
+    with canopy.Solver(H) as s:
+        assert s.kind == "hermitian"
+        check(H, s.solve(b), b, sla.spsolve(H, b))
+    with canopy.Solver(S) as s:
+        assert s.kind == "symmetric"
+        check(S, s.solve(b), b, sla.spsolve(S, b))
+    # a real matrix, complex right-hand side: refused (the factors are real)
+    with canopy.Solver(laplacian(5, 5)) as s, pytest.raises(ValueError):
+        s.solve(b[:25])
+
+
+def test_refactorization_and_many_rhs():
+    A = laplacian(10, 9, 8)
+    n = A.shape[0]
+    rng = np.random.default_rng(3)
+    B = rng.standard_normal((n, 5))
+    s = canopy.Solver(A, kind="spd", threads=2)
+    s.analyze()
+    s.factorize()
+    X = s.solve(B)
+    assert X.shape == (n, 5)
+    for j in range(5):
+        check(A, X[:, j], B[:, j])
+    t_analyze = s.stats["time_analyze"]
+    # same pattern, new values: the analysis is reused
+    A2 = (A + 3 * sp.identity(n)).tocsc()
+    s.factorize(A2)
+    assert s.stats["time_analyze"] == t_analyze
+    X2 = s.refine(B)
+    for j in range(5):
+        check(A2, X2[:, j], B[:, j])
+    assert s.stats["backward_error"] <= 1e-12
+    with pytest.raises(ValueError):
+        s.factorize(laplacian(10, 9, 7))   # another pattern
+    s.close()
+
+
+def test_input_formats():
+    A = laplacian(7, 6)
+    b = np.ones(A.shape[0])
+    ref = sla.spsolve(A, b)
+    forms = [A.tocsr(), A.tocoo(), A.tolil(), sp.csc_array(A), sp.csr_array(A), A.astype(np.float32)]
+    for M in forms:
+        check(A, canopy.spsolve(M, b), b, ref)
+    # duplicates in COO are summed, as SciPy does
+    C = A.tocoo()
+    D = sp.coo_matrix((np.concatenate([C.data, C.data]), (np.concatenate([C.row, C.row]),
+                                                          np.concatenate([C.col, C.col]))), shape=A.shape)
+    check(2 * A, canopy.spsolve(D, b), b, ref / 2)
+    f = canopy.factorized(A)
+    check(A, f(b), b, ref)
+    check(A, f.solve(2 * b), 2 * b, 2 * ref)
+
+
+def test_selinv_against_dense():
+    A = laplacian(8, 7).tocsc()
+    Z = np.linalg.inv(A.toarray())
+    with canopy.Solver(A, kind="spd", selinv_memory="separate") as s:
+        d = s.selinv("diag")
+        assert np.abs(d - np.diag(Z)).max() <= 1e-12 * np.abs(Z).max()
+        P = s.selinv("pattern")
+        assert P.nnz >= A.nnz
+        Pc = P.tocoo()
+        assert np.abs(Pc.data - Z[Pc.row, Pc.col]).max() <= 1e-12 * np.abs(Z).max()
+        rows, cols = [0, 5, 55], [55, 5, 0]
+        v = s.selinv("entries", rows=rows, cols=cols)
+        assert np.abs(v - Z[rows, cols]).max() <= 1e-12 * np.abs(Z).max()
+        assert s.stats["selinv_entries"] == 3
+        # separate: the factors are still there
+        check(A, s.solve(np.ones(56)), np.ones(56))
+
+
+def test_bad_input():
+    A = laplacian(6, 5)
+    with pytest.raises(ValueError):
+        canopy.Solver(sp.random(5, 6, density=0.5, format="csc"))
+    with pytest.raises(ValueError, match="not symmetric"):
+        canopy.Solver((A + sp.triu(A, 1)).tocsc(), kind="spd")
+    with pytest.raises(TypeError):
+        canopy.Solver(A.toarray())
+    with pytest.raises(canopy.CanopyError, match="threads"):
+        canopy.Solver(A, threads="many")
+    with pytest.raises(canopy.CanopyError) as e:
+        canopy.Solver(A, no_such_option=1)
+    assert e.value.status < 0
+    with pytest.raises(canopy.CanopyError):
+        canopy.spsolve(sp.csc_matrix((3, 3)), np.ones(3))                       # zero matrix
+    N = A.copy()
+    N.data[3] = np.nan
+    with pytest.raises(canopy.CanopyError, match="(?i)nan|finite"):
+        canopy.spsolve(N, np.ones(30))
+    with canopy.Solver(A) as s:
+        with pytest.raises(ValueError):
+            s.solve(np.ones(7))
+        with pytest.raises(ValueError):
+            s.selinv("everything")
+    with pytest.raises(canopy.CanopyError, match="(?i)positive definite"):
+        canopy.spsolve((A - 10 * sp.identity(30)).tocsc(), np.ones(30), kind="spd", factorization="llt")
+
+
+def test_stats():
+    A = laplacian(9, 9, 9)
+    with canopy.Solver(A, threads=2) as s:
+        s.refine(np.ones(A.shape[0]))
+        st = s.stats
+        assert st["n"] == 729 and st["nnz_factor"] > A.nnz // 2 and st["flops"] > 0
+        assert st["threads_per_rank"] == 2 and st["ranks"] == 1
+        assert 0 <= st["backward_error"] <= 1e-12
+
+
+def test_interrupt_and_gil():
+    """Ctrl-C during a long factorization: KeyboardInterrupt once it has stopped and cleaned up;
+    the solver factorizes again afterwards. Other Python threads run meanwhile (the GIL is free)."""
+    A = laplacian(45, 45, 45)
+    s = canopy.Solver(A, kind="spd", threads=1)
+    s.analyze()
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.005)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    timer = threading.Timer(0.15, lambda: signal.raise_signal(signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            s.factorize()
+            time.sleep(5)   # finished before the signal: still raises, here
+    finally:
+        timer.cancel()
+        stop.set()
+        ticker.join()
+    assert len(ticks) > 3
+    # the interrupted factors are not used: the C library refuses a solve until the next factorize
+    from canopy._lib import ffi, lib
+    b = np.ones(A.shape[0])
+    assert lib.canopy_solve(s._handle(), 1, ffi.from_buffer(b), A.shape[0]) == -8
+    s.factorize()
+    check(A, s.refine(b), b)
+    s.close()
