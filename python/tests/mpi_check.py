@@ -1,0 +1,44 @@
+"""canopy on an mpi4py communicator of several ranks (run under mpiexec by tests/test_python.sh):
+rank 0 gives the matrix and the right-hand sides, every rank takes part, rank 0 gets x; the
+result against SciPy, and the selected inversion's diagonal over the ranks."""
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as sla
+from mpi4py import MPI
+
+import canopy
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+n1 = 14
+d = sp.diags([-np.ones(n1 - 1), 2 * np.ones(n1), -np.ones(n1 - 1)], [-1, 0, 1])
+I = sp.identity(n1)
+A = (sp.kron(sp.kron(d, I), I) + sp.kron(sp.kron(I, d), I) + sp.kron(sp.kron(I, I), d)).tocsc()
+n = A.shape[0]
+b = np.random.default_rng(0).standard_normal((n, 3))
+fails = 0
+with canopy.Solver(A if rank == 0 else None, kind="spd" if rank == 0 else None, comm=comm, threads=1) as s:
+    x = s.refine(b if rank == 0 else None)
+    st = s.stats
+    diag = s.selinv("diag")
+    if rank == 0:
+        ref = sla.spsolve(A, b)
+        err = np.abs(x - ref).max() / np.abs(ref).max()
+        if not err <= 1e-10 or st["ranks"] != comm.Get_size() or not st["backward_error"] <= 1e-12:
+            print("FAIL: x off by %.2e, ranks %d, backward error %.2e" % (err, st["ranks"], st["backward_error"]))
+            fails += 1
+        e = np.zeros(n)
+        e[77] = 1
+        col = sla.spsolve(A, e)
+        if not abs(diag[77] - col[77]) <= 1e-10 * abs(col[77]):
+            print("FAIL: the diagonal of A^-1 over the ranks: %r vs %r" % (diag[77], col[77]))
+            fails += 1
+    elif x is not None or diag is not None:
+        print("FAIL: rank %d got a result" % rank)
+        fails += 1
+fails = comm.allreduce(fails)
+if rank == 0:
+    print("canopy with mpi4py on %d ranks: %s" % (comm.Get_size(), "FAILED" if fails else "passed"))
+sys.exit(1 if fails else 0)
