@@ -4,6 +4,7 @@
  * allocation failures injected at every allocation of a whole cycle.
  */
 #include "testutil.h"
+#include "solver.h" /* s->F.exec.stop: an interruption that does not depend on timing */
 
 #include <complex.h>
 #include <mpi.h>
@@ -490,6 +491,73 @@ START_TEST(progress_from_another_thread)
 }
 END_TEST
 
+typedef struct interrupter {
+    canopy_solver *s;
+    useconds_t after;
+} interrupter;
+
+static void *interrupt_main(void *arg)
+{
+    interrupter *w = arg;
+    usleep(w->after);
+    canopy_interrupt(w->s);
+    return NULL;
+}
+
+/* canopy_interrupt from another thread: the factorization stops (or had finished: the timing is
+ * the machine's), the factors of a stopped one are refused, the next factorization is whole; an
+ * in-place inversion stopped halfway leaves neither factors nor inverse until then */
+START_TEST(interrupt)
+{
+    ck_assert_int_eq(canopy_interrupt(NULL), CANOPY_ERR_ARGUMENT);
+    canopy_options o;
+    canopy_options_default(&o);
+    o.threads = 2;
+    o.bind = CANOPY_BIND_NONE;
+    canopy_solver *s = make_solver(&o);
+    canopy_csc A = {0};
+    ck_assert_int_eq(canopy_generate_laplacian(30, 30, 30, 7, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    double *b = rhs_ones(&A, 1);
+    int stopped = 0;
+    for (int t = 0; t < 2; t++) {
+        interrupter w = {.s = s, .after = 20000};
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, interrupt_main, &w), 0);
+        canopy_status st = canopy_factorize(s);
+        pthread_join(th, NULL);
+        ck_assert_msg(st == CANOPY_SUCCESS || st == CANOPY_ERR_INTERRUPTED, "factorize: %d %s", st, canopy_last_error(s));
+        if (st == CANOPY_ERR_INTERRUPTED) {
+            stopped++;
+            ck_assert_ptr_nonnull(strstr(canopy_last_error(s), "interrupt"));
+            ck_assert_int_eq(canopy_solve(s, 1, b, A.n), CANOPY_ERR_PHASE);
+        }
+        /* an interruption asked between calls does not reach the next call */
+        ck_assert_int_eq(canopy_factorize(s), CANOPY_SUCCESS);
+        ck_assert(solve_cycle(s, &A, 1, NULL) < 1e-8);
+    }
+    printf("interrupt: %d of 2 factorizations stopped before their end\n", stopped);
+    /* the inversion, stopped for sure: its stop flag set before it starts */
+    static _Atomic int always = 1;
+    _Atomic int *keep = s->F.exec.stop;
+    s->F.exec.stop = &always;
+    double *d = malloc((size_t)A.n * sizeof *d);
+    ck_assert_int_eq(canopy_selinv(s, CANOPY_SELINV_DIAG, &(canopy_selinv_request){.diag = d}), CANOPY_ERR_INTERRUPTED);
+    s->F.exec.stop = keep;
+    ck_assert_int_eq(canopy_selinv(s, CANOPY_SELINV_DIAG, &(canopy_selinv_request){.diag = d}), CANOPY_ERR_PHASE);
+    ck_assert_ptr_nonnull(strstr(canopy_last_error(s), "interrupted"));
+    ck_assert_int_eq(canopy_solve(s, 1, b, A.n), CANOPY_ERR_PHASE);
+    ck_assert_int_eq(canopy_factorize(s), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_selinv(s, CANOPY_SELINV_DIAG, &(canopy_selinv_request){.diag = d}), CANOPY_SUCCESS);
+    ck_assert(d[0] > 0);
+    free(d);
+    free(b);
+    canopy_csc_free(&A);
+    canopy_destroy(&s);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -500,6 +568,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, create_arguments);
     tcase_add_test(tc, warning_once);
     tcase_add_test(tc, progress_from_another_thread);
+    tcase_add_test(tc, interrupt);
     tcase_add_test(tc, phase_order);
     tcase_add_test(tc, bad_matrices);
     tcase_add_test(tc, every_kind);

@@ -470,6 +470,9 @@ static void check_perturbed(void)
     if (agreed("perturbed", canopy_selinv(s, CANOPY_SELINV_DIAG, &rq)) != CANOPY_WARN_PIVOTS_PERTURBED ||
         (rank == 0 && rq.perturbed_pivots <= 0))
         fail("perturbed pivots: no warning or no count (%lld)", (long long)rq.perturbed_pivots);
+    /* an interruption would need every rank's agreement: refused on several */
+    if (canopy_interrupt(s) != (size > 1 ? CANOPY_ERR_UNSUPPORTED : CANOPY_SUCCESS))
+        fail("canopy_interrupt on %d ranks", size);
     free(d);
     canopy_destroy(&s);
     canopy_csc_free(&A);
@@ -514,7 +517,8 @@ int main(int argc, char **argv)
     check_sampled("helmholtz_2D.mtx.gz", "auto", 1e-10);
     if (!quick) {
         check_sampled("nsjac.mtx.gz", "auto", 1e-10);
-        check_sampled("c-62.mtx.gz", "auto", 1e-10);
+        check_sampled("bcsstk24.rsa.gz", "auto", 1e-10);
+        check_sampled("bayer10.mtx.gz", "auto", 1e-10);
     }
     check_perturbed();
     check_faults();
