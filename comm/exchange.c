@@ -56,7 +56,8 @@ static canopy_status xch_spawn(comm_exchange *x, canopy_err *err);
 
 int comm_exchange_thread_level(int comm_threads)
 {
-    return comm_threads == 2 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+    return comm_threads == 2 ? MPI_THREAD_MULTIPLE : comm_threads == COMM_FUNNELED ? MPI_THREAD_FUNNELED
+                                                                                    : MPI_THREAD_SERIALIZED;
 }
 
 int comm_stress_enabled(void)
@@ -82,7 +83,7 @@ canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg 
                                    void *arg, comm_exchange **out, canopy_err *err)
 {
     if (out) *out = NULL;
-    if (out == NULL || comm_threads < 0 || comm_threads > 2 || nranks < 1 || nrecv < 0 || nsend < 0 ||
+    if (out == NULL || comm_threads < 0 || comm_threads > COMM_FUNNELED || nranks < 1 || nrecv < 0 || nsend < 0 ||
         (nrecv > 0 && recvs == NULL) || (nsend > 0 && sends == NULL) || nrecv > INT32_MAX - nsend)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_create: bad argument");
     comm_exchange *x = canopy_calloc(1, sizeof *x, "communication", err);
@@ -313,6 +314,12 @@ canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err)
     }
     xch_release(x, 1);
     return st;
+}
+
+void comm_exchange_drive(comm_exchange *x)
+{
+    if (x == NULL || x->mode != COMM_FUNNELED) return;
+    xch_loop(x, 0, &x->idle[0]);
 }
 
 void comm_exchange_poll(comm_exchange *x)

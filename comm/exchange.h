@@ -16,6 +16,9 @@
  *  0: no thread; idle workers (and the worker that finished a buffer) drive the same progress
  *    step under a trylock. MPI_THREAD_SERIALIZED.
  *  2: one thread for the sends and one for the receives. MPI_THREAD_MULTIPLE.
+ *  COMM_FUNNELED (chosen by the phase driver when MPI gives only MPI_THREAD_FUNNELED, as an
+ *    unmodified PETSc program does): mode 1's loop without its thread: the calling thread runs it
+ *    (comm_exchange_drive) while the workers compute, so that only that thread ever calls MPI.
  *
  * Stress mode (environment CANOPY_STRESS=1): random sleeps up to 200 microseconds in the
  * communication threads, to shake out ordering assumptions in tests.
@@ -39,8 +42,14 @@ typedef struct comm_msg {
 
 typedef struct comm_exchange comm_exchange;
 
-/** Required thread level of MPI for @p comm_threads (0, 1, 2). */
+enum { COMM_FUNNELED = 3 };
+
+/** Required thread level of MPI for @p comm_threads (0, 1, 2, COMM_FUNNELED). */
 int comm_exchange_thread_level(int comm_threads);
+
+/** COMM_FUNNELED: the communication loop on the calling thread, after comm_exchange_start, until
+ * every message of the exchange is done (or one failed). No-op in the other modes. */
+void comm_exchange_drive(comm_exchange *x);
 
 /**
  * Create an exchange of @p nrecv receives and @p nsend sends (arrays copied; buffers borrowed)

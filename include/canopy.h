@@ -215,7 +215,9 @@ typedef struct canopy_stats {
                                        update of the same block (the per-block ticket lock) */
     /* several ranks: the last factorization's communication and memory, per rank (min/max/median/
      * standard deviation over the ranks) and in total; rank-local figures above are rank 0's */
-    int comm_threads;             /**< communication threads per rank used (0: workers call MPI) */
+    int comm_threads;             /**< communication threads per rank used (0: workers call MPI; 3: none, the
+                                       calling thread drives MPI, as comm-threads=1 runs when MPI gives only
+                                       MPI_THREAD_FUNNELED) */
     canopy_tree tree;             /**< shape of the restricted collectives */
     int64_t comm_msgs;            /**< messages sent by all ranks (factorization) */
     int64_t comm_bytes;           /**< bytes sent by all ranks (factorization) */

@@ -92,6 +92,8 @@ typedef struct sched_run {
     void *idle_arg;
     void (*on_wait)(void *arg);           /* before a worker sleeps, or NULL */
     void *on_wait_arg;
+    void (*drive)(void *arg);
+    void *drive_arg;
     sched_pool *pool;
     sched_run_stats *stats;
     sched_event *events;
@@ -472,6 +474,12 @@ static void sched_dispatch(sched_pool *pool, enum sched_job job, sched_run *run,
     pool->nfinished = 0;
     pool->generation++;
     pthread_cond_broadcast(&pool->job_cv);
+    if (run != NULL && run->drive != NULL) {
+        /* the calling thread's own part (MPI progress) while the workers run */
+        pthread_mutex_unlock(&pool->mu);
+        run->drive(run->drive_arg);
+        pthread_mutex_lock(&pool->mu);
+    }
     while (pool->nfinished < pool->nthreads) pthread_cond_wait(&pool->done_cv, &pool->mu);
     pool->job = SCHED_JOB_NONE;
     pool->run = NULL;
@@ -1035,6 +1043,8 @@ canopy_status sched_prepare(sched_pool *pool, const sched_dag *dag, canopy_sched
     run->idle_arg = ro ? ro->idle_arg : NULL;
     run->on_wait = ro ? ro->on_wait : NULL;
     run->on_wait_arg = ro ? ro->on_wait_arg : NULL;
+    run->drive = ro ? ro->drive : NULL;
+    run->drive_arg = ro ? ro->drive_arg : NULL;
     run->events = stats ? stats->events : NULL;
     if (dag->ntasks > 0) {
         canopy_status st = sched_setup(pool, dag, ro ? ro->ext : NULL, run, err);

@@ -100,6 +100,9 @@ typedef struct sched_run_opts {
     void (*on_wait)(void *arg); /**< if not NULL, called by a worker just before it goes to sleep for
                                      lack of work (a communication thread may then poll harder) */
     void *on_wait_arg;
+    void (*drive)(void *arg); /**< if not NULL, sched_go runs it on the calling thread while the workers
+                                   run the tasks (MPI driven by the thread that may call it), then waits */
+    void *drive_arg;
 } sched_run_opts;
 
 typedef struct sched_run sched_run;

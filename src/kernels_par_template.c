@@ -298,6 +298,12 @@ static void knudge(void *arg)
     comm_exchange_nudge(*(comm_exchange **)arg);
 }
 
+/* MPI at MPI_THREAD_FUNNELED: the calling thread is the communication thread */
+static void kdrive(void *arg)
+{
+    comm_exchange_drive(*(comm_exchange **)arg);
+}
+
 static void kpoll(void *arg, int thread)
 {
     (void)thread;
@@ -351,7 +357,8 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     sched_run *run = NULL;
     sched_run_opts ro = {.ext = pc.dist ? L->ext : NULL,
                          .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = &F->xch,
-                         .on_wait = pc.dist && x->comm_threads > 0 ? knudge : NULL, .on_wait_arg = &F->xch};
+                         .on_wait = pc.dist && x->comm_threads > 0 ? knudge : NULL, .on_wait_arg = &F->xch,
+                         .drive = pc.dist && x->comm_threads == COMM_FUNNELED ? kdrive : NULL, .drive_arg = &F->xch};
     canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
     if (pc.dist) {
         /* everything allocated (run, messages, threads) before any rank sends: agree first */

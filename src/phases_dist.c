@@ -40,6 +40,15 @@ canopy_status dist_create(canopy_solver *s)
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
     int need = comm_exchange_thread_level(s->opts.comm_threads);
+    if (provided == MPI_THREAD_FUNNELED && s->opts.comm_threads == 1) {
+        /* MPI started by someone else at MPI_THREAD_FUNNELED (PETSc's default): the calling thread
+         * drives the factorization's messages itself, as the communication thread would */
+        s->opts.comm_threads = COMM_FUNNELED;
+        need = MPI_THREAD_FUNNELED;
+        if (s->rank == 0)
+            api_say(s, 1, "MPI provides MPI_THREAD_FUNNELED: the calling thread drives MPI (comm-threads=1 needs "
+                          "MPI_THREAD_SERIALIZED)");
+    }
     if (s->err.status == CANOPY_SUCCESS && provided < need)
         canopy_err_set(&s->err, CANOPY_ERR_MPI,
                        "Canopy on %d ranks with comm-threads=%d needs MPI initialized with MPI_Init_thread at %s or "

@@ -2,7 +2,8 @@
  * The MPI thread level Canopy needs on several ranks (comm/README.md): run with the level given as
  * argument (funneled, serialized, multiple); canopy_create must refuse, on every rank with the same
  * message, exactly the comm-threads settings the level cannot carry, and the accepted ones must
- * solve (backward error <= 1e-12).
+ * solve (backward error <= 1e-12). At MPI_THREAD_FUNNELED (an unmodified PETSc program's level)
+ * comm-threads=1 becomes the calling thread driving MPI while 2 workers compute.
  */
 #include <canopy.h>
 #include <math.h>
@@ -37,7 +38,7 @@ int main(int argc, char **argv)
     for (int ct = 0; ct <= 2; ct++) {
         canopy_options o;
         canopy_options_default(&o);
-        o.threads = 1;
+        o.threads = ct == 1 ? 2 : 1;
         o.comm_threads = ct;
         snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
         char map[64];
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
         if (ct == 1) snprintf(o.comm_heatmap, sizeof o.comm_heatmap, "%s", map);
         canopy_solver *s = NULL;
         canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
-        int need = ct == 2 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+        int need = ct == 2 ? MPI_THREAD_MULTIPLE : ct == 1 ? MPI_THREAD_FUNNELED : MPI_THREAD_SERIALIZED;
         int ok = size == 1 || provided >= need;
         /* the same status everywhere */
         int mine = (int)st, lo, hi;
@@ -93,6 +94,10 @@ int main(int argc, char **argv)
         free(msgs);
         CHECK(st >= 0 && S.backward_error <= 1e-12, "comm-threads=%d: status %d (%s), backward error %g", ct, (int)st,
               canopy_last_error(s), S.backward_error);
+        /* comm-threads=1 at MPI_THREAD_FUNNELED: the calling thread drove the messages (reported as 3) */
+        if (size > 1 && ct == 1)
+            CHECK(S.comm_threads == (provided < MPI_THREAD_SERIALIZED ? 3 : 1), "comm-threads=1 at level %d reported as %d",
+                  provided, S.comm_threads);
         if (rank == 0) printf("comm-threads=%d, level %d, %d ranks: backward error %.2e\n", ct, provided, size,
                               S.backward_error);
         if (ct == 1 && rank == 0 && size > 1) {

@@ -1,0 +1,446 @@
+/*
+ * The PETSc solver package "canopy": MatGetFactor for LU (AIJ, BAIJ) and Cholesky (AIJ, BAIJ,
+ * SBAIJ), sequential or MPI, over Canopy's distributed input, so that a PETSc program switches
+ * with -pc_factor_mat_solver_type canopy. Built as libcanopy_petsc.so: PETSc's dynamic loading
+ * (-dll_append <libdir>/libcanopy_petsc.so) calls PetscDLLibraryRegister_canopy_petsc, which
+ * registers the package; a program linked with the library may call CanopyPetscRegister instead.
+ *
+ * Data path: each rank gives Canopy the entries of its own rows (MatGetRow, global indices),
+ * regrouped by column: Canopy takes any distribution of the entries (canopy_set_matrix_distributed)
+ * and moves them to the owners of their column blocks. A numeric factorization of the same
+ * pattern re-reads the values in the same order (canopy_update_values_distributed): the analysis
+ * is reused. Solves go through canopy_solve_distributed on the vectors' own rows.
+ */
+#include <petsc/private/matimpl.h>
+#include <canopy.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MATSOLVERCANOPY "canopy"
+
+typedef struct {
+    canopy_solver *s;
+    PetscBool upper;         /* SBAIJ: the rows hold their upper part (j >= i) */
+    PetscBool lower_only;    /* Cholesky on AIJ/BAIJ: keep the entries with j <= i */
+    canopy_matrix_kind kind;
+    /* this rank's piece, by column */
+    canopy_int ncols, nnz;
+    canopy_int *cols, *colptr, *rowind;
+    PetscScalar *values;
+    PetscInt *slot;          /* [entries read] place in values of each entry MatGetRow gives, -1 dropped */
+    PetscInt nread;
+    canopy_int *rows;        /* [nloc] this rank's rows, global (the vectors' layout) */
+    PetscInt nloc;
+    PetscBool analyzed, factorized;
+} Mat_Canopy;
+
+/* Canopy's options, as -mat_canopy_<name> ('-' in a name becomes '_') */
+static const char *const canopy_option_names[] = {
+    "threads",         "bind",         "numa",          "scheduler",    "comm-threads",   "tree",
+    "factorization",   "ordering",     "scaling",       "pivot-threshold", "amalgamation", "refine",
+    "refine-tolerance", "verbose",     "trace",         "split",        "2d-levels",      "cost-cache",
+    "memory-check",    "memory-limit", "comm-heatmap",  "selinv-memory"};
+
+static PetscErrorCode CanopyCheck(Mat F, canopy_status st, const char *call)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscFunctionBegin;
+    /* Canopy's statuses are agreed over the ranks: every rank raises the same error */
+    PetscCheck(st >= 0, PetscObjectComm((PetscObject)F), PETSC_ERR_LIB, "Canopy %s: %s", call,
+               canopy_last_error(c->s));
+    PetscFunctionReturn(0);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const PetscInt *x = a, *y = b;
+    if (x[0] != y[0]) return (x[0] > y[0]) - (x[0] < y[0]);
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The entries of this rank's rows kept for Canopy: j <= i (Cholesky on AIJ) or every one */
+static PetscBool keep(const Mat_Canopy *c, PetscInt i, PetscInt j)
+{
+    return c->lower_only ? j <= i : PETSC_TRUE;
+}
+
+/* Read the rows' values in MatGetRow order into c->values (through c->slot) */
+static PetscErrorCode CanopyReadValues(Mat A, Mat_Canopy *c)
+{
+    PetscInt rstart, rend, q = 0;
+    PetscFunctionBegin;
+    PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
+    if (c->upper) PetscCall(MatGetRowUpperTriangular(A));
+    for (PetscInt i = rstart; i < rend; i++) {
+        PetscInt nc;
+        const PetscInt *cj;
+        const PetscScalar *v;
+        PetscCall(MatGetRow(A, i, &nc, &cj, &v));
+        for (PetscInt k = 0; k < nc; k++, q++) {
+            PetscCheck(q < c->nread, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
+                       "Canopy: the matrix has more entries than the one analyzed (use a new factorization)");
+            if (c->slot[q] >= 0) c->values[c->slot[q]] = v[k];
+        }
+        PetscCall(MatRestoreRow(A, i, &nc, &cj, &v));
+    }
+    if (c->upper) PetscCall(MatRestoreRowUpperTriangular(A));
+    PetscCheck(q == c->nread, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
+               "Canopy: the matrix has fewer entries than the one analyzed (use a new factorization)");
+    PetscFunctionReturn(0);
+}
+
+/* The pattern of this rank's rows regrouped by column (slot: where each entry read goes) */
+static PetscErrorCode CanopyBuildPiece(Mat A, Mat_Canopy *c)
+{
+    PetscInt rstart, rend, total = 0, kept = 0;
+    PetscInt *trip; /* (column, row, read index) */
+    PetscFunctionBegin;
+    PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
+    if (c->upper) PetscCall(MatGetRowUpperTriangular(A));
+    for (PetscInt i = rstart; i < rend; i++) {
+        PetscInt nc;
+        PetscCall(MatGetRow(A, i, &nc, NULL, NULL));
+        total += nc;
+        PetscCall(MatRestoreRow(A, i, &nc, NULL, NULL));
+    }
+    PetscCall(PetscMalloc1(3 * total + 1, &trip));
+    PetscCall(PetscMalloc1(total + 1, &c->slot));
+    c->nread = total;
+    PetscInt q = 0;
+    for (PetscInt i = rstart; i < rend; i++) {
+        PetscInt nc;
+        const PetscInt *cj;
+        PetscCall(MatGetRow(A, i, &nc, &cj, NULL));
+        for (PetscInt k = 0; k < nc; k++, q++) {
+            c->slot[q] = -1;
+            if (!keep(c, i, cj[k])) continue;
+            trip[3 * kept] = cj[k];
+            trip[3 * kept + 1] = i;
+            trip[3 * kept + 2] = q;
+            kept++;
+        }
+        PetscCall(MatRestoreRow(A, i, &nc, &cj, NULL));
+    }
+    if (c->upper) PetscCall(MatRestoreRowUpperTriangular(A));
+    qsort(trip, (size_t)kept, 3 * sizeof(PetscInt), cmp_pair);
+    PetscInt ncols = 0;
+    for (PetscInt e = 0; e < kept; e++)
+        if (e == 0 || trip[3 * e] != trip[3 * (e - 1)]) ncols++;
+    PetscCall(PetscMalloc1(ncols + 1, &c->cols));
+    PetscCall(PetscMalloc1(ncols + 1, &c->colptr));
+    PetscCall(PetscMalloc1(kept + 1, &c->rowind));
+    PetscCall(PetscMalloc1(kept + 1, &c->values));
+    ncols = 0;
+    for (PetscInt e = 0; e < kept; e++) {
+        if (e == 0 || trip[3 * e] != trip[3 * (e - 1)]) {
+            c->cols[ncols] = (canopy_int)trip[3 * e];
+            c->colptr[ncols++] = (canopy_int)e;
+        }
+        c->rowind[e] = (canopy_int)trip[3 * e + 1];
+        c->slot[trip[3 * e + 2]] = e;
+    }
+    c->colptr[ncols] = (canopy_int)kept;
+    c->ncols = (canopy_int)ncols;
+    c->nnz = (canopy_int)kept;
+    PetscCall(PetscFree(trip));
+    /* the vectors' rows */
+    c->nloc = rend - rstart;
+    PetscCall(PetscMalloc1(c->nloc + 1, &c->rows));
+    for (PetscInt i = 0; i < c->nloc; i++) c->rows[i] = (canopy_int)(rstart + i);
+    PetscFunctionReturn(0);
+}
+
+static void CanopyFreePiece(Mat_Canopy *c)
+{
+    PetscFree(c->cols);
+    PetscFree(c->colptr);
+    PetscFree(c->rowind);
+    PetscFree(c->values);
+    PetscFree(c->slot);
+    PetscFree(c->rows);
+    c->ncols = c->nnz = 0;
+    c->nread = c->nloc = 0;
+}
+
+/* A new solver on F's communicator with the environment's and -mat_canopy_* options */
+static PetscErrorCode CanopyCreate(Mat F, Mat_Canopy *c)
+{
+    canopy_options o;
+    char msg[512] = "", name[64], value[256];
+    PetscFunctionBegin;
+    canopy_options_default(&o);
+    PetscCheck(canopy_options_from_env(&o, msg, sizeof msg) == CANOPY_SUCCESS, PetscObjectComm((PetscObject)F),
+               PETSC_ERR_ARG_WRONG, "Canopy: %s", msg);
+    PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "Canopy options", "Mat");
+    for (size_t k = 0; k < sizeof canopy_option_names / sizeof canopy_option_names[0]; k++) {
+        PetscBool set = PETSC_FALSE;
+        snprintf(name, sizeof name, "-mat_canopy_%s", canopy_option_names[k]);
+        for (char *p = name; *p; p++)
+            if (*p == '-' && p > name) *p = '_';
+        value[0] = '\0';
+        PetscCall(PetscOptionsString(name, "Canopy option (see Canopy's README)", "None", value, value, sizeof value, &set));
+        if (set)
+            PetscCheck(canopy_options_set(&o, canopy_option_names[k], value, msg, sizeof msg) == CANOPY_SUCCESS,
+                       PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_WRONG, "%s: %s", name, msg);
+    }
+    PetscOptionsEnd();
+    canopy_status st = canopy_create(PetscObjectComm((PetscObject)F), &o, &c->s);
+    PetscCheck(st >= 0, PetscObjectComm((PetscObject)F), PETSC_ERR_LIB, "Canopy canopy_create: %s",
+               canopy_last_error(NULL));
+    PetscFunctionReturn(0);
+}
+
+/* symbolic: the pattern to Canopy and its analysis (ordering, symbolic factorization, plan) */
+static PetscErrorCode CanopySymbolic(Mat F, Mat A)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscInt N;
+    PetscFunctionBegin;
+    if (c->s) canopy_destroy(&c->s);
+    CanopyFreePiece(c);
+    c->analyzed = c->factorized = PETSC_FALSE;
+    PetscCall(CanopyCreate(F, c));
+    PetscCall(CanopyBuildPiece(A, c));
+    PetscCall(CanopyReadValues(A, c));
+    PetscCall(MatGetSize(A, &N, NULL));
+    canopy_dist_csc d = {.n = (canopy_int)N, .ncols = c->ncols, .cols = c->cols, .colptr = c->colptr,
+                         .rowind = c->rowind, .values = c->values, .base = 0,
+#if defined(PETSC_USE_COMPLEX)
+                         .arith = CANOPY_COMPLEX,
+#else
+                         .arith = CANOPY_REAL,
+#endif
+                         .kind = c->kind,
+                         .triangle = c->kind == CANOPY_KIND_GENERAL ? CANOPY_TRIANGLE_BOTH
+                                     : c->upper               ? CANOPY_TRIANGLE_UPPER
+                                                              : CANOPY_TRIANGLE_LOWER};
+    PetscCall(CanopyCheck(F, canopy_set_matrix_distributed(c->s, &d), "canopy_set_matrix_distributed"));
+    PetscCall(CanopyCheck(F, canopy_analyze(c->s), "canopy_analyze"));
+    c->analyzed = PETSC_TRUE;
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatSolve_Canopy(Mat F, Vec b, Vec x)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscScalar *xa;
+    PetscFunctionBegin;
+    PetscCall(VecCopy(b, x));
+    PetscCall(VecGetArray(x, &xa));
+    canopy_status st = canopy_solve_distributed(c->s, 1, (canopy_int)c->nloc, c->rows, xa,
+                                                (canopy_int)(c->nloc > 0 ? c->nloc : 1));
+    PetscCall(VecRestoreArray(x, &xa));
+    PetscCall(CanopyCheck(F, st, "canopy_solve_distributed"));
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatMatSolve_Canopy(Mat F, Mat B, Mat X)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscScalar *xa;
+    PetscInt nrhs, lda;
+    PetscBool dense;
+    PetscFunctionBegin;
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)X, &dense, MATSEQDENSE, MATMPIDENSE, ""));
+    PetscCheck(dense, PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_WRONG, "Canopy: MatMatSolve needs a dense X");
+    PetscCall(MatCopy(B, X, SAME_NONZERO_PATTERN));
+    PetscCall(MatGetSize(X, NULL, &nrhs));
+    PetscCall(MatDenseGetLDA(X, &lda));
+    PetscCall(MatDenseGetArray(X, &xa));
+    canopy_status st = canopy_solve_distributed(c->s, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, xa,
+                                                (canopy_int)(lda > 0 ? lda : 1));
+    PetscCall(MatDenseRestoreArray(X, &xa));
+    PetscCall(CanopyCheck(F, st, "canopy_solve_distributed"));
+    PetscFunctionReturn(0);
+}
+
+/* numeric: the values in the analyzed order, then the factorization */
+static PetscErrorCode CanopyNumeric(Mat F, Mat A)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscFunctionBegin;
+    PetscCall(CanopyReadValues(A, c));
+    PetscCall(CanopyCheck(F, canopy_update_values_distributed(c->s, c->values), "canopy_update_values_distributed"));
+    PetscCall(CanopyCheck(F, canopy_factorize(c->s), "canopy_factorize"));
+    c->factorized = PETSC_TRUE;
+    F->ops->solve = MatSolve_Canopy;
+    F->ops->matsolve = MatMatSolve_Canopy;
+    F->assembled = PETSC_TRUE;
+    F->preallocated = PETSC_TRUE;
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatLUFactorNumeric_Canopy(Mat F, Mat A, const MatFactorInfo *info)
+{
+    (void)info;
+    return CanopyNumeric(F, A);
+}
+
+static PetscErrorCode MatLUFactorSymbolic_Canopy(Mat F, Mat A, IS r, IS col, const MatFactorInfo *info)
+{
+    (void)r;
+    (void)col;
+    (void)info;
+    PetscFunctionBegin;
+    PetscCall(CanopySymbolic(F, A));
+    F->ops->lufactornumeric = MatLUFactorNumeric_Canopy;
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatCholeskyFactorNumeric_Canopy(Mat F, Mat A, const MatFactorInfo *info)
+{
+    (void)info;
+    return CanopyNumeric(F, A);
+}
+
+static PetscErrorCode MatCholeskyFactorSymbolic_Canopy(Mat F, Mat A, IS perm, const MatFactorInfo *info)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscBool set, flg;
+    (void)perm;
+    (void)info;
+    PetscFunctionBegin;
+    /* LL^T when PETSc knows A is SPD, LDL^T otherwise (as MUMPS's Cholesky) */
+    PetscCall(MatIsSPDKnown(A, &set, &flg));
+    c->kind = set && flg ? CANOPY_KIND_SPD : CANOPY_KIND_SYMMETRIC;
+#if defined(PETSC_USE_COMPLEX)
+    PetscBool hset, herm;
+    PetscCall(MatIsHermitianKnown(A, &hset, &herm));
+    if (hset && herm) c->kind = CANOPY_KIND_HERMITIAN;
+#endif
+    PetscCall(CanopySymbolic(F, A));
+    F->ops->choleskyfactornumeric = MatCholeskyFactorNumeric_Canopy;
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatView_Canopy(Mat F, PetscViewer viewer)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscBool ascii;
+    PetscViewerFormat format;
+    PetscFunctionBegin;
+    PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+    if (!ascii) PetscFunctionReturn(0);
+    PetscCall(PetscViewerGetFormat(viewer, &format));
+    if (format != PETSC_VIEWER_ASCII_INFO && format != PETSC_VIEWER_ASCII_INFO_DETAIL) PetscFunctionReturn(0);
+    PetscCall(PetscViewerASCIIPrintf(viewer, "Canopy run parameters:\n"));
+    if (!c->s || !c->analyzed) {
+        PetscCall(PetscViewerASCIIPrintf(viewer, "  (not analyzed yet)\n"));
+        PetscFunctionReturn(0);
+    }
+    canopy_stats st;
+    canopy_get_stats(c->s, &st);
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  factorization %s, %d rank(s) x %d thread(s), scheduler %s, tree %s\n",
+                                     canopy_factorization_name(st.factorization), st.ranks, st.threads_per_rank,
+                                     st.scheduler == CANOPY_SCHED_DYNAMIC ? "dynamic" : "static",
+                                     st.tree == CANOPY_TREE_FLAT ? "flat" : st.tree == CANOPY_TREE_BINARY ? "binary" : "shifted"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  n %lld, nnz(A) %lld, nnz(L) %lld, column blocks %lld, flops %g\n",
+                                     (long long)st.n, (long long)st.nnz, (long long)st.nnz_factor, (long long)st.ncblk,
+                                     st.flops));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  analyze %g s, last factorization %g s (%g GFlop/s), perturbed pivots %lld\n",
+                                     st.time_analyze, st.time_factorize, st.gflops_factorize,
+                                     (long long)st.perturbed_pivots));
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatGetInfo_Canopy(Mat F, MatInfoType flag, MatInfo *info)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    (void)flag;
+    PetscFunctionBegin;
+    PetscCall(PetscMemzero(info, sizeof *info));
+    if (c->s && c->analyzed) {
+        canopy_stats st;
+        canopy_get_stats(c->s, &st);
+        info->nz_used = info->nz_allocated = (PetscLogDouble)st.nnz_factor;
+        info->memory = (PetscLogDouble)st.factor_bytes;
+        info->factor_mallocs = 0;
+        info->fill_ratio_needed = info->fill_ratio_given = st.nnz > 0 ? (PetscLogDouble)st.nnz_factor / (PetscLogDouble)st.nnz : 0;
+    }
+    info->block_size = 1.0;
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatFactorGetSolverType_Canopy(Mat F, MatSolverType *type)
+{
+    (void)F;
+    PetscFunctionBegin;
+    *type = MATSOLVERCANOPY;
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatDestroy_Canopy(Mat F)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscFunctionBegin;
+    if (c) {
+        if (c->s) canopy_destroy(&c->s);
+        CanopyFreePiece(c);
+    }
+    PetscCall(PetscFree(F->data));
+    PetscCall(PetscObjectComposeFunction((PetscObject)F, "MatFactorGetSolverType_C", NULL));
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatGetFactor_Canopy(Mat A, MatFactorType ftype, Mat *F)
+{
+    Mat B;
+    Mat_Canopy *c;
+    PetscBool sbaij;
+    PetscFunctionBegin;
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)A, &sbaij, MATSEQSBAIJ, MATMPISBAIJ, ""));
+    PetscCheck(ftype == MAT_FACTOR_LU || ftype == MAT_FACTOR_CHOLESKY, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
+               "Canopy factors LU and Cholesky only");
+    PetscCheck(!sbaij || ftype == MAT_FACTOR_CHOLESKY, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
+               "Canopy: an SBAIJ matrix (one triangle) needs -pc_type cholesky; use AIJ for LU");
+    PetscCall(MatCreate(PetscObjectComm((PetscObject)A), &B));
+    PetscCall(MatSetSizes(B, A->rmap->n, A->cmap->n, A->rmap->N, A->cmap->N));
+    PetscCall(PetscStrallocpy(MATSOLVERCANOPY, &((PetscObject)B)->type_name));
+    PetscCall(MatSetUp(B));
+    PetscCall(PetscNew(&c));
+    c->upper = sbaij;
+    c->lower_only = ftype == MAT_FACTOR_CHOLESKY && !sbaij;
+    c->kind = ftype == MAT_FACTOR_LU ? CANOPY_KIND_GENERAL : CANOPY_KIND_SYMMETRIC;
+    B->data = c;
+    B->factortype = ftype;
+    B->canuseordering = PETSC_FALSE; /* Canopy orders (SCOTCH, PT-SCOTCH) */
+    B->ops->view = MatView_Canopy;
+    B->ops->getinfo = MatGetInfo_Canopy;
+    B->ops->destroy = MatDestroy_Canopy;
+    if (ftype == MAT_FACTOR_LU) {
+        B->ops->lufactorsymbolic = MatLUFactorSymbolic_Canopy;
+        PetscCall(PetscFree(B->preferredordering[MAT_FACTOR_LU]));
+        PetscCall(PetscStrallocpy(MATORDERINGEXTERNAL, (char **)&B->preferredordering[MAT_FACTOR_LU]));
+    } else {
+        B->ops->choleskyfactorsymbolic = MatCholeskyFactorSymbolic_Canopy;
+        PetscCall(PetscFree(B->preferredordering[MAT_FACTOR_CHOLESKY]));
+        PetscCall(PetscStrallocpy(MATORDERINGEXTERNAL, (char **)&B->preferredordering[MAT_FACTOR_CHOLESKY]));
+    }
+    PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatFactorGetSolverType_C", MatFactorGetSolverType_Canopy));
+    PetscCall(PetscFree(B->solvertype));
+    PetscCall(PetscStrallocpy(MATSOLVERCANOPY, &B->solvertype));
+    *F = B;
+    PetscFunctionReturn(0);
+}
+
+/** Register the package "canopy" with PETSc (for programs linked with libcanopy_petsc). */
+PETSC_EXTERN PetscErrorCode CanopyPetscRegister(void);
+PETSC_EXTERN PetscErrorCode CanopyPetscRegister(void)
+{
+    static const MatType lu_types[] = {MATSEQAIJ, MATMPIAIJ, MATSEQBAIJ, MATMPIBAIJ};
+    static const MatType chol_types[] = {MATSEQAIJ, MATMPIAIJ, MATSEQBAIJ, MATMPIBAIJ, MATSEQSBAIJ, MATMPISBAIJ};
+    PetscFunctionBegin;
+    for (size_t k = 0; k < sizeof lu_types / sizeof lu_types[0]; k++)
+        PetscCall(MatSolverTypeRegister(MATSOLVERCANOPY, lu_types[k], MAT_FACTOR_LU, MatGetFactor_Canopy));
+    for (size_t k = 0; k < sizeof chol_types / sizeof chol_types[0]; k++)
+        PetscCall(MatSolverTypeRegister(MATSOLVERCANOPY, chol_types[k], MAT_FACTOR_CHOLESKY, MatGetFactor_Canopy));
+    PetscFunctionReturn(0);
+}
+
+/* called by PETSc when -dll_append / -dll_prepend loads libcanopy_petsc.so */
+PETSC_EXTERN PetscErrorCode PetscDLLibraryRegister_canopy_petsc(void);
+PETSC_EXTERN PetscErrorCode PetscDLLibraryRegister_canopy_petsc(void)
+{
+    return CanopyPetscRegister();
+}
