@@ -74,3 +74,54 @@ _CANOPY_EOF
   AC_SUBST([CANOPY_HAVE_FORTRAN], [$canopy_have_fortran])
   AM_CONDITIONAL([HAVE_FORTRAN], [test "$canopy_have_fortran" = yes])
 ])
+
+# CANOPY_CHECK_PETSC: the PETSc solver package libcanopy_petsc (petsc/canopy_petsc.c), built when
+# PETSc is found: pkg-config's PETSc (Debian's libpetsc-real-dev), or --with-petsc=DIR (DIR holds
+# include/petsc.h and lib/libpetsc*). PETSc must use the same MPI as Canopy (a PETSc built with
+# Open MPI and Canopy with MPICH would load two MPIs in one process): checked on a linked program.
+# --with-petsc makes it required, --without-petsc leaves it out.
+AC_DEFUN([CANOPY_CHECK_PETSC], [
+  AC_ARG_WITH([petsc], [AS_HELP_STRING([--with-petsc@<:@=DIR@:>@],
+    [build the PETSc solver package libcanopy_petsc (default: when pkg-config finds PETSc)])],
+    [], [with_petsc=check])
+  canopy_have_petsc=no
+  canopy_petsc_why=""
+  PETSC_CFLAGS=""
+  PETSC_LIBS=""
+  AS_IF([test "$with_petsc" != no], [
+    AS_CASE([$with_petsc],
+      [yes|check], [
+        AS_IF([pkg-config --exists PETSc 2>/dev/null], [
+          PETSC_CFLAGS=`pkg-config --cflags PETSc | sed 's/-I/-isystem /g'`
+          PETSC_LIBS=`pkg-config --libs PETSc`
+          canopy_petsc_libdir=`pkg-config --variable=libdir PETSc`
+          PETSC_LIBS="$PETSC_LIBS -Wl,-rpath,$canopy_petsc_libdir"],
+          [canopy_petsc_why="(pkg-config does not know PETSc)"])],
+      [canopy_petsc_lib=`ls $with_petsc/lib/libpetsc*.so 2>/dev/null | head -n 1`
+       canopy_petsc_lib=`basename "$canopy_petsc_lib" .so | sed 's/^lib//'`
+       PETSC_CFLAGS="-isystem $with_petsc/include"
+       PETSC_LIBS="-L$with_petsc/lib -Wl,-rpath,$with_petsc/lib -l${canopy_petsc_lib:-petsc}"])
+    AS_IF([test -n "$PETSC_LIBS"], [
+      AC_MSG_CHECKING([whether PETSc links with $CC and uses the same MPI])
+      canopy_save_CFLAGS=$CFLAGS
+      canopy_save_LIBS=$LIBS
+      CFLAGS="$CFLAGS $PETSC_CFLAGS"
+      LIBS="$PETSC_LIBS $LIBS"
+      AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <petsc/private/matimpl.h>]],
+        [[return (int)MatSolverTypeRegister("x", MATSEQAIJ, MAT_FACTOR_LU, NULL);]])], [
+          dnl two MPI libraries in one program: PETSc's and ours differ
+          canopy_mpis=`ldd conftest$EXEEXT 2>/dev/null | grep -E 'lib(mpi|mpich)\.so' | sed 's/ *=>.*//' | sort -u | wc -l`
+          AS_IF([test "$canopy_mpis" -le 1], [canopy_have_petsc=yes],
+            [canopy_petsc_why="(PETSc was built with another MPI)"])],
+        [canopy_petsc_why="(PETSc headers or library unusable)"])
+      CFLAGS=$canopy_save_CFLAGS
+      LIBS=$canopy_save_LIBS
+      AC_MSG_RESULT([$canopy_have_petsc $canopy_petsc_why])])
+    AS_IF([test "$canopy_have_petsc" = no && test "$with_petsc" != check],
+      [AC_MSG_ERROR([--with-petsc: PETSc not usable $canopy_petsc_why (install libpetsc-real-dev, or name its prefix with --with-petsc=DIR, or configure --without-petsc)])])
+  ])
+  AC_SUBST([PETSC_CFLAGS])
+  AC_SUBST([PETSC_LIBS])
+  AC_SUBST([CANOPY_HAVE_PETSC], [$canopy_have_petsc])
+  AM_CONDITIONAL([HAVE_PETSC], [test "$canopy_have_petsc" = yes])
+])
