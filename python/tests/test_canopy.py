@@ -216,3 +216,17 @@ def test_interrupt_and_gil():
     s.factorize()
     check(A, s.refine(b), b)
     s.close()
+
+
+def test_solvers_left_open_at_exit():
+    """A solver never closed (factorized() keeps one) is freed at exit before MPI ends."""
+    import subprocess
+    import sys
+    code = ("import numpy as np, scipy.sparse as sp, canopy\n"
+            "A = sp.diags([-np.ones(99), 2 * np.ones(100), -np.ones(99)], [-1, 0, 1]).tocsc()\n"
+            "f = canopy.factorized(A)\n"
+            "assert abs(f(np.ones(100))[0] - 50) < 1e-9\n")
+    p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "MPI_FINALIZE" not in p.stderr

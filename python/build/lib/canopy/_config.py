@@ -1,2 +1,2 @@
 # written by setup.py: the libcanopy this package was installed against
-LIBRARY = '/tmp/tmp.nOSn2rP2tN/root/usr/local/lib/libcanopy.so'
+LIBRARY = '/tmp/pyinst/usr/local/lib/libcanopy.so'

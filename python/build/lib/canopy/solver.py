@@ -2,6 +2,7 @@
 import atexit
 import threading
 import warnings
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
@@ -46,10 +47,18 @@ class CanopyWarning(UserWarning):
     """A Canopy call succeeded with a warning (perturbed pivots, refinement not converged)."""
 
 
-_mpi = {"lock": threading.Lock(), "ours": False}
+_mpi = {"lock": threading.Lock(), "ours": False, "finalized": False, "hook": False}
+_live = weakref.WeakSet()   # solvers not closed yet: freed at exit before MPI ends
+
+
+def _close_all():
+    for s in list(_live):
+        s.close()
 
 
 def _finalize_mpi():
+    _close_all()
+    _mpi["finalized"] = True
     lib.canopy_f_mpi_finalize()
 
 
@@ -118,6 +127,12 @@ class Solver:
         if st < 0:
             raise CanopyError(st, ffi.string(msg, 512).decode(errors="replace").strip())
         self._s = s
+        _live.add(self)
+        with _mpi["lock"]:
+            if not _mpi["hook"]:
+                # run before the exit hooks registered earlier (mpi4py's MPI_Finalize among them)
+                _mpi["hook"] = True
+                atexit.register(_close_all)
         self.n = 0
         self.kind = None
         self._analyzed = False
@@ -127,9 +142,10 @@ class Solver:
     # ---- life cycle -----------------------------------------------------------------------
     def close(self):
         """Free the solver (also on garbage collection and at the end of a with block)."""
-        if self._s is not None and self._s[0] != ffi.NULL:
-            lib.canopy_destroy(self._s)
+        if self._s is not None and self._s[0] != ffi.NULL and not _mpi["finalized"]:
+            lib.canopy_destroy(self._s)   # (after MPI ended, its communicators cannot be freed)
         self._s = None
+        _live.discard(self)
 
     def __del__(self):
         try:
