@@ -485,8 +485,10 @@ canopy_status distm_graph_slice(canopy_solver *s, const canopy_csc *local, cint 
     const int P = s->nranks, R = s->rank;
     canopy_err *err = &s->err;
     const cint n = local->n, c0 = distm_first_col(n, P, R), c1 = distm_first_col(n, P, R + 1), nv = c1 - c0;
-    /* the assembled columns of a symmetric kind hold both triangles already: no transpose to send */
-    const bool general = local->kind == CANOPY_KIND_GENERAL;
+    /* the assembled columns of a symmetric kind hold both triangles already: no transpose to send;
+     * unless a matching permuted its rows (LU of a symmetric matrix): the pattern is no longer
+     * symmetric (PT-SCOTCH crashed on the one-sided graph) */
+    const bool general = local->kind == CANOPY_KIND_GENERAL || s->sc.row_perm != NULL;
     *vert = *edge = NULL;
     *nedge = 0;
     int64_t *sc = canopy_calloc(3 * (size_t)P + 1, sizeof(int64_t), "graph counts", err);
