@@ -14,8 +14,13 @@
 #include <petsc/private/matimpl.h>
 #include <canopy.h>
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if !defined(PETSC_USE_REAL_DOUBLE)
+#error "Canopy computes in double precision (real or complex): PETSc must be built with --with-precision=double"
+#endif
 
 #define MATSOLVERCANOPY "canopy"
 
@@ -29,6 +34,7 @@ typedef struct {
     canopy_int *cols, *colptr, *rowind;
     PetscScalar *values;
     PetscInt *slot;          /* [entries read] place in values of each entry MatGetRow gives, -1 dropped */
+    PetscInt *rcol;          /* [entries read] its column: a new pattern is refused, never misread */
     PetscInt nread;
     canopy_int *rows;        /* [nloc] this rank's rows, global (the vectors' layout) */
     PetscInt nloc;
@@ -59,16 +65,29 @@ static int cmp_pair(const void *a, const void *b)
     return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-/* The entries of this rank's rows kept for Canopy: j <= i (Cholesky on AIJ) or every one */
+/* The entries of this rank's rows kept for Canopy: one triangle for Cholesky (SBAIJ rows with a
+ * block size above 1 also give the lower part of their diagonal blocks), all of them for LU */
 static PetscBool keep(const Mat_Canopy *c, PetscInt i, PetscInt j)
 {
-    return c->lower_only ? j <= i : PETSC_TRUE;
+    return c->upper ? j >= i : c->lower_only ? j <= i : PETSC_TRUE;
 }
 
-/* Read the rows' values in MatGetRow order into c->values (through c->slot) */
-static PetscErrorCode CanopyReadValues(Mat A, Mat_Canopy *c)
+/* A condition true on some rank raises the same error on all (Canopy's next call is collective) */
+static PetscErrorCode CanopyAgree(Mat F, PetscBool bad, const char *what)
+{
+    PetscMPIInt mine = bad ? 1 : 0, any = 0;
+    PetscFunctionBegin;
+    PetscCallMPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, PetscObjectComm((PetscObject)F)));
+    PetscCheck(!any, PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_INCOMP, "Canopy: %s", what);
+    PetscFunctionReturn(0);
+}
+
+/* Read the rows' values in MatGetRow order into c->values (through c->slot); a pattern other
+ * than the analyzed one is refused on every rank */
+static PetscErrorCode CanopyReadValues(Mat F, Mat A, Mat_Canopy *c)
 {
     PetscInt rstart, rend, q = 0;
+    PetscBool other = PETSC_FALSE;
     PetscFunctionBegin;
     PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
     if (c->upper) PetscCall(MatGetRowUpperTriangular(A));
@@ -77,16 +96,15 @@ static PetscErrorCode CanopyReadValues(Mat A, Mat_Canopy *c)
         const PetscInt *cj;
         const PetscScalar *v;
         PetscCall(MatGetRow(A, i, &nc, &cj, &v));
-        for (PetscInt k = 0; k < nc; k++, q++) {
-            PetscCheck(q < c->nread, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
-                       "Canopy: the matrix has more entries than the one analyzed (use a new factorization)");
-            if (c->slot[q] >= 0) c->values[c->slot[q]] = v[k];
+        for (PetscInt k = 0; k < nc && !other; k++, q++) {
+            if (q >= c->nread || cj[k] != c->rcol[q]) other = PETSC_TRUE;
+            else if (c->slot[q] >= 0) c->values[c->slot[q]] = v[k];
         }
         PetscCall(MatRestoreRow(A, i, &nc, &cj, &v));
     }
     if (c->upper) PetscCall(MatRestoreRowUpperTriangular(A));
-    PetscCheck(q == c->nread, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
-               "Canopy: the matrix has fewer entries than the one analyzed (use a new factorization)");
+    PetscCall(CanopyAgree(F, other || q != c->nread,
+                          "the matrix's pattern is not the one analyzed (use DIFFERENT_NONZERO_PATTERN, or a new factor)"));
     PetscFunctionReturn(0);
 }
 
@@ -106,6 +124,7 @@ static PetscErrorCode CanopyBuildPiece(Mat A, Mat_Canopy *c)
     }
     PetscCall(PetscMalloc1(3 * total + 1, &trip));
     PetscCall(PetscMalloc1(total + 1, &c->slot));
+    PetscCall(PetscMalloc1(total + 1, &c->rcol));
     c->nread = total;
     PetscInt q = 0;
     for (PetscInt i = rstart; i < rend; i++) {
@@ -114,6 +133,7 @@ static PetscErrorCode CanopyBuildPiece(Mat A, Mat_Canopy *c)
         PetscCall(MatGetRow(A, i, &nc, &cj, NULL));
         for (PetscInt k = 0; k < nc; k++, q++) {
             c->slot[q] = -1;
+            c->rcol[q] = cj[k];
             if (!keep(c, i, cj[k])) continue;
             trip[3 * kept] = cj[k];
             trip[3 * kept + 1] = i;
@@ -158,6 +178,7 @@ static void CanopyFreePiece(Mat_Canopy *c)
     PetscFree(c->rowind);
     PetscFree(c->values);
     PetscFree(c->slot);
+    PetscFree(c->rcol);
     PetscFree(c->rows);
     c->ncols = c->nnz = 0;
     c->nread = c->nloc = 0;
@@ -200,10 +221,15 @@ static PetscErrorCode CanopySymbolic(Mat F, Mat A)
     if (c->s) canopy_destroy(&c->s);
     CanopyFreePiece(c);
     c->analyzed = c->factorized = PETSC_FALSE;
+    PetscCall(MatGetSize(A, &N, NULL));
+    /* PETSc's 64-bit indices into a 32-bit Canopy: refuse what does not fit (on every rank) */
+    PetscCall(CanopyAgree(F, (int64_t)N > (int64_t)(sizeof(canopy_int) == 4 ? INT32_MAX : INT64_MAX) - 1,
+                          "the matrix is too large for Canopy's index type (build Canopy with --enable-int64)"));
     PetscCall(CanopyCreate(F, c));
     PetscCall(CanopyBuildPiece(A, c));
-    PetscCall(CanopyReadValues(A, c));
-    PetscCall(MatGetSize(A, &N, NULL));
+    PetscCall(CanopyAgree(F, sizeof(canopy_int) == 4 && (int64_t)c->nnz >= (int64_t)INT32_MAX,
+                          "a rank's entries overflow Canopy's index type (build Canopy with --enable-int64)"));
+    PetscCall(CanopyReadValues(F, A, c));
     canopy_dist_csc d = {.n = (canopy_int)N, .ncols = c->ncols, .cols = c->cols, .colptr = c->colptr,
                          .rowind = c->rowind, .values = c->values, .base = 0,
 #if defined(PETSC_USE_COMPLEX)
@@ -260,9 +286,17 @@ static PetscErrorCode CanopyNumeric(Mat F, Mat A)
 {
     Mat_Canopy *c = (Mat_Canopy *)F->data;
     PetscFunctionBegin;
-    PetscCall(CanopyReadValues(A, c));
+    PetscCall(CanopyReadValues(F, A, c));
     PetscCall(CanopyCheck(F, canopy_update_values_distributed(c->s, c->values), "canopy_update_values_distributed"));
-    PetscCall(CanopyCheck(F, canopy_factorize(c->s), "canopy_factorize"));
+    canopy_status st = canopy_factorize(c->s);
+    F->factorerrortype = MAT_FACTOR_NOERROR;
+    if ((st == CANOPY_ERR_NOT_SPD || st == CANOPY_ERR_SINGULAR) && !A->erroriffailure) {
+        /* as PETSc's own factorizations: the KSP sees DIVERGED_PC_FAILED and may recover */
+        F->factorerrortype = MAT_FACTOR_NUMERIC_ZEROPIVOT;
+        PetscCall(PetscInfo(F, "Canopy: %s\n", canopy_last_error(c->s)));
+        PetscFunctionReturn(0);
+    }
+    PetscCall(CanopyCheck(F, st, "canopy_factorize"));
     c->factorized = PETSC_TRUE;
     F->ops->solve = MatSolve_Canopy;
     F->ops->matsolve = MatMatSolve_Canopy;

@@ -2,7 +2,8 @@
  * A plain PETSc program, with nothing of Canopy in it: the direct solver is chosen at run time
  * (-pc_factor_mat_solver_type mumps | canopy, the latter loaded by -dll_append
  * <libdir>/libcanopy_petsc.so). It builds the 5-point Laplacian on an n x n grid, or with
- * -convection C a nonsymmetric convection-diffusion operator, as -mat_type aij, baij or sbaij,
+ * -convection C a nonsymmetric convection-diffusion operator, as -mat_type aij, baij or sbaij
+ * (-bs k: block size k, n * n a multiple of k),
  * sets b = A * ones, solves with KSP (-nrhs k: KSPMatSolve with k right-hand sides), and with
  * -refactor m factorizes m more times after changing the values on the same pattern. One JSON
  * line on stdout: sizes, times (setup = analysis + first factorization, solve, refactorization),
@@ -43,7 +44,7 @@ static PetscErrorCode Assemble(Mat A, PetscInt n, PetscReal conv, PetscReal shif
 
 int main(int argc, char **argv)
 {
-    PetscInt n = 32, nrhs = 1, refactor = 0;
+    PetscInt n = 32, nrhs = 1, refactor = 0, bs = 1;
     PetscReal conv = 0;
     PetscBool spd = PETSC_FALSE, sbaij;
     char out[PETSC_MAX_PATH_LEN] = "", ref[PETSC_MAX_PATH_LEN] = "";
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
     PetscCall(PetscOptionsGetInt(NULL, NULL, "-nrhs", &nrhs, NULL));
     PetscCall(PetscOptionsGetInt(NULL, NULL, "-refactor", &refactor, NULL));
+    PetscCall(PetscOptionsGetInt(NULL, NULL, "-bs", &bs, NULL));
     PetscCall(PetscOptionsGetReal(NULL, NULL, "-convection", &conv, NULL));
     PetscCall(PetscOptionsGetBool(NULL, NULL, "-spd", &spd, NULL));
     PetscCall(PetscOptionsGetString(NULL, NULL, "-sol_out", out, sizeof out, NULL));
@@ -65,12 +67,13 @@ int main(int argc, char **argv)
     PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
     PetscCall(MatSetSizes(A, PETSC_DECIDE, PETSC_DECIDE, n * n, n * n));
     PetscCall(MatSetFromOptions(A));
+    PetscCall(MatSetBlockSize(A, bs));
     PetscCall(MatSeqAIJSetPreallocation(A, 5, NULL));
     PetscCall(MatMPIAIJSetPreallocation(A, 5, NULL, 5, NULL));
-    PetscCall(MatSeqBAIJSetPreallocation(A, 1, 5, NULL));
-    PetscCall(MatMPIBAIJSetPreallocation(A, 1, 5, NULL, 5, NULL));
-    PetscCall(MatSeqSBAIJSetPreallocation(A, 1, 3, NULL));
-    PetscCall(MatMPISBAIJSetPreallocation(A, 1, 3, NULL, 3, NULL));
+    PetscCall(MatSeqBAIJSetPreallocation(A, bs, 5, NULL));
+    PetscCall(MatMPIBAIJSetPreallocation(A, bs, 5, NULL, 5, NULL));
+    PetscCall(MatSeqSBAIJSetPreallocation(A, bs, 3, NULL));
+    PetscCall(MatMPISBAIJSetPreallocation(A, bs, 3, NULL, 3, NULL));
     PetscCall(PetscObjectTypeCompareAny((PetscObject)A, &sbaij, MATSEQSBAIJ, MATMPISBAIJ, ""));
     PetscCall(Assemble(A, n, conv, 0.0, sbaij));
     if (conv == 0) PetscCall(MatSetOption(A, MAT_SYMMETRIC, PETSC_TRUE));

@@ -1070,10 +1070,16 @@ canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err 
 canopy_status numeric_selinv_dist(numeric *F, void *Lx, void *Ux, double *flops, int64_t sent[2], canopy_err *err)
 {
     /* the solve's members and local subtrees: its broadcasts are the ones the inversion makes */
-    canopy_status st = F->sol_op == NULL ? solve_setup(F, err) : CANOPY_SUCCESS;
     sent[0] = sent[1] = 0;
     *flops = 0;
-    if (st != CANOPY_SUCCESS) return st;
+    if (F->sol_op == NULL) solve_setup(F, err);
+    /* a rank short of memory here must not leave the others in the inversion's collectives (every
+     * rank agrees, set up before or not, and all drop the setup on failure) */
+    if (comm_agree(F->exec.comm, err) < 0) {
+        solve_setup_free(F);
+        return err->status;
+    }
+    canopy_status st;
     int old = numeric_blas_single();
     st = F->arith == CANOPY_COMPLEX ? numeric_selinv_dist_z(F, Lx, Ux, flops, sent, err)
                                     : numeric_selinv_dist_d(F, Lx, Ux, flops, sent, err);
@@ -1125,6 +1131,8 @@ canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err
     solve_pack_own(F, nrhs, (char *)y, (char *)pack, 0);
     st = comm_share_gather(x->comm, pack, mine_rows * nrhs * dps, all, counts, displs, err);
     if (st == CANOPY_SUCCESS && me == 0) st = solve_pack_user(F, nrhs, b, (char *)all, displs, 1, err);
+    /* rank 0's unpacking may fail alone: the status is agreed, as promised */
+    st = comm_agree(x->comm, err);
 out:
     canopy_free(all);
     canopy_free(y);

@@ -49,9 +49,10 @@ counts="1 2 3 4"
 for n in $counts; do
     check "$n" "Laplacian, Cholesky (SPD), AIJ" -spd -pc_type cholesky
     check "$n" "Laplacian, Cholesky (SPD), SBAIJ" -spd -pc_type cholesky -mat_type sbaij
+    check "$n" "Laplacian, Cholesky (SPD), SBAIJ block size 2" -spd -pc_type cholesky -mat_type sbaij -bs 2
     check "$n" "Laplacian, Cholesky (LDL^T)" -pc_type cholesky
     check "$n" "Laplacian, LU" -pc_type lu
-    check "$n" "convection-diffusion, LU, BAIJ" -convection 40 -pc_type lu -mat_type baij
+    check "$n" "convection-diffusion, LU, BAIJ block size 2" -convection 40 -pc_type lu -mat_type baij -bs 2
     check "$n" "convection-diffusion, LU, 3 right-hand sides, 2 refactorizations" -convection 40 -pc_type lu -nrhs 3 -refactor 2
 done
 # a bad option: the package's error, not a crash
