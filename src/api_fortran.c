@@ -182,6 +182,14 @@ CANOPY_EXPORT int canopy_f_comm_rank(int comm)
  * caller then ends it with canopy_f_mpi_finalize). CANOPY_ERR_MPI when it cannot start, or runs
  * with a thread level below MPI_THREAD_SERIALIZED.
  */
+/* rank 0's @p value on every rank of the communicator of Fortran handle @p comm (-1 on failure) */
+CANOPY_EXPORT int canopy_f_bcast_int(int comm, int value);
+CANOPY_EXPORT int canopy_f_bcast_int(int comm, int value)
+{
+    if (MPI_Bcast(&value, 1, MPI_INT, 0, MPI_Comm_f2c((MPI_Fint)comm)) != MPI_SUCCESS) return -1;
+    return value;
+}
+
 /* the number of ranks of that communicator (-1 on failure) */
 CANOPY_EXPORT int canopy_f_comm_size(int comm);
 CANOPY_EXPORT int canopy_f_comm_size(int comm)

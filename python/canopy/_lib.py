@@ -37,6 +37,7 @@ int canopy_f_mpi_init(int *initialized_here);
 int canopy_f_mpi_finalize(void);
 int canopy_f_comm_rank(int comm);
 int canopy_f_comm_size(int comm);
+int canopy_f_bcast_int(int comm, int value);
 double canopy_f_stat(const canopy_solver *s, const char *name);
 int canopy_set_matrix(canopy_solver *s, const canopy_csc *A);
 int canopy_update_values(canopy_solver *s, const void *values);

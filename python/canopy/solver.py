@@ -35,6 +35,15 @@ def _ptr(a):
     return ffi.from_buffer(a.reshape(-1, order="A"))
 
 
+def _indices(x, what):
+    """x as an array of canopy_int, refusing what the index type cannot hold (no silent wrap)."""
+    a = np.asarray(x)
+    if a.size and (a.min() < 0 or a.max() > np.iinfo(INDEX).max):
+        raise ValueError("canopy: %s hold values outside 0..%d (Canopy's index type; build it with "
+                         "--enable-int64 for more)" % (what, np.iinfo(INDEX).max))
+    return np.ascontiguousarray(a, dtype=INDEX)
+
+
 class CanopyError(RuntimeError):
     """A Canopy call failed: .status is its canopy_status (negative), the message Canopy's."""
 
@@ -47,12 +56,14 @@ class CanopyWarning(UserWarning):
     """A Canopy call succeeded with a warning (perturbed pivots, refinement not converged)."""
 
 
-_mpi = {"lock": threading.Lock(), "ours": False, "finalized": False, "hook": False}
+_mpi = {"lock": threading.Lock(), "ours": False, "finalized": False, "hook": False, "seq": 0}
 _live = weakref.WeakSet()   # solvers not closed yet: freed at exit before MPI ends
 
 
 def _close_all():
-    for s in list(_live):
+    # in the order they were made: on several ranks canopy_destroy is collective, and every rank
+    # made its solvers in the same order (a WeakSet's order is not)
+    for s in sorted(_live, key=lambda x: x._seq):
         s.close()
 
 
@@ -127,6 +138,9 @@ class Solver:
         if st < 0:
             raise CanopyError(st, ffi.string(msg, 512).decode(errors="replace").strip())
         self._s = s
+        with _mpi["lock"]:
+            _mpi["seq"] += 1
+            self._seq = _mpi["seq"]
         _live.add(self)
         with _mpi["lock"]:
             if not _mpi["hook"]:
@@ -137,7 +151,12 @@ class Solver:
         self.kind = None
         self._analyzed = False
         self._factorized = False
-        self.set_matrix(A, kind)
+        # the matrix now when rank 0 has one (every rank learns it: canopy_set_matrix is collective)
+        has = A is not None if self.rank == 0 else False
+        if self.ranks > 1:
+            has = lib.canopy_f_bcast_int(self._comm, 1 if has else 0) == 1
+        if has:
+            self.set_matrix(A, kind)
 
     # ---- life cycle -----------------------------------------------------------------------
     def close(self):
@@ -174,27 +193,27 @@ class Solver:
                           stacklevel=3)
         return st
 
-    def _run(self, fn, *args):
+    def _run(self, fn, *args, keep=()):
         """A long call on another thread (the GIL is released inside it), so that Ctrl-C reaches
         Python meanwhile: canopy_interrupt then stops it at its next task, and KeyboardInterrupt
-        propagates once the call has returned and cleaned up (one rank; several ranks: plain call)."""
+        propagates once the call has returned and cleaned up (one rank; several ranks: plain call).
+        @p keep: the arrays the call writes into, held until it has returned."""
         if self.ranks > 1:
             return fn(*args)
         out = []
-        t = threading.Thread(target=lambda: out.append(fn(*args)), daemon=True)
+        t = threading.Thread(target=lambda: out.append((fn(*args), keep)), daemon=True)
         t.start()
-        try:
-            while t.is_alive():
+        stop = False
+        while t.is_alive():
+            try:
+                if stop:
+                    lib.canopy_interrupt(self._s[0])
                 t.join(0.05)
-        except KeyboardInterrupt:
-            while t.is_alive():
-                lib.canopy_interrupt(self._handle())
-                try:
-                    t.join(0.05)
-                except KeyboardInterrupt:
-                    pass
-            raise
-        return out[0]
+            except KeyboardInterrupt:
+                stop = True   # again and again until the call has returned: never leave it running
+        if stop:
+            raise KeyboardInterrupt
+        return out[0][0]
 
     # ---- the matrix -------------------------------------------------------------------------
     def _prepare(self, A, kind):
@@ -225,16 +244,16 @@ class Solver:
         if not A.has_canonical_format:
             A = A.copy()
             A.sum_duplicates()
-        indptr = np.ascontiguousarray(A.indptr, dtype=INDEX)
-        indices = np.ascontiguousarray(A.indices, dtype=INDEX)
+        indptr = _indices(A.indptr, "the column pointers (nnz)")
+        indices = _indices(A.indices, "the row indices")
         data = np.ascontiguousarray(A.data, dtype=dtype)
         return kind, dtype, indptr, indices, data
 
     def set_matrix(self, A, kind=None):
-        """Give the matrix (rank 0; the other ranks of a communicator pass None)."""
+        """Give the matrix (rank 0; the other ranks of a communicator pass None). Collective."""
         if A is None and self.rank == 0:
-            return
-        if A is None:
+            raise ValueError("canopy: set_matrix: rank 0 gives the matrix")
+        if self.rank != 0:
             self._check(lib.canopy_set_matrix(self._handle(), ffi.NULL), "canopy_set_matrix")
             self._analyzed = self._factorized = False
             return
@@ -270,6 +289,7 @@ class Solver:
             self._check(lib.canopy_update_values(self._handle(), ffi.from_buffer(data)), "canopy_update_values")
         if not self._analyzed:
             self.analyze()
+        self._factorized = False   # until this factorization has succeeded
         self._check(self._run(lib.canopy_factorize, self._handle()), "canopy_factorize")
         self._factorized = True
         return self
@@ -345,7 +365,7 @@ class Solver:
             out = np.zeros(self.n, dtype=self.dtype) if root else None
             if root:
                 req.diag = ffi.from_buffer(out)
-            self._check(self._run(lib.canopy_selinv, self._handle(), 0, req), "canopy_selinv")
+            self._check(self._run(lib.canopy_selinv, self._handle(), 0, req, keep=(out,)), "canopy_selinv")
             return out
         if what == "pattern":
             self._check(self._run(lib.canopy_selinv, self._handle(), 1, req), "canopy_selinv")
@@ -362,8 +382,8 @@ class Solver:
             return sp.csc_matrix((v, ix, ip), shape=(n, n))
         if what == "entries":
             if root:
-                r = np.ascontiguousarray(rows, dtype=INDEX).ravel()
-                c = np.ascontiguousarray(cols, dtype=INDEX).ravel()
+                r = _indices(rows, "rows").ravel()
+                c = _indices(cols, "cols").ravel()
                 if r.shape != c.shape:
                     raise ValueError("canopy: rows and cols must have the same length")
                 out = np.zeros(r.size, dtype=self.dtype)
@@ -371,7 +391,8 @@ class Solver:
                 req.rows = ffi.cast("canopy_int *", ffi.from_buffer(r))
                 req.cols = ffi.cast("canopy_int *", ffi.from_buffer(c))
                 req.values = ffi.from_buffer(out)
-            self._check(self._run(lib.canopy_selinv, self._handle(), 2, req), "canopy_selinv")
+            self._check(self._run(lib.canopy_selinv, self._handle(), 2, req, keep=(out, r, c) if root else ()),
+                        "canopy_selinv")
             return out if root else None
         raise ValueError("canopy: selinv(what=...) is 'diag', 'pattern' or 'entries', not %r" % (what,))
 

@@ -38,6 +38,13 @@ with canopy.Solver(A if rank == 0 else None, kind="spd" if rank == 0 else None, 
     elif x is not None or diag is not None:
         print("FAIL: rank %d got a result" % rank)
         fails += 1
+# a solver made before its matrix, the matrix given afterwards (every rank calls set_matrix)
+with canopy.Solver(comm=comm, threads=1) as s2:
+    s2.set_matrix(A if rank == 0 else None, kind="spd" if rank == 0 else None)
+    x2 = s2.solve(b[:, 0] if rank == 0 else None)
+    if rank == 0 and not np.abs(x2 - sla.spsolve(A, b[:, 0])).max() <= 1e-10 * np.abs(x2).max():
+        print("FAIL: the solver made before its matrix")
+        fails += 1
 fails = comm.allreduce(fails)
 if rank == 0:
     print("canopy with mpi4py on %d ranks: %s" % (comm.Get_size(), "FAILED" if fails else "passed"))
