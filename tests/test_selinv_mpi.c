@@ -264,25 +264,33 @@ static const char *matrix_dir(void)
     return buf;
 }
 
-static void check_file(const char *file, const char *fact, double tol)
+/* A shared matrix on rank 0 (the others: empty); false on every rank when it cannot be read or
+ * the folder is absent */
+static bool read_shared(const char *file, canopy_csc *A)
 {
     const char *dir = matrix_dir();
+    memset(A, 0, sizeof *A);
     if (dir == NULL) {
         if (rank == 0) printf("%s: shared matrices not found, skipped\n", file);
-        return;
+        return false;
     }
-    canopy_csc A = {0};
     int ok = 1;
     if (rank == 0) {
         char path[4200], msg[512];
         snprintf(path, sizeof path, "%s/%s", dir, file);
-        if (canopy_read_matrix(path, &A, msg, sizeof msg) != CANOPY_SUCCESS) {
+        if (canopy_read_matrix(path, A, msg, sizeof msg) != CANOPY_SUCCESS) {
             fail("%s", msg);
             ok = 0;
         }
     }
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (ok) check_matrix(file, &A, fact, tol);
+    return ok != 0;
+}
+
+static void check_file(const char *file, const char *fact, double tol)
+{
+    canopy_csc A;
+    if (read_shared(file, &A)) check_matrix(file, &A, fact, tol);
     canopy_csc_free(&A);
 }
 
@@ -386,22 +394,8 @@ static void check_pieces(const char *name, const canopy_csc *A, const char *fact
  * refined solves with unit vectors (the same factors kept: selinv-memory=separate) */
 static void check_sampled(const char *file, const char *fact, double tol)
 {
-    const char *dir = matrix_dir();
-    if (dir == NULL) {
-        if (rank == 0) printf("%s: shared matrices not found, skipped\n", file);
-        return;
-    }
-    canopy_csc A = {0};
-    int ok = 1;
-    if (rank == 0) {
-        char path[4200], msg[512];
-        snprintf(path, sizeof path, "%s/%s", dir, file);
-        if (canopy_read_matrix(path, &A, msg, sizeof msg) != CANOPY_SUCCESS) {
-            fail("%s", msg);
-            ok = 0;
-        }
-    }
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    canopy_csc A;
+    bool ok = read_shared(file, &A);
     canopy_solver *s = ok ? factorized(&A, fact, 2, "shifted", "separate", NULL) : NULL;
     if (s == NULL) {
         canopy_csc_free(&A);
