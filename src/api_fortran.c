@@ -190,6 +190,16 @@ CANOPY_EXPORT int canopy_f_bcast_int(int comm, int value)
     return value;
 }
 
+/* the largest @p value over the ranks of that communicator (-1 on failure): a flag every rank
+ * learns before a collective call that one rank could not make */
+CANOPY_EXPORT int canopy_f_allreduce_max_int(int comm, int value);
+CANOPY_EXPORT int canopy_f_allreduce_max_int(int comm, int value)
+{
+    int out = -1;
+    if (MPI_Allreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_Comm_f2c((MPI_Fint)comm)) != MPI_SUCCESS) return -1;
+    return out;
+}
+
 /* the number of ranks of that communicator (-1 on failure) */
 CANOPY_EXPORT int canopy_f_comm_size(int comm);
 CANOPY_EXPORT int canopy_f_comm_size(int comm)

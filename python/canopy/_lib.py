@@ -21,6 +21,18 @@ typedef struct canopy_csc {
     int kind;
     int triangle;
 } canopy_csc;
+typedef struct canopy_dist_csc {
+    canopy_int n;
+    canopy_int ncols;
+    canopy_int *cols;
+    canopy_int *colptr;
+    canopy_int *rowind;
+    void *values;
+    int base;
+    int arith;
+    int kind;
+    int triangle;
+} canopy_dist_csc;
 typedef struct canopy_selinv_request {
     void *diag;
     canopy_csc pattern;
@@ -38,9 +50,16 @@ int canopy_f_mpi_finalize(void);
 int canopy_f_comm_rank(int comm);
 int canopy_f_comm_size(int comm);
 int canopy_f_bcast_int(int comm, int value);
+int canopy_f_allreduce_max_int(int comm, int value);
 double canopy_f_stat(const canopy_solver *s, const char *name);
 int canopy_set_matrix(canopy_solver *s, const canopy_csc *A);
 int canopy_update_values(canopy_solver *s, const void *values);
+int canopy_set_matrix_distributed(canopy_solver *s, const canopy_dist_csc *A);
+int canopy_update_values_distributed(canopy_solver *s, const void *values);
+int canopy_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc, const canopy_int *rows, void *b,
+                             canopy_int ldb);
+int canopy_refine_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc, const canopy_int *rows,
+                              const void *b, canopy_int ldb, void *x, canopy_int ldx);
 int canopy_analyze(canopy_solver *s);
 int canopy_factorize(canopy_solver *s);
 int canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb);

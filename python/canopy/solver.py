@@ -124,11 +124,15 @@ class Solver:
     (inferred when None: symmetric or Hermitian when A equals its transpose, general otherwise;
     give kind='spd' for LL^T); options are Canopy's (threads=4, ordering='scotch',
     factorization='ldlt', ...: the names of the README, '_' for '-'). With an mpi4py
-    communicator of several ranks, rank 0 gives A (the others None) and b, and gets x.
+    communicator of several ranks, rank 0 gives A (the others None) and b, and gets x; or, with
+    distributed=True, every rank gives its own part of A (an n x n matrix holding the entries it
+    has, in global numbering; entries given by several ranks are summed) and kind must be given,
+    and solve_distributed/refine_distributed take each rank's own rows of b.
     """
 
-    def __init__(self, A=None, kind=None, comm=None, **options):
+    def __init__(self, A=None, kind=None, comm=None, distributed=False, **options):
         self._s = None
+        self.distributed = bool(distributed)
         self._comm = _comm_handle(comm)
         self.rank = lib.canopy_f_comm_rank(self._comm)
         self.ranks = lib.canopy_f_comm_size(self._comm)
@@ -151,6 +155,9 @@ class Solver:
         self.kind = None
         self._analyzed = False
         self._factorized = False
+        if self.distributed:
+            self._set_distributed(A, kind)
+            return
         # the matrix now when rank 0 has one (every rank learns it: canopy_set_matrix is collective)
         has = A is not None if self.rank == 0 else False
         if self.ranks > 1:
@@ -272,6 +279,90 @@ class Solver:
         self._layout = (indptr, indices)
         self._analyzed = self._factorized = False
 
+    def _local_piece(self, A, kind):
+        """This rank's part as (indptr over its nonempty columns, their indices, rows, values)."""
+        if not sp.issparse(A) or A.shape[0] != A.shape[1]:
+            raise TypeError("canopy: distributed=True: each rank gives a square scipy.sparse matrix of the global size "
+                            "holding its own entries")
+        cx = np.iscomplexobj(A.tocoo().data)
+        dtype = np.complex128 if cx else np.float64
+        A = sp.csc_matrix(A, dtype=dtype)
+        if kind != "general":
+            A = sp.tril(A, format="csc")
+        if not A.has_canonical_format:
+            A = A.copy()
+            A.sum_duplicates()
+        counts = np.diff(A.indptr)
+        cols = np.flatnonzero(counts)
+        colptr = np.concatenate([[0], np.cumsum(counts[cols])])
+        return (dtype, _indices(colptr, "the column pointers (nnz)"), _indices(cols, "the columns"),
+                _indices(A.indices, "the row indices"), np.ascontiguousarray(A.data, dtype=dtype))
+
+    def _agreed(self, fn):
+        """fn() on every rank; if it raises on any, every rank raises (the collective call that
+        follows must be made by all or none)."""
+        err = None
+        try:
+            out = fn()
+        except (TypeError, ValueError) as e:
+            err, out = e, None
+        if lib.canopy_f_allreduce_max_int(self._comm, 1 if err else 0) != 0:
+            raise err if err else ValueError("canopy: another rank's part of the matrix was refused")
+        return out
+
+    def _set_distributed(self, A, kind):
+        if kind is None:
+            raise ValueError("canopy: distributed=True needs kind ('general', 'symmetric', 'spd', 'hermitian')")
+        if kind not in KINDS:
+            raise ValueError("canopy: kind must be one of %s, not %r" % (", ".join(KINDS), kind))
+        dtype, colptr, cols, rows, data = self._agreed(lambda: self._local_piece(A, kind))
+        if lib.canopy_f_allreduce_max_int(self._comm, 1 if dtype == np.complex128 else 0) != (1 if dtype == np.complex128 else 0):
+            raise ValueError("canopy: distributed=True: every rank's part must be real, or every rank's complex")
+        if kind == "hermitian" and dtype != np.complex128:
+            kind = "symmetric"
+        d = ffi.new("canopy_dist_csc *")
+        d.n = A.shape[0]
+        d.ncols = cols.size
+        d.cols = ffi.cast("canopy_int *", ffi.from_buffer(cols))
+        d.colptr = ffi.cast("canopy_int *", ffi.from_buffer(colptr))
+        d.rowind = ffi.cast("canopy_int *", ffi.from_buffer(rows))
+        d.values = ffi.from_buffer(data)
+        d.base = 0
+        d.arith = _COMPLEX if dtype == np.complex128 else _REAL
+        d.kind = KINDS[kind]
+        d.triangle = _TRIANGLE_LOWER if kind != "general" else _TRIANGLE_BOTH
+        self._check(lib.canopy_set_matrix_distributed(self._handle(), d), "canopy_set_matrix_distributed")
+        self.n, self.kind, self.dtype = A.shape[0], kind, dtype
+        self._layout = (colptr, cols, rows)
+        self._analyzed = self._factorized = False
+
+    def solve_distributed(self, rows, b):
+        """x's rows @p rows (global, 0-based; each row on exactly one rank) from b's same rows
+        (shape (len(rows),) or (len(rows), k)), every rank its own. Collective."""
+        if not self._factorized:
+            self.factorize()
+        r = _indices(rows, "rows").ravel()
+        b = np.asarray(b)
+        one = b.ndim == 1
+        x = np.array(b.reshape(r.size, -1), dtype=self.dtype, order="F", copy=True)
+        self._check(lib.canopy_solve_distributed(self._handle(), x.shape[1], r.size,
+                                                 ffi.cast("canopy_int *", ffi.from_buffer(r)), _ptr(x), max(r.size, 1)),
+                    "canopy_solve_distributed")
+        return x[:, 0] if one else x
+
+    def refine_distributed(self, rows, b, x=None):
+        """Iterative refinement of x's rows against b's (as solve_distributed). Collective."""
+        if not self._factorized:
+            self.factorize()
+        r = _indices(rows, "rows").ravel()
+        bb = np.array(np.asarray(b).reshape(r.size, -1), dtype=self.dtype, order="F", copy=True)
+        xx = np.array((self.solve_distributed(r, b) if x is None else np.asarray(x)).reshape(r.size, -1),
+                      dtype=self.dtype, order="F", copy=True)
+        self._check(lib.canopy_refine_distributed(self._handle(), bb.shape[1], r.size,
+                                                  ffi.cast("canopy_int *", ffi.from_buffer(r)), _ptr(bb),
+                                                  max(r.size, 1), _ptr(xx), max(r.size, 1)), "canopy_refine_distributed")
+        return xx[:, 0] if np.asarray(b).ndim == 1 else xx
+
     # ---- the phases ---------------------------------------------------------------------------
     def analyze(self):
         """Ordering, symbolic factorization and plan (reused by every factorize of the pattern)."""
@@ -281,7 +372,16 @@ class Solver:
 
     def factorize(self, A_new=None):
         """Numerical factorization; A_new: new values on the same pattern (the analysis is reused)."""
-        if A_new is not None and self.rank == 0:
+        if A_new is not None and self.distributed:
+            def piece():
+                dtype, colptr, cols, rows, data = self._local_piece(A_new, self.kind)
+                if dtype != self.dtype or not all(np.array_equal(u, v) for u, v in zip((colptr, cols, rows), self._layout)):
+                    raise ValueError("canopy: factorize(A_new): this rank's part must keep its pattern and type")
+                return data
+            data = self._agreed(piece)
+            self._check(lib.canopy_update_values_distributed(self._handle(), ffi.from_buffer(data)),
+                        "canopy_update_values_distributed")
+        elif A_new is not None and self.rank == 0:
             kind, dtype, indptr, indices, data = self._prepare(A_new, self.kind)
             if (dtype != self.dtype or not np.array_equal(indptr, self._layout[0])
                     or not np.array_equal(indices, self._layout[1])):

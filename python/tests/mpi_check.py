@@ -45,6 +45,36 @@ with canopy.Solver(comm=comm, threads=1) as s2:
     if rank == 0 and not np.abs(x2 - sla.spsolve(A, b[:, 0])).max() <= 1e-10 * np.abs(x2).max():
         print("FAIL: the solver made before its matrix")
         fails += 1
+# every rank its own block of columns (distributed=True) and its own rows of b and x
+size = comm.Get_size()
+c0, c1 = n * rank // size, n * (rank + 1) // size
+part = sp.lil_matrix((n, n))
+part[:, c0:c1] = A[:, c0:c1]
+part = part.tocsc()
+mine = np.arange(c0, c1)
+with canopy.Solver(part, kind="spd", comm=comm, distributed=True, threads=1) as s3:
+    x3 = s3.refine_distributed(mine, b[c0:c1, :])
+    ref = sla.spsolve(A, b)
+    if not np.abs(x3 - ref[c0:c1, :]).max() <= 1e-10 * np.abs(ref).max():
+        print("FAIL: rank %d's rows of the distributed solve" % rank)
+        fails += 1
+    s3.factorize(2 * part)   # the same pattern, new values: the analysis reused
+    x4 = s3.solve_distributed(mine, b[c0:c1, 0])
+    if not np.abs(2 * x4 - ref[c0:c1, 0]).max() <= 1e-10 * np.abs(ref).max():
+        print("FAIL: rank %d's rows after the refactorization" % rank)
+        fails += 1
+    d3 = s3.selinv("diag")
+    if rank == 0 and not abs(2 * d3[77] - diag[77]) <= 1e-10 * abs(diag[77]):   # (2A)^-1
+        print("FAIL: the diagonal of A^-1 of a distributed matrix")
+        fails += 1
+# one rank's bad part: every rank raises, none hangs in the collective call
+bad = sp.csc_matrix((n, n + 1)) if rank == comm.Get_size() - 1 else part
+try:
+    canopy.Solver(bad, kind="spd", comm=comm, distributed=True)
+    print("FAIL: rank %d: a bad part on one rank was accepted" % rank)
+    fails += 1
+except (TypeError, ValueError):
+    pass
 fails = comm.allreduce(fails)
 if rank == 0:
     print("canopy with mpi4py on %d ranks: %s" % (comm.Get_size(), "FAILED" if fails else "passed"))
