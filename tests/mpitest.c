@@ -327,6 +327,27 @@ void write_solution(FILE *f, const char *name, const canopy_csc *A, const void *
     }
 }
 
+void write_vector(FILE *f, const char *name, const canopy_csc *A, const void *v, double ferr)
+{
+    fprintf(f, "matrix %s n %lld nrhs 1 arith %s ferr %.3e\n", name, (long long)A->n,
+            A->arith == CANOPY_COMPLEX ? "complex" : "real", ferr);
+    for (int64_t i = 0; i < A->n; i++) {
+        double complex z = get(A, v, i);
+        if (A->arith == CANOPY_COMPLEX) fprintf(f, "%.17g %.17g\n", creal(z), cimag(z));
+        else fprintf(f, "%.17g\n", creal(z));
+    }
+}
+
+double rel_diff_vector(const canopy_csc *A, const void *x, const void *y)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < A->n; i++) {
+        d = fmax(d, cabs(get(A, x, i) - get(A, y, i)));
+        m = fmax(m, cabs(get(A, y, i)));
+    }
+    return m > 0 ? d / m : d;
+}
+
 typedef struct solfile {
     int count;
     char name[MAX_SOLUTIONS][128];

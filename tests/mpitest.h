@@ -69,6 +69,10 @@ void piece_free(piece *P);
 void make_piece(const canopy_csc *A, int even, piece *P);
 void check_pieces(const canopy_csc *A, const piece *P, const char *name);
 void write_solution(FILE *f, const char *name, const canopy_csc *A, const void *x, double ferr);
+/** One vector of A's size and arithmetic (the selected inversion's diagonal) as a solution entry. */
+void write_vector(FILE *f, const char *name, const canopy_csc *A, const void *v, double ferr);
+/** max |x - y| / max |y| over A's n entries of one vector */
+double rel_diff_vector(const canopy_csc *A, const void *x, const void *y);
 /** Every matrix of OTHER is in REF with the same solution up to rounding; 0 if so. */
 int compare_files(const char *ref, const char *other);
 

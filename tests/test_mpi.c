@@ -324,12 +324,18 @@ static int same_everywhere(double v)
  * One layout on one matrix. Returns 1 if it ran, 0 if skipped (distributed input unsupported).
  * On rank 0, *xout receives the solution (malloc'd) when it ran.
  */
+/* the layout sweep also takes the diagonal of A^-1 (canopy_selinv), on the first layout of each
+ * shape (compared across the shapes through the solution files), of matrices up to this order
+ * whose factorization perturbed no pivot (else the entries are of another matrix's inverse) */
+#define SWEEP_SELINV_MAX_N 20000
+
 static int run_layout(const char *name, const canopy_csc *A, const piece *P, const layout *L, int refused,
-                      const void *b, void **xout, double *berr_out)
+                      const void *b, void **xout, double *berr_out, void **dout)
 {
     char lname[96];
     layout_name(L, lname, sizeof lname);
     *xout = NULL;
+    if (dout) *dout = NULL;
     if (L->dist && dist_matrix_unsupported) return 0;
     canopy_options o;
     if (set_options(&o, L, NULL) != CANOPY_SUCCESS) return 1;
@@ -421,6 +427,16 @@ static int run_layout(const char *name, const canopy_csc *A, const piece *P, con
         x = NULL;
     }
     free(x);
+    if (dout && A->n <= SWEEP_SELINV_MAX_N && S.perturbed_pivots == 0) {
+        /* the selected inversion on this layout: the diagonal of A^-1, on rank 0 */
+        void *d = rank == 0 ? malloc((size_t)A->n * scalar_size(A) + 16) : NULL;
+        canopy_selinv_request rq = {.diag = d};
+        canopy_status sst = canopy_selinv(s, CANOPY_SELINV_DIAG, &rq);
+        if (!same_everywhere((double)sst)) fail("%s [%s]: canopy_selinv statuses differ between ranks", name, lname);
+        if (sst != CANOPY_SUCCESS) fail("%s [%s]: canopy_selinv: %s", name, lname, canopy_last_error(s));
+        if (sst == CANOPY_SUCCESS && rank == 0) *dout = d;
+        else free(d);
+    }
     if (canopy_destroy(&s) != CANOPY_SUCCESS) fail("%s [%s]: canopy_destroy", name, lname);
     return 1;
 }
@@ -442,25 +458,44 @@ static void run_matrix(const mcase *mc, FILE *out, const layout *layouts, int nl
     piece P;
     make_piece(&A, 0, &P);
     check_pieces(&A, &P, mc->name);
-    void *xref = NULL;
-    double ferr_ref = 0, dmax = 0;
+    void *xref = NULL, *dref = NULL;
+    double ferr_ref = 0, dmax = 0, imax = 0;
+    char dname[160];
+    snprintf(dname, sizeof dname, "%s/diag(A^-1)", mc->name);
     int ran = 0, skipped = 0;
     for (int l = 0; l < nlayouts; l++) {
-        void *x = NULL;
+        void *x = NULL, *di = NULL;
         double berr = 0;
-        if (!run_layout(mc->name, &A, &P, &layouts[l], mc->refused, b, &x, &berr)) {
+        if (!run_layout(mc->name, &A, &P, &layouts[l], mc->refused, b, &x, &berr, l == 0 ? &di : NULL)) {
             skipped++;
             continue;
         }
         ran++;
-        if (rank != 0 || x == NULL) continue;
+        if (rank != 0 || x == NULL) {
+            free(di);
+            continue;
+        }
         if (l == 0) {
             xref = x;
             ferr_ref = rel_diff(&A, x, xtrue);
             printf("  %-22s forward error of the reference %.2e\n", mc->name, ferr_ref);
             if (out) write_solution(out, mc->name, &A, x, ferr_ref);
+            /* the diagonal of A^-1 goes with it: the other shapes compare theirs with the same tolerance */
+            dref = di;
+            if (out && di) write_vector(out, dname, &A, di, ferr_ref);
             continue;
         }
+        if (dref && di) {
+            double dd = rel_diff_vector(&A, di, dref), tol = fmax(SAME_TOL, 100 * ferr_ref);
+            imax = fmax(imax, dd);
+            if (!(dd <= tol)) {
+                char lname[96];
+                layout_name(&layouts[l], lname, sizeof lname);
+                fail("%s [%s]: the diagonal of A^-1 differs from the first layout's by %.2e (tolerance %.1e)", mc->name,
+                     lname, dd, tol);
+            }
+        }
+        free(di);
         if (xref) {
             double d = rel_diff(&A, x, xref), tol = fmax(SAME_TOL, 100 * ferr_ref);
             char lname[96];
@@ -473,10 +508,12 @@ static void run_matrix(const mcase *mc, FILE *out, const layout *layouts, int nl
         free(x);
     }
     if (rank == 0)
-        printf("%s: n=%lld %s, %d layouts run, %d skipped, largest difference to the first %.1e (tolerance %.1e)\n",
-               mc->name, (long long)A.n, A.arith == CANOPY_COMPLEX ? "complex" : "real", ran, skipped, dmax,
+        printf("%s: n=%lld %s, %d layouts run, %d skipped, largest difference to the first %.1e, of diag(A^-1) %.1e "
+               "(tolerance %.1e)\n",
+               mc->name, (long long)A.n, A.arith == CANOPY_COMPLEX ? "complex" : "real", ran, skipped, dmax, imax,
                fmax(SAME_TOL, 100 * ferr_ref));
     free(xref);
+    free(dref);
     free(xtrue);
     free(b);
     piece_free(&P);
