@@ -50,7 +50,8 @@ typedef enum canopy_status {
     CANOPY_ERR_MPI = -11,                 /**< MPI failure or insufficient thread level */
     CANOPY_ERR_ORDERING = -12,            /**< the ordering library failed */
     CANOPY_ERR_INTERNAL = -13,            /**< bug: please report */
-    CANOPY_ERR_INTERRUPTED = -14          /**< stopped by canopy_interrupt */
+    CANOPY_ERR_INTERRUPTED = -14,         /**< stopped by canopy_interrupt */
+    CANOPY_ERR_BUSY = -15                 /**< another thread's call on this solver is still running */
 } canopy_status;
 
 /** What the caller knows about the matrix. */
@@ -441,7 +442,8 @@ typedef enum canopy_phase {
 /**
  * For a progress display on another thread: the call running now on this rank (*phase) and, in a
  * factorization, the share of this rank's predicted work done (*done in 0..1; -1 in the other
- * phases). The one call that may run while another thread is inside a call on the same solver.
+ * phases). With canopy_interrupt, the calls that may run while another thread is inside a call on
+ * the same solver: any other call then returns CANOPY_ERR_BUSY at once and changes nothing.
  */
 CANOPY_EXPORT canopy_status canopy_get_progress(const canopy_solver *solver, canopy_phase *phase, double *done);
 

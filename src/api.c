@@ -42,6 +42,7 @@ static const char *const error_text[] = {
     [-CANOPY_ERR_ORDERING] = "ordering failed",
     [-CANOPY_ERR_INTERNAL] = "internal error",
     [-CANOPY_ERR_INTERRUPTED] = "interrupted",
+    [-CANOPY_ERR_BUSY] = "another call on this solver is still running",
 };
 
 static const char *const warning_text[] = {
@@ -270,7 +271,7 @@ CANOPY_EXPORT canopy_status canopy_create(MPI_Comm comm, const canopy_options *o
     return st;
 }
 
-CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **ps)
+static canopy_status destroy_call(canopy_solver **ps)
 {
     if (ps == NULL || *ps == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_solver *s = *ps;
@@ -318,7 +319,7 @@ canopy_status api_matrix_done(canopy_solver *s)
     return st;
 }
 
-CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc *A)
+static canopy_status set_matrix_call(canopy_solver *s, const canopy_csc *A)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -342,7 +343,7 @@ CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc
     return api_matrix_done(s);
 }
 
-CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canopy_int *perm)
+static canopy_status set_permutation_call(canopy_solver *s, const canopy_int *perm)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -366,7 +367,7 @@ CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canop
 }
 
 
-CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
+static canopy_status analyze_call(canopy_solver *s)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -414,7 +415,7 @@ canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, doub
     return st;
 }
 
-CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *values)
+static canopy_status update_values_call(canopy_solver *s, const void *values)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -506,7 +507,7 @@ static canopy_status factorize_rank0(canopy_solver *s)
     return st;
 }
 
-CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
+static canopy_status factorize_call(canopy_solver *s)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -568,7 +569,7 @@ static void check_solution(canopy_solver *s, const char *call, cint nrhs, const 
                    "): the matrix is numerically singular or too badly scaled", call, row, col);
 }
 
-CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
+canopy_status api_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -593,7 +594,7 @@ CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void
     return st;
 }
 
-CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
+static canopy_status selinv_call(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -608,7 +609,7 @@ CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what w
     return st;
 }
 
-CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb,
+canopy_status api_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb,
                                           void *x, canopy_int ldx)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
@@ -689,26 +690,26 @@ CANOPY_EXPORT canopy_status canopy_interrupt(canopy_solver *s)
     return CANOPY_SUCCESS;
 }
 
-CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *s, canopy_stats *stats)
+static canopy_status get_stats_call(const canopy_solver *s, canopy_stats *stats)
 {
     if (s == NULL || stats == NULL) return CANOPY_ERR_ARGUMENT;
     *stats = s->stats;
     return CANOPY_SUCCESS;
 }
 
-CANOPY_EXPORT canopy_status canopy_get_thread_stats(const canopy_solver *s, int thread, canopy_thread_stats *ts)
+static canopy_status get_thread_stats_call(const canopy_solver *s, int thread, canopy_thread_stats *ts)
 {
     if (s == NULL || ts == NULL || !s->have_rt) return CANOPY_ERR_ARGUMENT;
     return runtime_thread_stats(&s->rt, &s->F, thread, ts);
 }
 
-CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *s, int node, canopy_node_stats *ns)
+static canopy_status get_node_stats_call(const canopy_solver *s, int node, canopy_node_stats *ns)
 {
     if (s == NULL || ns == NULL || !s->have_rt) return CANOPY_ERR_ARGUMENT;
     return runtime_node_stats(&s->rt, node, ns);
 }
 
-CANOPY_EXPORT canopy_status canopy_get_comm_matrix(canopy_solver *s, int64_t *bytes, int64_t *msgs)
+static canopy_status get_comm_matrix_call(canopy_solver *s, int64_t *bytes, int64_t *msgs)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -720,4 +721,99 @@ CANOPY_EXPORT canopy_status canopy_get_comm_matrix(canopy_solver *s, int64_t *by
         }
     }
     return finish(s);
+}
+
+/* ---- one call at a time per solver ---------------------------------------------------------
+ * A call made from a second thread while another call works on the same solver is refused at
+ * once with CANOPY_ERR_BUSY and touches nothing (not even s->err, which belongs to the running
+ * call): two factorizations over the same factors would corrupt them, a destroy would free them
+ * under the running call. canopy_interrupt, canopy_get_progress and canopy_last_error are meant
+ * for another thread and stay open. */
+bool api_enter(canopy_solver *s)
+{
+    return atomic_exchange(&s->busy, 1) == 0;
+}
+
+void api_leave(canopy_solver *s)
+{
+    atomic_store(&s->busy, 0);
+}
+
+#define GUARDED(s, call)                                                                           \
+    do {                                                                                           \
+        if ((s) == NULL) return CANOPY_ERR_ARGUMENT;                                               \
+        canopy_solver *g_ = (canopy_solver *)(s); /* the flag only: some calls take a const */     \
+        if (!api_enter(g_)) return CANOPY_ERR_BUSY;                                                \
+        canopy_status st_ = (call);                                                                \
+        api_leave(g_);                                                                             \
+        return st_;                                                                                \
+    } while (0)
+
+CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **ps)
+{
+    if (ps == NULL || *ps == NULL) return destroy_call(ps);
+    /* the solver is gone afterwards: nothing to leave */
+    if (!api_enter(*ps)) return CANOPY_ERR_BUSY;
+    return destroy_call(ps);
+}
+
+CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc *A)
+{
+    GUARDED(s, set_matrix_call(s, A));
+}
+
+CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canopy_int *perm)
+{
+    GUARDED(s, set_permutation_call(s, perm));
+}
+
+CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
+{
+    GUARDED(s, analyze_call(s));
+}
+
+CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *values)
+{
+    GUARDED(s, update_values_call(s, values));
+}
+
+CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
+{
+    GUARDED(s, factorize_call(s));
+}
+
+CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
+{
+    GUARDED(s, api_solve(s, nrhs, b, ldb));
+}
+
+CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
+{
+    GUARDED(s, selinv_call(s, what, req));
+}
+
+CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb,
+                                          void *x, canopy_int ldx)
+{
+    GUARDED(s, api_refine(s, nrhs, b, ldb, x, ldx));
+}
+
+CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *s, canopy_stats *stats)
+{
+    GUARDED(s, get_stats_call(s, stats));
+}
+
+CANOPY_EXPORT canopy_status canopy_get_thread_stats(const canopy_solver *s, int thread, canopy_thread_stats *ts)
+{
+    GUARDED(s, get_thread_stats_call(s, thread, ts));
+}
+
+CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *s, int node, canopy_node_stats *ns)
+{
+    GUARDED(s, get_node_stats_call(s, node, ns));
+}
+
+CANOPY_EXPORT canopy_status canopy_get_comm_matrix(canopy_solver *s, int64_t *bytes, int64_t *msgs)
+{
+    GUARDED(s, get_comm_matrix_call(s, bytes, msgs));
 }

@@ -171,7 +171,7 @@ static void check_same_descriptor(MPI_Comm comm, const canopy_dist_csc *A, canop
     }
 }
 
-CANOPY_EXPORT canopy_status canopy_set_matrix_distributed(canopy_solver *s, const canopy_dist_csc *A)
+static canopy_status set_matrix_distributed_call(canopy_solver *s, const canopy_dist_csc *A)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -199,7 +199,7 @@ CANOPY_EXPORT canopy_status canopy_set_matrix_distributed(canopy_solver *s, cons
     return api_matrix_done(s);
 }
 
-CANOPY_EXPORT canopy_status canopy_update_values_distributed(canopy_solver *s, const void *values)
+static canopy_status update_values_distributed_call(canopy_solver *s, const void *values)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
@@ -495,8 +495,8 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
     if (!rhs_gather(&L, s->comm, root, nrhs, b, ldb, B, &s->err)) goto done;
     if (refine && !rhs_gather(&L, s->comm, root, nrhs, x, ldx, X, &s->err)) goto done;
     /* collective; non-root ranks' arrays are not read */
-    canopy_status st = refine ? canopy_refine(s, nrhs, root ? B : NULL, n, root ? X : NULL, n)
-                              : canopy_solve(s, nrhs, root ? B : NULL, n);
+    canopy_status st = refine ? api_refine(s, nrhs, root ? B : NULL, n, root ? X : NULL, n)
+                              : api_solve(s, nrhs, root ? B : NULL, n);
     if (st >= 0) rhs_scatter(&L, s->comm, root, nrhs, refine ? X : B, refine ? x : b, refine ? ldx : ldb, &s->err);
 done:
     layout_free(&L);
@@ -510,9 +510,11 @@ static canopy_status solve_dist_phase(canopy_solver *s, bool refine, cint nrhs, 
                                       cint ldb, void *x, cint ldx)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    if (!api_enter(s)) return CANOPY_ERR_BUSY;
     api_progress_phase(s, CANOPY_PHASE_SOLVE);
     canopy_status st = solve_dist(s, refine, nrhs, nloc, rows, b, ldb, x, ldx);
     api_progress_phase(s, CANOPY_PHASE_IDLE);
+    api_leave(s);
     return st;
 }
 
@@ -528,4 +530,23 @@ CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *s, canopy_i
 {
     /* b is only read: solve_dist writes x back, never b, when it refines */
     return solve_dist_phase(s, true, nrhs, nloc, rows, (void *)(uintptr_t)b, ldb, x, ldx);
+}
+
+/* one call at a time per solver (src/api.c) */
+CANOPY_EXPORT canopy_status canopy_set_matrix_distributed(canopy_solver *s, const canopy_dist_csc *A)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    if (!api_enter(s)) return CANOPY_ERR_BUSY;
+    canopy_status st = set_matrix_distributed_call(s, A);
+    api_leave(s);
+    return st;
+}
+
+CANOPY_EXPORT canopy_status canopy_update_values_distributed(canopy_solver *s, const void *values)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    if (!api_enter(s)) return CANOPY_ERR_BUSY;
+    canopy_status st = update_values_distributed_call(s, values);
+    api_leave(s);
+    return st;
 }

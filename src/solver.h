@@ -53,6 +53,7 @@ struct canopy_solver {
     _Atomic int progress_phase; /* canopy_phase of the call running now (canopy_get_progress) */
     _Atomic unsigned progress_seq; /* bumped before every change of progress_phase */
     _Atomic int interrupt;      /* canopy_interrupt: the running factorization or inversion stops */
+    _Atomic int busy;           /* a call is running on this solver (api_enter/api_leave) */
     int symbolic_everywhere;    /* the analysis left S on every rank (choose_split_ranks): no broadcast */
     /* refinement on every rank over its own rows (a distributed matrix, src/dist_vector.h): the
      * product's plan, the rank's block rows (count and indices); NULL outside refine_dist */
@@ -112,6 +113,12 @@ void api_dist_free(canopy_solver *s);
 
 /** canopy_set_matrix*: forget the previous matrix and its analysis (every rank). */
 void api_matrix_reset(canopy_solver *s);
+/* one call at a time per solver: api_enter false when another thread's call is running */
+bool api_enter(canopy_solver *s);
+void api_leave(canopy_solver *s);
+/* canopy_solve and canopy_refine inside a call that holds the solver already */
+canopy_status api_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb);
+canopy_status api_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb, void *x, canopy_int ldx);
 /** canopy_set_matrix*: the end of the call (agreed outcome, phase). Collective. */
 canopy_status api_matrix_done(canopy_solver *s);
 /** canopy_update_values*: s->A holds new values on every rank that holds it: rescale, ask for a

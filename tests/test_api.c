@@ -491,6 +491,76 @@ START_TEST(progress_from_another_thread)
 }
 END_TEST
 
+/* A second thread's calls on a solver while it factorizes: refused with CANOPY_ERR_BUSY, never
+ * run over the factorization. Only calls made between two progress readings that both said
+ * FACTORIZE are asserted on (the phase is set and cleared inside the call's hold on the solver),
+ * so the test does not depend on timing. */
+typedef struct intruder {
+    canopy_solver *s;
+    atomic_int stop;
+    int checked, bad;
+} intruder;
+
+static bool factorizing(canopy_solver *s)
+{
+    canopy_phase ph;
+    double done;
+    return canopy_get_progress(s, &ph, &done) == CANOPY_SUCCESS && ph == CANOPY_PHASE_FACTORIZE;
+}
+
+static void *intruder_main(void *arg)
+{
+    intruder *w = arg;
+    while (!atomic_load(&w->stop) && w->checked < 200) {
+        if (!factorizing(w->s)) continue;
+        canopy_stats st;
+        canopy_thread_stats ts;
+        canopy_status got[5] = {
+            canopy_get_stats(w->s, &st), canopy_get_thread_stats(w->s, 0, &ts), canopy_solve(w->s, 0, NULL, 1),
+            canopy_refine(w->s, 0, NULL, 1, NULL, 1), canopy_factorize(w->s),
+        };
+        if (!factorizing(w->s)) continue; /* the factorization may have ended meanwhile */
+        w->checked++;
+        for (int i = 0; i < 5; i++)
+            if (got[i] != CANOPY_ERR_BUSY) {
+                w->bad++;
+                fprintf(stderr, "call %d on a busy solver returned %d\n", i, (int)got[i]);
+            }
+    }
+    return NULL;
+}
+
+START_TEST(busy_from_another_thread)
+{
+    canopy_options o;
+    canopy_options_default(&o);
+    o.threads = 1;
+    o.bind = CANOPY_BIND_NONE;
+    canopy_solver *s = make_solver(&o);
+    canopy_csc A = {0};
+    ck_assert_int_eq(canopy_generate_laplacian(30, 30, 30, 7, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_set_matrix(s, &A), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_analyze(s), CANOPY_SUCCESS);
+    intruder w = {.s = s};
+    /* again until the other thread has caught a factorization at work (almost always the first) */
+    for (int round = 0; round < 20 && w.checked == 0; round++) {
+        atomic_init(&w.stop, 0);
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, intruder_main, &w), 0);
+        ck_assert_int_eq(canopy_factorize(s), CANOPY_SUCCESS);
+        atomic_store(&w.stop, 1);
+        pthread_join(th, NULL);
+    }
+    ck_assert_int_gt(w.checked, 0);
+    ck_assert_int_eq(w.bad, 0);
+    ck_assert_str_eq(canopy_strerror(CANOPY_ERR_BUSY), "another call on this solver is still running");
+    /* the factors are whole: the solution of A x = A 1 is 1 */
+    ck_assert_double_lt(solve_cycle(s, &A, 1, NULL), 1e-10);
+    canopy_csc_free(&A);
+    canopy_destroy(&s);
+}
+END_TEST
+
 typedef struct interrupter {
     canopy_solver *s;
     useconds_t after;
@@ -578,6 +648,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, solve_arguments);
     tcase_add_test(tc, hundred_cycles_no_leak);
     tcase_add_test(tc, allocation_failures);
+    tcase_add_test(tc, busy_from_another_thread);
     suite_add_tcase(s, tc);
     int rc = testutil_run(s);
     MPI_Finalize();

@@ -8,7 +8,8 @@
 set -e
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-${MAKE:-make} -s -C "${top_builddir:-.}" install DESTDIR="$tmp" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
+. "${top_srcdir:-.}/tests/scratch_install.sh"
+scratch_install "$tmp" "$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
 prefix=$(sed -n 's/^prefix=//p' "${top_builddir:-.}/canopy.pc")
 root="$tmp$prefix"
 pcdir=$(dirname "$(find "$root" -name canopy-fortran.pc | head -n 1)")

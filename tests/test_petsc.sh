@@ -11,7 +11,8 @@
 set -e
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-${MAKE:-make} -s -C "${top_builddir:-.}" install DESTDIR="$tmp/root" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
+. "${top_srcdir:-.}/tests/scratch_install.sh"
+scratch_install "$tmp/root" "$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
 lib=$(find "$tmp/root" -name libcanopy_petsc.so | head -n 1)
 [ -n "$lib" ] || { echo "libcanopy_petsc.so was not installed"; exit 1; }
 # the installed libcanopy beside it (a scratch prefix: not where the plug-in's run path points)

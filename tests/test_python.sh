@@ -10,7 +10,8 @@ command -v "$py" >/dev/null 2>&1 || { echo "no $py: skipped"; exit 77; }
 set -e
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-${MAKE:-make} -s -C "${top_builddir:-.}" install DESTDIR="$tmp/root" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
+. "${top_srcdir:-.}/tests/scratch_install.sh"
+scratch_install "$tmp/root" "$tmp/install.log" || { cat "$tmp/install.log"; exit 1; }
 pcdir=$(dirname "$(find "$tmp/root" -name canopy.pc | head -n 1)")
 ls "$pcdir"/../libcanopy.so >/dev/null 2>&1 || { echo "no shared libcanopy (--disable-shared): skipped"; exit 77; }
 "$py" -m venv --system-site-packages "$tmp/venv"

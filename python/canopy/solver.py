@@ -1,5 +1,6 @@
 """Canopy's solver for SciPy sparse matrices: Solver, spsolve, factorized."""
 import atexit
+import signal
 import threading
 import warnings
 import weakref
@@ -15,6 +16,7 @@ FACTORIZATIONS = {0: "auto", 1: "llt", 2: "ldlt", 3: "lu"}
 _REAL, _COMPLEX = 0, 1
 _TRIANGLE_BOTH, _TRIANGLE_LOWER = 0, 1
 _ERR_INTERRUPTED = -14
+_ERR_BUSY = -15
 
 # what Solver.stats reports (canopy-solve's JSON names)
 STAT_NAMES = ("n", "nnz", "nnz_factor", "ncblk", "nblok", "flops", "time_order", "time_symbolic", "time_analyze",
@@ -194,6 +196,9 @@ class Solver:
         if st < 0:
             if st == _ERR_INTERRUPTED:
                 raise KeyboardInterrupt("canopy: %s interrupted" % call)
+            if st == _ERR_BUSY:   # the message belongs to the call that runs: not read here
+                raise CanopyError(st, "canopy: %s: another call on this solver is still running "
+                                      "(one call at a time per solver)" % call)
             raise CanopyError(st, ffi.string(lib.canopy_last_error(self._handle())).decode(errors="replace"))
         if st > 0:
             warnings.warn(ffi.string(lib.canopy_last_error(self._handle())).decode(errors="replace"), CanopyWarning,
@@ -203,24 +208,45 @@ class Solver:
     def _run(self, fn, *args, keep=()):
         """A long call on another thread (the GIL is released inside it), so that Ctrl-C reaches
         Python meanwhile: canopy_interrupt then stops it at its next task, and KeyboardInterrupt
-        propagates once the call has returned and cleaned up (one rank; several ranks: plain call).
-        @p keep: the arrays the call writes into, held until it has returned."""
-        if self.ranks > 1:
+        propagates once the call has returned and cleaned up (one rank, main thread; otherwise a
+        plain call). @p keep: the arrays the call writes into, held until it has returned.
+
+        Meanwhile SIGINT only sets a flag: a KeyboardInterrupt raised anywhere in here (while the
+        helper thread starts, say) would leave the call running under the next one."""
+        if self.ranks > 1 or threading.current_thread() is not threading.main_thread():
             return fn(*args)
-        out = []
-        t = threading.Thread(target=lambda: out.append((fn(*args), keep)), daemon=True)
-        t.start()
-        stop = False
-        while t.is_alive():
+        try:
+            previous = signal.getsignal(signal.SIGINT)
+        except ValueError:
+            previous = None
+        if previous in (None, signal.SIG_IGN, signal.SIG_DFL):   # not Python's to handle: left alone
+            return fn(*args)
+        hits, out = [], []
+
+        def call():
             try:
-                if stop:
+                out.append((fn(*args), keep))
+            except BaseException as e:   # raised again by the caller's thread
+                out.append((e, None))
+
+        signal.signal(signal.SIGINT, lambda signum, frame: hits.append(frame))
+        try:
+            t = threading.Thread(target=call, daemon=True)
+            t.start()
+            asked = False
+            while t.is_alive():
+                if hits and not asked:
                     lib.canopy_interrupt(self._s[0])
+                    asked = True
                 t.join(0.05)
-            except KeyboardInterrupt:
-                stop = True   # again and again until the call has returned: never leave it running
-        if stop:
-            raise KeyboardInterrupt
-        return out[0][0]
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if hits:   # the program's own handler, as it would have run (Python's: KeyboardInterrupt)
+            previous(signal.SIGINT, hits[0])
+        result, held = out[0]
+        if held is None and isinstance(result, BaseException):
+            raise result
+        return result
 
     # ---- the matrix -------------------------------------------------------------------------
     def _prepare(self, A, kind):
