@@ -97,11 +97,13 @@ static void ksi_dinv(const numeric *F, cint k, SCALAR *T, cint w)
 }
 
 /*
- * kselinv_cblk in three steps, so that the middle one, the products with Z(I, I), can be cut into
- * pieces of rows of I for several threads (a shared cblk over several ranks, below):
- *   ksi_prepare: the diagonal block's own inverse G, Lh (and Uh^T) in place, the interchanges;
- *   ksi_rows:    rows i0..i1-1 of X = -Z(I, I) Lh (side 0) or Y = -Z(I, I)^T Uh^T (side 1);
- *   ksi_finish:  Z(K, K) = G - Lh^T X, and X, Y, Z(K, K) into the panels.
+ * kselinv_cblk in five steps, all but the first cut into pieces of rows of I or columns of K for
+ * several threads (the top of the tree, a cblk shared over ranks: ksi_pieces below):
+ *   ksi_diag:  the diagonal block's own inverse G, the interchanges;
+ *   ksi_lh:    rows i0..i1-1 of Lh (and Uh^T) in place;
+ *   ksi_rows:  rows i0..i1-1 of X = -Z(I, I) Lh (side 0) or Y = -Z(I, I)^T Uh^T (side 1);
+ *   ksi_zkk:   columns c0..c1-1 of Z(K, K) = G - Lh^T X;
+ *   ksi_store: columns c0..c1-1 of X, Y, Z(K, K) into the panels.
  * The workspace: T, D2, G (w x w each), X (m x w), Y (LU: m x w), then the gather buffer of
  * ksi_rows (m x KSI_SLICE) when the calling thread runs it.
  */
@@ -119,17 +121,18 @@ static SCALAR *ksi_gather_buf(const numeric *F, cint k, SCALAR *work)
     return work + 3 * (size_t)w * w + (F->kind == CANOPY_FACT_LU ? 2 : 1) * (size_t)m * w;
 }
 
-static void ksi_prepare(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
+/* the diagonal block's own inverse G, and the interchanges: pivoted position p holds unpivoted
+ * column idx[p]; G comes back in the unpivoted order. Returns whether any column moved. */
+static bool ksi_diag(const numeric *F, const SCALAR *Lx, cint k, SCALAR *work, cint *idx)
 {
     const symbolic *S = F->S;
     canopy_factorization kind = F->kind;
-    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
-    SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
-    SCALAR *T = work, *D2 = T + (size_t)w * w, *G = D2 + (size_t)w * w, *X = ksi_x(F, k, work, 0);
-    int unit = kind != CANOPY_FACT_LLT;
-    /* the diagonal block's own inverse, in pivoted order: G. Triangular inverses (TRTRI) and a
-     * triangular product (TRMM), or LAPACK's POTRI: 2/3 w^3 (LL^T), 4/3 w^3 (LDL^T), 5/3 w^3 (LU)
-     * flops, where solving with the identity and a full product took 3 w^3 */
+    cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
+    const SCALAR *P = Lx + F->coef[k];
+    SCALAR *T = work, *D2 = T + (size_t)w * w, *G = D2 + (size_t)w * w;
+    /* Triangular inverses (TRTRI) and a triangular product (TRMM), or LAPACK's POTRI: 2/3 w^3
+     * (LL^T), 4/3 w^3 (LDL^T), 5/3 w^3 (LU) flops, where solving with the identity and a full
+     * product took 3 w^3 */
     for (cint c = 0; c < w; c++) memcpy(T + (size_t)c * w, P + (size_t)c * st, (size_t)w * sizeof(SCALAR));
     if (kind == CANOPY_FACT_LLT) {
         K_POTRI(LAPACK_COL_MAJOR, 'L', (lapack_int)w, K_LAPACK_PTR(T), (lapack_int)w);
@@ -159,15 +162,6 @@ static void ksi_prepare(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR
                    G, (int)w);
         }
     }
-    /* Lh = L(I, K) L_KK^-1 (and Uh^T = U(K, I)^T U_KK^-T) in place */
-    if (m > 0) {
-        K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasNoTrans, unit ? CblasUnit : CblasNonUnit, (int)m, (int)w,
-               K_BS(K_ONE), P, (int)st, P + w, (int)st);
-        if (Pu)
-            K_TRSM(CblasColMajor, CblasRight, CblasUpper, CblasTrans, CblasNonUnit, (int)m, (int)w, K_BS(K_ONE), P,
-                   (int)st, Pu + w, (int)st);
-    }
-    /* the interchanges: pivoted position p holds unpivoted column idx[p] */
     bool moved = false;
     if (kind != CANOPY_FACT_LLT) {
         for (cint i = 0; i < w; i++) idx[i] = i;
@@ -182,11 +176,7 @@ static void ksi_prepare(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR
         }
     }
     if (moved) {
-        /* columns of Lh and G (rows of G too for LDL^T) back to the unpivoted order */
-        for (cint p = 0; p < w; p++)
-            for (cint i = 0; i < m; i++) X[i + (size_t)idx[p] * m] = P[w + i + (size_t)p * st];
-        for (cint c = 0; c < w; c++)
-            for (cint i = 0; i < m; i++) P[w + i + (size_t)c * st] = X[i + (size_t)c * m];
+        /* G's columns (rows too for LDL^T) back to the unpivoted order, through T */
         for (cint p = 0; p < w; p++)
             for (cint q = 0; q < w; q++) {
                 cint r = kind == CANOPY_FACT_LDLT ? idx[q] : q;
@@ -194,6 +184,29 @@ static void ksi_prepare(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR
             }
         memcpy(G, T, (size_t)w * w * sizeof(SCALAR));
     }
+    return moved;
+}
+
+/* Rows i0..i1-1 of Lh = L(I, K) L_KK^-1 (and Uh^T = U(K, I)^T U_KK^-T) in place, their columns
+ * back in the unpivoted order when @p moved (through the same rows of X) */
+static void ksi_lh(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, const cint *idx, bool moved, cint i0,
+                   cint i1)
+{
+    const symbolic *S = F->S;
+    canopy_factorization kind = F->kind;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w, h = i1 - i0;
+    SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL, *X = ksi_x(F, k, work, 0);
+    if (h <= 0) return;
+    K_TRSM(CblasColMajor, CblasRight, CblasLower, CblasNoTrans, kind != CANOPY_FACT_LLT ? CblasUnit : CblasNonUnit,
+           (int)h, (int)w, K_BS(K_ONE), P, (int)st, P + w + i0, (int)st);
+    if (Pu)
+        K_TRSM(CblasColMajor, CblasRight, CblasUpper, CblasTrans, CblasNonUnit, (int)h, (int)w, K_BS(K_ONE), P, (int)st,
+               Pu + w + i0, (int)st);
+    if (!moved) return;
+    for (cint p = 0; p < w; p++)
+        for (cint i = i0; i < i1; i++) X[i + (size_t)idx[p] * m] = P[w + i + (size_t)p * st];
+    for (cint c = 0; c < w; c++)
+        for (cint i = i0; i < i1; i++) P[w + i + (size_t)c * st] = X[i + (size_t)c * m];
 }
 
 /* Rows i0..i1-1 (of I, 0..m-1) of out = -Z(I, I) Lh (side 0) or -Z(I, I)^T Uh^T (side 1), out of
@@ -239,18 +252,28 @@ static bool ksi_rows(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint 
     return true;
 }
 
-static void ksi_finish(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work)
+/* Columns c0..c1-1 of Z(K, K) = G - Lh^T X (LL^H: Lh^H X; LU: Uh X), in G */
+static void ksi_zkk(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint k, SCALAR *work, cint c0, cint c1)
 {
     const symbolic *S = F->S;
     canopy_factorization kind = F->kind;
     cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w;
-    SCALAR *P = Lx + F->coef[k], *Pu = kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
-    SCALAR *G = work + 2 * (size_t)w * w, *X = ksi_x(F, k, work, 0), *Y = ksi_x(F, k, work, 1);
-    /* Z(K, K) -= Lh^T X (LL^H: Lh^H X; LU: Uh X) */
-    if (m > 0)
-        K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)w, (int)m,
-               K_BS(K_MONE), Pu ? Pu + w : P + w, (int)st, X, (int)m, K_BS(K_ONE), G, (int)w);
-    for (cint c = 0; c < w; c++) {
+    const SCALAR *R = (kind == CANOPY_FACT_LU ? Ux : Lx) + F->coef[k] + w;
+    SCALAR *G = work + 2 * (size_t)w * w, *X = ksi_x(F, k, work, 0);
+    if (m > 0 && c1 > c0)
+        K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)(c1 - c0),
+               (int)m, K_BS(K_MONE), R, (int)st, X + (size_t)c0 * m, (int)m, K_BS(K_ONE), G + (size_t)c0 * w, (int)w);
+}
+
+/* Columns c0..c1-1 of Z(K, K), X (and Y) into the panels: once every column's ksi_zkk is done */
+static void ksi_store(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, const SCALAR *work, cint c0, cint c1)
+{
+    const symbolic *S = F->S;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w;
+    SCALAR *P = Lx + F->coef[k], *Pu = F->kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
+    const SCALAR *G = work + 2 * (size_t)w * w, *X = ksi_x(F, k, (SCALAR *)(uintptr_t)work, 0),
+                 *Y = ksi_x(F, k, (SCALAR *)(uintptr_t)work, 1);
+    for (cint c = c0; c < c1; c++) {
         memcpy(P + (size_t)c * st, G + (size_t)c * w, (size_t)w * sizeof(SCALAR));
         if (m > 0) memcpy(P + w + (size_t)c * st, X + (size_t)c * m, (size_t)m * sizeof(SCALAR));
         if (Pu && m > 0) memcpy(Pu + w + (size_t)c * st, Y + (size_t)c * m, (size_t)m * sizeof(SCALAR));
@@ -261,11 +284,12 @@ static void ksi_finish(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR 
 static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALAR *work, cint *idx)
 {
     const symbolic *S = F->S;
-    cint m = S->cblk_stride[k] - (S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-    ksi_prepare(F, Lx, Ux, k, work, idx);
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    ksi_lh(F, Lx, Ux, k, work, idx, ksi_diag(F, Lx, k, work, idx), 0, m);
     for (int side = 0; m > 0 && side < (F->kind == CANOPY_FACT_LU ? 2 : 1); side++)
         if (!ksi_rows(F, Lx, Ux, k, side, 0, m, ksi_x(F, k, work, side), ksi_gather_buf(F, k, work))) return false;
-    ksi_finish(F, Lx, Ux, k, work);
+    ksi_zkk(F, Lx, Ux, k, work, 0, w);
+    ksi_store(F, Lx, Ux, k, work, 0, w);
     return true;
 }
 
@@ -287,8 +311,95 @@ typedef struct kselinv {
     SCALAR *work; /* per thread */
     size_t wld;
     cint *idx;    /* per thread, max_width */
+    const unsigned char *top; /* one rank: the cblks run in pieces before the others (or NULL) */
     atomic_int failed;
 } kselinv;
+
+/*
+ * kselinv_cblk with its steps cut into pieces that the workers take in any order while the
+ * calling thread waits (the top of the tree on one rank, a cblk shared over ranks): rows of I for
+ * Lh and the products with Z(I, I), columns of K for Z(K, K) and the stores; the diagonal block's
+ * own inverse on the calling thread. The pieces are the same whoever runs them and each writes
+ * only its own rows or columns, so the calling thread alone gives the same bits.
+ */
+#define KSI_PIECE NUMERIC_SPLIT_PIECE /* 64 rows or columns */
+
+enum { KSI_LH, KSI_ROWS, KSI_ZKK, KSI_STORE };
+
+typedef struct ksipieces {
+    const numeric *F;
+    SCALAR *Lx, *Ux;
+    const kselinv *q;
+    SCALAR *work; /* the calling thread's workspace (G, X, Y) */
+    const cint *idx;
+    bool moved;
+    cint k, n; /* n: the rows (m) or columns (w) the step cuts */
+    int step, side, nt, npieces;
+    _Atomic int next;
+    atomic_int failed;
+} ksipieces;
+
+static void ksi_piece_worker(void *arg, int t)
+{
+    ksipieces *p = arg;
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        if (i >= p->npieces) return;
+        cint a = (cint)i * KSI_PIECE, b = a + KSI_PIECE < p->n ? a + KSI_PIECE : p->n;
+        if (p->step == KSI_LH) {
+            ksi_lh(p->F, p->Lx, p->Ux, p->k, p->work, p->idx, p->moved, a, b);
+        } else if (p->step == KSI_ROWS) {
+            /* a worker gathers into its own (idle) workspace, the calling thread into its own */
+            SCALAR *gb = t < p->nt ? p->q->work + (size_t)t * p->q->wld : ksi_gather_buf(p->F, p->k, p->work);
+            if (!ksi_rows(p->F, p->Lx, p->Ux, p->k, p->side, a, b, ksi_x(p->F, p->k, p->work, p->side), gb))
+                atomic_store(&p->failed, 1);
+        } else if (p->step == KSI_ZKK) {
+            ksi_zkk(p->F, p->Lx, p->Ux, p->k, p->work, a, b);
+        } else {
+            ksi_store(p->F, p->Lx, p->Ux, p->k, p->work, a, b);
+        }
+    }
+}
+
+/* one step, on the workers when it holds at least NUMERIC_SPLIT_MIN multiply-adds (@p madds);
+ * returns whether they ran it */
+static bool ksi_step(ksipieces *p, int step, cint n, double madds)
+{
+    sched_pool *pool = p->F->exec.pool;
+    double least = p->F->sol_split_min > 0 ? p->F->sol_split_min : NUMERIC_SPLIT_MIN;
+    p->step = step;
+    p->n = n;
+    p->npieces = (int)((n + KSI_PIECE - 1) / KSI_PIECE);
+    atomic_store(&p->next, 0);
+    bool split = pool != NULL && p->nt > 1 && p->npieces > 1 && madds >= least;
+    if (split) sched_pool_run_all(pool, ksi_piece_worker, p);
+    ksi_piece_worker(p, p->nt); /* what is left (all of it when the pool did not run) */
+    return split;
+}
+
+/* kselinv_cblk of cblk k in pieces; returns false outside the structure, *split + 1 when the
+ * workers ran pieces */
+static bool ksi_pieces(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, const kselinv *q, SCALAR *work, cint *idx,
+                       int64_t *split)
+{
+    const symbolic *S = F->S;
+    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
+    double mw = (double)m * (double)w;
+    ksipieces p = {.F = F, .Lx = Lx, .Ux = Ux, .q = q, .work = work, .idx = idx, .k = k,
+                   .nt = F->exec.pool != NULL ? sched_pool_threads(F->exec.pool) : 1};
+    atomic_init(&p.next, 0);
+    atomic_init(&p.failed, 0);
+    p.moved = ksi_diag(F, Lx, k, work, idx);
+    bool any = ksi_step(&p, KSI_LH, m, mw * (double)w);
+    for (int side = 0; m > 0 && side < (F->kind == CANOPY_FACT_LU ? 2 : 1); side++) {
+        p.side = side;
+        any = ksi_step(&p, KSI_ROWS, m, mw * (double)m) || any;
+    }
+    any = ksi_step(&p, KSI_ZKK, w, mw * (double)w) || any;
+    any = ksi_step(&p, KSI_STORE, w, mw) || any;
+    if (any && split) (*split)++;
+    return !atomic_load(&p.failed);
+}
 
 static int kselinv_task(void *ctx, int task, sched_worker *wk)
 {
@@ -300,17 +411,51 @@ static int kselinv_task(void *ctx, int task, sched_worker *wk)
     SCALAR *work = q->work + (size_t)t * q->wld;
     cint *idx = q->idx + (size_t)t * ((size_t)q->F->S->max_width + 1);
     for (cint k = d->cblk[task]; k >= d->first[task]; k--)
-        if (!kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) {
+        if (!q->top[k] && !kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) {
             atomic_store(&q->failed, 1);
             return 1;
         }
     return 0;
 }
 
+/*
+ * The top of the tree: the cblks whose subtree holds at least 1/KSI_TOP_SHARE of the inversion's
+ * flops (an ancestor-closed set). As tasks, each would run on one thread while the others wait
+ * for it (the separators of a 3D problem near the root are the largest blocks of all): they run
+ * one by one from the root down, each in pieces on every worker, before the rest of the tree runs
+ * as tasks. The set depends on the structure alone: any thread count gives the same bits.
+ */
+#define KSI_TOP_SHARE 64
+
+static unsigned char *ksi_top(const numeric *F, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    cint nc = S->ncblk;
+    unsigned char *top = canopy_calloc((size_t)nc + 1, 1, "selected inversion: the top of the tree", err);
+    double *sub = canopy_calloc((size_t)nc + 1, sizeof(double), "selected inversion: the top of the tree", err);
+    double total = 0;
+    for (cint k = 0; top && sub && k < nc; k++) { /* children before parents */
+        sub[k] += ksi_flops(F, k);
+        cint p = S->cblk_parent[k];
+        if (p > k && p < nc) sub[p] += sub[k];
+        else total += sub[k];
+    }
+    for (cint k = nc - 1; top && sub && k >= 0; k--) {
+        cint p = S->cblk_parent[k];
+        top[k] = sub[k] * KSI_TOP_SHARE >= total && (p <= k || p >= nc || top[p]);
+    }
+    canopy_free(sub);
+    if (!sub) {
+        canopy_free(top);
+        return NULL;
+    }
+    return top;
+}
+
 canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *flops, canopy_err *err)
 {
     const symbolic *S = F->S;
-    int nt = F->exec.pool != NULL && F->exec.solve != NULL ? sched_pool_threads(F->exec.pool) : 1;
+    int nt = F->exec.pool != NULL ? sched_pool_threads(F->exec.pool) : 1;
     size_t wld = 1;
     double fl = 0;
     for (cint k = 0; k < S->ncblk; k++) {
@@ -320,15 +465,30 @@ canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *f
     }
     size_t nw;
     wld = (wld + 63) / 64 * 64; /* every thread's workspace on the same alignment */
+    /* one workspace per worker, and the calling thread's (the top of the tree) */
     kselinv q = {.F = F, .Lx = Lx, .Ux = Ux, .wld = wld};
     atomic_init(&q.failed, 0);
-    q.work = canopy_mul_ok(wld, (size_t)nt, &nw) ? canopy_alloc(nw, sizeof(SCALAR), "selected inversion workspace", err)
-                                                  : NULL;
-    q.idx = canopy_alloc(((size_t)S->max_width + 1) * (size_t)nt, sizeof(cint), "selected inversion workspace", err);
+    q.work = canopy_mul_ok(wld, (size_t)nt + 1, &nw) ? canopy_alloc(nw, sizeof(SCALAR), "selected inversion workspace", err)
+                                                      : NULL;
+    q.idx = canopy_alloc(((size_t)S->max_width + 1) * ((size_t)nt + 1), sizeof(cint), "selected inversion workspace", err);
+    unsigned char *top = q.work && q.idx ? ksi_top(F, err) : NULL;
+    q.top = top;
+    SCALAR *work = q.work ? q.work + (size_t)nt * wld : NULL;
+    cint *idx = q.idx ? q.idx + (size_t)nt * ((size_t)S->max_width + 1) : NULL;
     canopy_status st = CANOPY_SUCCESS;
-    if (!q.work || !q.idx) {
+    F->sol_split = 0;
+    if (!q.work || !q.idx || !top)
         st = err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_NOMEM, "selected inversion workspace");
-    } else if (nt > 1) {
+    for (cint k = S->ncblk - 1; st == CANOPY_SUCCESS && k >= 0 && !atomic_load(&q.failed); k--) {
+        if (!top[k]) continue;
+        if (F->exec.stop && atomic_load_explicit(F->exec.stop, memory_order_relaxed))
+            st = canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_selinv: interrupted (canopy_interrupt)");
+        else if (!ksi_pieces(F, Lx, Ux, k, &q, work, idx, &F->sol_split))
+            atomic_store(&q.failed, 1);
+    }
+    if (st != CANOPY_SUCCESS || atomic_load(&q.failed)) {
+        /* reported below */
+    } else if (nt > 1 && F->exec.solve != NULL) {
         int result = 0;
         sched_run_stats rs = {0};
         st = sched_execute(F->exec.pool, F->exec.solve, F->exec.scheduler, kselinv_task, &q, &rs, &result, err);
@@ -338,10 +498,12 @@ canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *f
             st = CANOPY_ERR_INTERNAL;
     } else {
         for (cint k = S->ncblk - 1; k >= 0; k--)
-            if (F->exec.stop && atomic_load_explicit(F->exec.stop, memory_order_relaxed)) {
+            if (top[k]) {
+                continue;
+            } else if (F->exec.stop && atomic_load_explicit(F->exec.stop, memory_order_relaxed)) {
                 st = canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_selinv: interrupted (canopy_interrupt)");
                 break;
-            } else if (!kselinv_cblk(F, Lx, Ux, k, q.work, q.idx)) {
+            } else if (!kselinv_cblk(F, Lx, Ux, k, work, idx)) {
                 atomic_store(&q.failed, 1);
                 break;
             }
@@ -351,6 +513,7 @@ canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *f
                                                       "block structure (its closure property does not hold)");
     else if (st == CANOPY_ERR_INTERNAL && err && err->status == CANOPY_SUCCESS)
         st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "selected inversion: a task failed");
+    canopy_free(top);
     canopy_free(q.work);
     canopy_free(q.idx);
     if (flops) *flops = fl;
@@ -462,67 +625,6 @@ static void ksd_local(void *ctx, cint k, int t)
     if (!kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) atomic_store(&q->failed, 1);
 }
 
-/*
- * A shared cblk's products with Z(I, I) in pieces of KSD_PIECE rows of I that the rank's workers
- * take in any order (the calling thread has nothing else to do meanwhile). Each piece writes only
- * its rows and sums in a fixed order, and the calling thread alone runs the same pieces: the bits
- * do not depend on the number of threads.
- */
-#define KSD_PIECE NUMERIC_SPLIT_PIECE /* 64 rows */
-
-typedef struct ksdpieces {
-    const numeric *F;
-    const SCALAR *Lx, *Ux;
-    const kselinv *q;
-    SCALAR *out, *own_gb; /* the calling thread's gather buffer */
-    cint k, m;
-    int side, nt, npieces;
-    _Atomic int next;
-    atomic_int failed;
-} ksdpieces;
-
-static void ksd_piece_worker(void *arg, int t)
-{
-    ksdpieces *p = arg;
-    SCALAR *gb = t < p->nt ? p->q->work + (size_t)t * p->q->wld : p->own_gb;
-    for (;;) {
-        int i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-        if (i >= p->npieces) return;
-        cint i0 = (cint)i * KSD_PIECE, i1 = i0 + KSD_PIECE < p->m ? i0 + KSD_PIECE : p->m;
-        if (!ksi_rows(p->F, p->Lx, p->Ux, p->k, p->side, i0, i1, p->out, gb)) atomic_store(&p->failed, 1);
-    }
-}
-
-/* kselinv_cblk of a shared cblk on the calling thread, its products in pieces on the workers;
- * returns false outside the structure, *split + 1 when the workers ran pieces */
-static bool ksd_shared(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, const kselinv *q, SCALAR *work, cint *idx,
-                       int64_t *split)
-{
-    const symbolic *S = F->S;
-    cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
-    sched_pool *pool = F->exec.pool;
-    int nt = pool != NULL ? sched_pool_threads(pool) : 1;
-    double least = F->sol_split_min > 0 ? F->sol_split_min : NUMERIC_SPLIT_MIN;
-    bool ok = true;
-    ksi_prepare(F, Lx, Ux, k, work, idx);
-    for (int side = 0; m > 0 && side < (F->kind == CANOPY_FACT_LU ? 2 : 1); side++) {
-        ksdpieces p = {.F = F, .Lx = Lx, .Ux = Ux, .q = q, .out = ksi_x(F, k, work, side),
-                       .own_gb = ksi_gather_buf(F, k, work), .k = k, .m = m, .side = side, .nt = nt,
-                       .npieces = (int)((m + KSD_PIECE - 1) / KSD_PIECE)};
-        atomic_init(&p.next, 0);
-        atomic_init(&p.failed, 0);
-        if (pool != NULL && nt > 1 && p.npieces > 1 && (double)m * (double)m * (double)w >= least) {
-            sched_pool_run_all(pool, ksd_piece_worker, &p);
-            (*split)++;
-        } else {
-            ksd_piece_worker(&p, nt);
-        }
-        ok = ok && !atomic_load(&p.failed);
-    }
-    ksi_finish(F, Lx, Ux, k, work);
-    return ok;
-}
-
 static void ksd_progress(ksdop *ops, int *act, int *nact, int parts, int *failed, canopy_err *err)
 {
     for (int a = 0; a < *nact;) {
@@ -625,7 +727,7 @@ canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, doub
             while (o->active == 1 && !failed) ksd_progress(ops, act, &nact, parts, &failed, err);
         }
         if (failed || local[k]) continue; /* after the loop, on the workers */
-        if (!ksd_shared(F, Lx, Ux, k, &q, work, idx, &F->sol_split)) atomic_store(&q.failed, 1);
+        if (!ksi_pieces(F, Lx, Ux, k, &q, work, idx, &F->sol_split)) atomic_store(&q.failed, 1);
         int i = F->sol_op[k];
         if (i >= 0) {
             for (int pt = 0; pt < parts && !failed; pt++) {

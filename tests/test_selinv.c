@@ -75,6 +75,9 @@ static canopy_solver *factorized(const canopy_csc *A, const char *fact, int thre
     return s;
 }
 
+/* cblks whose pieces the workers ran, over the checks (some must have) */
+static long long pieces_on_workers;
+
 /* every check of one matrix and factorization */
 static void check_against_dense(const char *name, const canopy_csc *A, const char *fact, double tol)
 {
@@ -92,7 +95,10 @@ static void check_against_dense(const char *name, const canopy_csc *A, const cha
         sched_pool *pool = s->F.exec.pool;
         ck_assert_ptr_nonnull(pool);
         if (run == 0) s->F.exec.pool = NULL;
+        /* the workers take the pieces of every cblk at the top of the tree, however small */
+        if (run == 1) s->F.sol_split_min = 1;
         canopy_status st = canopy_selinv(s, CANOPY_SELINV_PATTERN, &rq);
+        if (run == 1) pieces_on_workers += s->F.sol_split;
         s->F.exec.pool = pool;
         ck_assert_msg(st == CANOPY_SUCCESS, "%s %s: pattern: %s", name, fact, canopy_last_error(s));
         ck_assert_int_eq(rq.perturbed_pivots, 0); /* else the entries are of another matrix's inverse */
@@ -206,6 +212,13 @@ START_TEST(real_kinds)
     check_against_dense("laplacian 7x6x5", &A, "ldlt", 1e-12);
     check_against_dense("laplacian 7x6x5", &A, "lu", 1e-12);
     canopy_csc_free(&A);
+    /* separators wider than a piece: the top of the tree ran in pieces on the workers, with the
+     * same bits as the calling thread */
+    ck_assert_int_eq(canopy_generate_laplacian(12, 11, 10, 7, &A), CANOPY_SUCCESS);
+    check_against_dense("laplacian 12x11x10", &A, "ldlt", 1e-12);
+    canopy_csc_free(&A);
+    printf("%lld cblks in pieces on the workers\n", pieces_on_workers);
+    ck_assert_int_gt(pieces_on_workers, 0);
     shifted_laplacian(15, 14, 3.3, &A);
     check_against_dense("laplacian 15x14 - 3.3 I", &A, "ldlt", 1e-10);
     check_against_dense("laplacian 15x14 - 3.3 I", &A, "lu", 1e-10);
