@@ -252,7 +252,11 @@ static bool ksi_rows(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint 
     return true;
 }
 
-/* Columns c0..c1-1 of Z(K, K) = G - Lh^T X (LL^H: Lh^H X; LU: Uh X), in G */
+#define KSI_ZKK_BLOCK 64 /* columns of Z(K, K) per product: a symmetric one takes its lower part */
+
+/* Columns c0..c1-1 of Z(K, K) = G - Lh^T X (LL^H: Lh^H X; LU: Uh X), in G. Z(K, K) of LL^T
+ * (LL^H) and LDL^T is symmetric (Hermitian): only rows from each block of columns down, half the
+ * product, and ksi_store mirrors them. */
 static void ksi_zkk(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint k, SCALAR *work, cint c0, cint c1)
 {
     const symbolic *S = F->S;
@@ -260,9 +264,18 @@ static void ksi_zkk(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint k
     cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k], m = st - w;
     const SCALAR *R = (kind == CANOPY_FACT_LU ? Ux : Lx) + F->coef[k] + w;
     SCALAR *G = work + 2 * (size_t)w * w, *X = ksi_x(F, k, work, 0);
-    if (m > 0 && c1 > c0)
-        K_GEMM(CblasColMajor, kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans, CblasNoTrans, (int)w, (int)(c1 - c0),
-               (int)m, K_BS(K_MONE), R, (int)st, X + (size_t)c0 * m, (int)m, K_BS(K_ONE), G + (size_t)c0 * w, (int)w);
+    CBLAS_TRANSPOSE ta = kind == CANOPY_FACT_LLT ? K_TRANS_H : CblasTrans;
+    if (m <= 0 || c1 <= c0) return;
+    if (kind == CANOPY_FACT_LU) {
+        K_GEMM(CblasColMajor, ta, CblasNoTrans, (int)w, (int)(c1 - c0), (int)m, K_BS(K_MONE), R, (int)st,
+               X + (size_t)c0 * m, (int)m, K_BS(K_ONE), G + (size_t)c0 * w, (int)w);
+        return;
+    }
+    for (cint b = c0; b < c1; b += KSI_ZKK_BLOCK) {
+        cint h = c1 - b < KSI_ZKK_BLOCK ? c1 - b : KSI_ZKK_BLOCK;
+        K_GEMM(CblasColMajor, ta, CblasNoTrans, (int)(w - b), (int)h, (int)m, K_BS(K_MONE), R + (size_t)b * st,
+               (int)st, X + (size_t)b * m, (int)m, K_BS(K_ONE), G + b + (size_t)b * w, (int)w);
+    }
 }
 
 /* Columns c0..c1-1 of Z(K, K), X (and Y) into the panels: once every column's ksi_zkk is done */
@@ -273,8 +286,15 @@ static void ksi_store(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, const SC
     SCALAR *P = Lx + F->coef[k], *Pu = F->kind == CANOPY_FACT_LU ? Ux + F->coef[k] : NULL;
     const SCALAR *G = work + 2 * (size_t)w * w, *X = ksi_x(F, k, (SCALAR *)(uintptr_t)work, 0),
                  *Y = ksi_x(F, k, (SCALAR *)(uintptr_t)work, 1);
+    bool lower = F->kind != CANOPY_FACT_LU; /* ksi_zkk's lower part, mirrored */
     for (cint c = c0; c < c1; c++) {
-        memcpy(P + (size_t)c * st, G + (size_t)c * w, (size_t)w * sizeof(SCALAR));
+        if (lower) {
+            for (cint r = 0; r < c; r++) P[r + (size_t)c * st] = F->kind == CANOPY_FACT_LLT ? K_CONJ(G[c + (size_t)r * w])
+                                                                                            : G[c + (size_t)r * w];
+            memcpy(P + c + (size_t)c * st, G + c + (size_t)c * w, (size_t)(w - c) * sizeof(SCALAR));
+        } else {
+            memcpy(P + (size_t)c * st, G + (size_t)c * w, (size_t)w * sizeof(SCALAR));
+        }
         if (m > 0) memcpy(P + w + (size_t)c * st, X + (size_t)c * m, (size_t)m * sizeof(SCALAR));
         if (Pu && m > 0) memcpy(Pu + w + (size_t)c * st, Y + (size_t)c * m, (size_t)m * sizeof(SCALAR));
     }
@@ -301,7 +321,10 @@ static double ksi_flops(const numeric *F, cint k)
     double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (double)S->cblk_stride[k] - w;
     double lu = F->kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     double inv = F->kind == CANOPY_FACT_LLT ? 2.0 / 3.0 : F->kind == CANOPY_FACT_LDLT ? 4.0 / 3.0 : 5.0 / 3.0;
-    double f = w * w * w * inv + lu * (m * w * w + 2.0 * m * m * w) + 2.0 * m * w * w;
+    /* Z(K, K)'s update: the lower part in blocks of KSI_ZKK_BLOCK columns unless LU */
+    double zb = KSI_ZKK_BLOCK < w ? KSI_ZKK_BLOCK : w;
+    double zkk = F->kind == CANOPY_FACT_LU ? 2.0 * m * w * w : m * w * (w + zb);
+    double f = w * w * w * inv + lu * (m * w * w + 2.0 * m * m * w) + zkk;
     return f * (sizeof(SCALAR) > sizeof(double) ? 4.0 : 1.0);
 }
 
@@ -322,7 +345,8 @@ typedef struct kselinv {
  * own inverse on the calling thread. The pieces are the same whoever runs them and each writes
  * only its own rows or columns, so the calling thread alone gives the same bits.
  */
-#define KSI_PIECE NUMERIC_SPLIT_PIECE /* 64 rows or columns */
+#define KSI_PIECE NUMERIC_SPLIT_PIECE /* 64 rows or columns, or a multiple of them: */
+#define KSI_PIECES 32                 /* at most this many pieces per step (each repacks operands) */
 
 enum { KSI_LH, KSI_ROWS, KSI_ZKK, KSI_STORE };
 
@@ -333,7 +357,7 @@ typedef struct ksipieces {
     SCALAR *work; /* the calling thread's workspace (G, X, Y) */
     const cint *idx;
     bool moved;
-    cint k, n; /* n: the rows (m) or columns (w) the step cuts */
+    cint k, n, piece; /* n: the rows (m) or columns (w) the step cuts, into pieces of @p piece */
     int step, side, nt, npieces;
     _Atomic int next;
     atomic_int failed;
@@ -345,7 +369,7 @@ static void ksi_piece_worker(void *arg, int t)
     for (;;) {
         int i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
         if (i >= p->npieces) return;
-        cint a = (cint)i * KSI_PIECE, b = a + KSI_PIECE < p->n ? a + KSI_PIECE : p->n;
+        cint a = (cint)i * p->piece, b = a + p->piece < p->n ? a + p->piece : p->n;
         if (p->step == KSI_LH) {
             ksi_lh(p->F, p->Lx, p->Ux, p->k, p->work, p->idx, p->moved, a, b);
         } else if (p->step == KSI_ROWS) {
@@ -369,7 +393,10 @@ static bool ksi_step(ksipieces *p, int step, cint n, double madds)
     double least = p->F->sol_split_min > 0 ? p->F->sol_split_min : NUMERIC_SPLIT_MIN;
     p->step = step;
     p->n = n;
-    p->npieces = (int)((n + KSI_PIECE - 1) / KSI_PIECE);
+    /* the size depends on n alone: so do the bits */
+    p->piece = KSI_PIECE;
+    while (n > p->piece * (cint)KSI_PIECES) p->piece += KSI_PIECE;
+    p->npieces = (int)((n + p->piece - 1) / p->piece);
     atomic_store(&p->next, 0);
     bool split = pool != NULL && p->nt > 1 && p->npieces > 1 && madds >= least;
     if (split) sched_pool_run_all(pool, ksi_piece_worker, p);

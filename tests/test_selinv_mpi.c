@@ -356,8 +356,8 @@ static void check_faults(void)
     canopy_csc_free(&A);
 }
 
-/* the same factors inverted twice: the workers hidden, then with them (even small shared cblks cut
- * into pieces); the same bits */
+/* the same factors inverted twice: the workers hidden, then with them (even small cblks cut into
+ * pieces, shared ones or those at the top of the tree); the same bits */
 static void check_pieces(const char *name, const canopy_csc *A, const char *fact)
 {
     canopy_solver *s = factorized(A, fact, 3, "shifted", "separate", NULL);
@@ -383,8 +383,9 @@ static void check_pieces(const char *name, const canopy_csc *A, const char *fact
     int cx = s->arith == CANOPY_COMPLEX;
     if (rank == 0 && memcmp(d[0], d[1], (size_t)n * (cx ? 2 : 1) * sizeof(double)) != 0)
         fail("%s %s: the workers give other bits than the calling thread alone", name, fact);
-    if (size > 1 && split == 0) fail("%s %s: no shared column block ran in pieces on the workers", name, fact);
-    if (rank == 0) printf("%-22s %-4s %d x 3: shared column blocks in pieces on the workers: %lld, same bits\n", name, fact, size, split);
+    /* the shared cblks over several ranks, the top of the tree on one */
+    if (split == 0) fail("%s %s: no column block ran in pieces on the workers", name, fact);
+    if (rank == 0) printf("%-22s %-4s %d x 3: column blocks in pieces on the workers: %lld, same bits\n", name, fact, size, split);
     free(d[0]);
     free(d[1]);
     canopy_destroy(&s);
