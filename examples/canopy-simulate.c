@@ -309,7 +309,12 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_spread("solve_bytes", &r->solve_bytes);
     json_spread("selinv_msgs", &r->selinv_msgs);
     json_spread("selinv_bytes", &r->selinv_bytes);
-    json_num("solve_rhs_bytes", r->solve_rhs_bytes, 1);
+    json_num("solve_rhs_bytes", r->solve_rhs_bytes, 0);
+    json_num("selinv_flops", r->selinv.flops, 0);
+    json_num("selinv_top_share", r->selinv.top_share, 0);
+    printf("\"selinv_top_cblks\": %lld, ", (long long)r->selinv.top_cblks);
+    json_num("selinv_serial_share", r->selinv.serial_share, 0);
+    json_num("selinv_task_serial_share", r->selinv.task_serial_share, 1);
     printf("}\n");
 }
 
@@ -368,6 +373,15 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     printf("  right-hand side broadcast and solution gather: %.4g GB\n", r->solve_rhs_bytes * 1e-9);
     print_spread("selected inversion messages sent", &r->selinv_msgs, 1, "");
     print_spread("selected inversion bytes sent (panel broadcasts)", &r->selinv_bytes, 1e-9, "GB");
+    /* one rank's threads: Amdahl's law over what no thread count shortens */
+    const numeric_selinv_profile *v = &r->selinv;
+    double T = r->threads, now = 1 / (v->serial_share + (1 - v->serial_share) / T);
+    double tasks = v->task_serial_share > 0 ? fmin(T, 1 / v->task_serial_share) : T;
+    printf("selected inversion (one rank): %.4g GFlop; the top of the tree %lld column blocks, %.1f%% of the flops, "
+           "in pieces on every thread; unshortened by threads %.2f%% (%.1f%% if the top ran as tasks): speedup at "
+           "most %.1f on %d threads (%.1f as tasks)\n",
+           v->flops * 1e-9, (long long)v->top_cblks, 100 * v->top_share, 100 * v->serial_share,
+           100 * v->task_serial_share, now, r->threads, tasks);
 }
 
 int main(int argc, char **argv)

@@ -252,7 +252,7 @@ static bool ksi_rows(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, cint 
     return true;
 }
 
-#define KSI_ZKK_BLOCK 64 /* columns of Z(K, K) per product: a symmetric one takes its lower part */
+#define KSI_ZKK_BLOCK NUMERIC_SELINV_ZKK_BLOCK /* columns per product of a symmetric Z(K, K) */
 
 /* Columns c0..c1-1 of Z(K, K) = G - Lh^T X (LL^H: Lh^H X; LU: Uh X), in G. Z(K, K) of LL^T
  * (LL^H) and LDL^T is symmetric (Hermitian): only rows from each block of columns down, half the
@@ -313,19 +313,12 @@ static bool kselinv_cblk(const numeric *F, SCALAR *Lx, SCALAR *Ux, cint k, SCALA
     return true;
 }
 
-/* flops of kselinv_cblk for cblk k (real multiply-adds x 2; complex x 4 more): the diagonal
- * block's inverse, the TRSMs of Lh (and Uh), the products with Z(I, I), Z(K, K)'s update */
+/* flops of kselinv_cblk for cblk k */
 static double ksi_flops(const numeric *F, cint k)
 {
     const symbolic *S = F->S;
-    double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), m = (double)S->cblk_stride[k] - w;
-    double lu = F->kind == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double inv = F->kind == CANOPY_FACT_LLT ? 2.0 / 3.0 : F->kind == CANOPY_FACT_LDLT ? 4.0 / 3.0 : 5.0 / 3.0;
-    /* Z(K, K)'s update: the lower part in blocks of KSI_ZKK_BLOCK columns unless LU */
-    double zb = KSI_ZKK_BLOCK < w ? KSI_ZKK_BLOCK : w;
-    double zkk = F->kind == CANOPY_FACT_LU ? 2.0 * m * w * w : m * w * (w + zb);
-    double f = w * w * w * inv + lu * (m * w * w + 2.0 * m * m * w) + zkk;
-    return f * (sizeof(SCALAR) > sizeof(double) ? 4.0 : 1.0);
+    double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    return numeric_selinv_cblk_flops(F->kind, sizeof(SCALAR) > sizeof(double), w, (double)S->cblk_stride[k] - w);
 }
 
 typedef struct kselinv {
@@ -446,33 +439,17 @@ static int kselinv_task(void *ctx, int task, sched_worker *wk)
 }
 
 /*
- * The top of the tree: the cblks whose subtree holds at least 1/KSI_TOP_SHARE of the inversion's
- * flops (an ancestor-closed set). As tasks, each would run on one thread while the others wait
- * for it (the separators of a 3D problem near the root are the largest blocks of all): they run
- * one by one from the root down, each in pieces on every worker, before the rest of the tree runs
- * as tasks. The set depends on the structure alone: any thread count gives the same bits.
+ * One rank: the top of the tree (numeric_selinv_top: the cblks whose subtree holds at least 1/64
+ * of the flops). As tasks, each would run on one thread while the others wait for it (the
+ * separators of a 3D problem near the root are the largest blocks of all, and the chain from the
+ * root down is a third of its flops): they run one by one from the root down, each in pieces on
+ * every worker, before the rest of the tree runs as tasks. The set depends on the structure
+ * alone: any thread count gives the same bits.
  */
-#define KSI_TOP_SHARE 64
-
 static unsigned char *ksi_top(const numeric *F, canopy_err *err)
 {
-    const symbolic *S = F->S;
-    cint nc = S->ncblk;
-    unsigned char *top = canopy_calloc((size_t)nc + 1, 1, "selected inversion: the top of the tree", err);
-    double *sub = canopy_calloc((size_t)nc + 1, sizeof(double), "selected inversion: the top of the tree", err);
-    double total = 0;
-    for (cint k = 0; top && sub && k < nc; k++) { /* children before parents */
-        sub[k] += ksi_flops(F, k);
-        cint p = S->cblk_parent[k];
-        if (p > k && p < nc) sub[p] += sub[k];
-        else total += sub[k];
-    }
-    for (cint k = nc - 1; top && sub && k >= 0; k--) {
-        cint p = S->cblk_parent[k];
-        top[k] = sub[k] * KSI_TOP_SHARE >= total && (p <= k || p >= nc || top[p]);
-    }
-    canopy_free(sub);
-    if (!sub) {
+    unsigned char *top = canopy_calloc((size_t)F->S->ncblk + 1, 1, "selected inversion: the top of the tree", err);
+    if (top && numeric_selinv_top(F->S, F->kind, sizeof(SCALAR) > sizeof(double), top, NULL, err) != CANOPY_SUCCESS) {
         canopy_free(top);
         return NULL;
     }

@@ -219,6 +219,30 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
  */
 canopy_status numeric_solve_dist(numeric *F, cint nrhs, void *b, canopy_err *err);
 
+/* The selected inversion's structure (src/selinv.c), shared by its kernels and the prediction. */
+#define NUMERIC_SELINV_ZKK_BLOCK 64 /* columns of a symmetric Z(K, K) per product (its lower part) */
+#define NUMERIC_SELINV_TOP_SHARE 64 /* the top of the tree: subtrees with >= 1/64 of the flops */
+
+/** Flops of the inversion of one cblk of @p w columns and @p m off-diagonal rows (complex: x 4). */
+double numeric_selinv_cblk_flops(canopy_factorization kind, bool cx, double w, double m);
+
+typedef struct numeric_selinv_profile {
+    double flops;        /**< the whole inversion's */
+    double top_share;    /**< share of them in the cblks at the top of the tree */
+    int64_t top_cblks;   /**< how many those are */
+    double serial_share; /**< share no thread count shortens: the top's diagonal-block inverses and
+                              the longest chain of cblks below the top (a task each) */
+    double task_serial_share; /**< the same with the top as tasks too: the longest chain of all */
+} numeric_selinv_profile;
+
+/**
+ * The top of the tree (an ancestor-closed set of cblks, set to 1 in @p top[ncblk]): the cblks
+ * whose subtree holds at least 1/NUMERIC_SELINV_TOP_SHARE of the flops. They run one by one, in
+ * pieces on every thread (kselinv_template.c). @p top or @p prof may be NULL.
+ */
+canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, bool cx, unsigned char *top,
+                                 numeric_selinv_profile *prof, canopy_err *err);
+
 /**
  * The selected inversion over several ranks, collective, over @p Lx / @p Ux (F->L / F->U or
  * copies of them, fan-in buffers included): this rank's cblks of Z (kselinv_template.c). @p flops

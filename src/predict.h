@@ -58,6 +58,8 @@ typedef struct predict_report {
     predict_spread selinv_msgs, selinv_bytes; /**< messages and bytes each rank sends in the selected
                                                    inversion's panel broadcasts (canopy_selinv) */
     double solve_rhs_bytes;    /**< right-hand side broadcast and solution gather (whole vectors) */
+    numeric_selinv_profile selinv; /**< the selected inversion's structure on one rank: the top of the
+                                        tree in pieces, and what no thread count shortens */
 } predict_report;
 
 /**

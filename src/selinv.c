@@ -340,3 +340,71 @@ canopy_status api_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selin
                             F->perturbed);
     return st;
 }
+
+/* ---- the structure of the inversion ------------------------------------------------------- */
+
+double numeric_selinv_cblk_flops(canopy_factorization kind, bool cx, double w, double m)
+{
+    /* the diagonal block's inverse (POTRI; TRTRI and TRMM), Lh's (and Uh's) TRSM, the products
+     * with Z(I, I), Z(K, K)'s update (the lower part in blocks of columns unless LU) */
+    double lu = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    double inv = kind == CANOPY_FACT_LLT ? 2.0 / 3.0 : kind == CANOPY_FACT_LDLT ? 4.0 / 3.0 : 5.0 / 3.0;
+    double zb = NUMERIC_SELINV_ZKK_BLOCK < w ? NUMERIC_SELINV_ZKK_BLOCK : w;
+    double zkk = kind == CANOPY_FACT_LU ? 2.0 * m * w * w : m * w * (w + zb);
+    double f = w * w * w * inv + lu * (m * w * w + 2.0 * m * m * w) + zkk;
+    return cx ? 4.0 * f : f;
+}
+
+canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, bool cx, unsigned char *top,
+                                 numeric_selinv_profile *prof, canopy_err *err)
+{
+    cint nc = S->ncblk;
+    double *v = canopy_calloc(3 * ((size_t)nc + 1), sizeof(double), "selected inversion: the top of the tree", err);
+    unsigned char *mine = top ? NULL : canopy_calloc((size_t)nc + 1, 1, "selected inversion: the top of the tree", err);
+    if (!v || (!top && !mine)) {
+        canopy_free(v);
+        canopy_free(mine);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    if (!top) top = mine;
+    double *sub = v, *own = v + nc + 1, *chain = v + 2 * ((size_t)nc + 1), total = 0;
+    for (cint k = 0; k < nc; k++) { /* children before parents */
+        double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        own[k] = numeric_selinv_cblk_flops(kind, cx, w, (double)S->cblk_stride[k] - w);
+        sub[k] += own[k];
+        cint p = S->cblk_parent[k];
+        if (p > k && p < nc) sub[p] += sub[k];
+        else total += sub[k];
+    }
+    numeric_selinv_profile pr = {.flops = total};
+    double serial_top = 0, below = 0, all = 0;
+    for (cint k = nc - 1; k >= 0; k--) { /* parents before children */
+        cint p = S->cblk_parent[k];
+        bool root = p <= k || p >= nc;
+        top[k] = sub[k] * NUMERIC_SELINV_TOP_SHARE >= total && (root || top[p]);
+        chain[k] = own[k] + (root ? 0 : chain[p]);
+        if (chain[k] > all) all = chain[k];
+        if (top[k]) {
+            double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+            pr.top_share += own[k];
+            pr.top_cblks++;
+            serial_top += numeric_selinv_cblk_flops(kind, cx, w, 0); /* its diagonal block's inverse */
+        }
+    }
+    /* the longest chain of cblks below the top (the top's own not counted) */
+    for (cint k = nc - 1; k >= 0; k--) {
+        cint p = S->cblk_parent[k];
+        bool root = p <= k || p >= nc;
+        chain[k] = top[k] ? 0 : own[k] + (root ? 0 : chain[p]);
+        if (chain[k] > below) below = chain[k];
+    }
+    if (total > 0) {
+        pr.top_share /= total;
+        pr.serial_share = (serial_top + below) / total;
+        pr.task_serial_share = all / total;
+    }
+    if (prof) *prof = pr;
+    canopy_free(v);
+    canopy_free(mine);
+    return CANOPY_SUCCESS;
+}

@@ -325,6 +325,60 @@ START_TEST(perturbed_pivots)
 }
 END_TEST
 
+/* The top of the tree (numeric_selinv_top) against subtree sums found independently (each cblk's
+ * flops added to every ancestor by walking up its parents), its profile's figures, and the
+ * inversion's flops in the statistics. */
+START_TEST(top_of_the_tree)
+{
+    canopy_csc A = {0};
+    ck_assert_int_eq(canopy_generate_laplacian(20, 19, 18, 7, &A), CANOPY_SUCCESS);
+    canopy_solver *s = factorized(&A, "llt", 2, "separate", NULL);
+    const symbolic *S = &s->S;
+    cint nc = S->ncblk;
+    unsigned char *top = calloc((size_t)nc, 1);
+    double *own = calloc((size_t)nc, sizeof(double)), *sub = calloc((size_t)nc, sizeof(double)), total = 0;
+    numeric_selinv_profile pr;
+    ck_assert_int_eq(numeric_selinv_top(S, s->F.kind, false, top, &pr, NULL), CANOPY_SUCCESS);
+    for (cint k = 0; k < nc; k++) {
+        double w = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
+        own[k] = numeric_selinv_cblk_flops(s->F.kind, false, w, S->cblk_stride[k] - w);
+        total += own[k];
+        for (cint a = k; a >= 0; a = S->cblk_parent[a]) sub[a] += own[k];
+    }
+    double in_top = 0, chain_all = 0;
+    int64_t count = 0;
+    for (cint k = 0; k < nc; k++) {
+        bool ancestors = true;
+        double chain = 0;
+        for (cint a = S->cblk_parent[k]; a >= 0; a = S->cblk_parent[a]) ancestors = ancestors && top[a];
+        for (cint a = k; a >= 0; a = S->cblk_parent[a]) chain += own[a];
+        chain_all = fmax(chain_all, chain);
+        ck_assert_int_eq(top[k], sub[k] * NUMERIC_SELINV_TOP_SHARE >= total && ancestors);
+        if (top[k]) in_top += own[k], count++;
+    }
+    ck_assert_double_eq_tol(pr.flops, total, 1e-9 * total);
+    ck_assert_double_eq_tol(pr.top_share, in_top / total, 1e-12);
+    ck_assert_int_eq(pr.top_cblks, count);
+    ck_assert_double_eq_tol(pr.task_serial_share, chain_all / total, 1e-12);
+    ck_assert(pr.serial_share > 0 && pr.serial_share < pr.task_serial_share);
+    ck_assert(pr.top_share > 0.5); /* a 3D problem: most of the work near the root */
+    /* the statistics count the same flops */
+    double *d = malloc((size_t)A.n * sizeof *d);
+    ck_assert_int_eq(canopy_selinv(s, CANOPY_SELINV_DIAG, &(canopy_selinv_request){.diag = d}), CANOPY_SUCCESS);
+    canopy_stats st;
+    canopy_get_stats(s, &st);
+    ck_assert_double_eq_tol(st.flops_selinv, total, 1e-9 * total);
+    printf("laplacian 20x19x18: top of the tree %lld of %d cblks, %.1f%% of the flops; unshortened %.2f%% (as tasks %.1f%%)\n",
+           (long long)pr.top_cblks, (int)nc, 100 * pr.top_share, 100 * pr.serial_share, 100 * pr.task_serial_share);
+    free(d);
+    free(top);
+    free(own);
+    free(sub);
+    canopy_destroy(&s);
+    canopy_csc_free(&A);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -336,6 +390,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, complex_kinds);
     tcase_add_test(tc, inplace_and_phases);
     tcase_add_test(tc, perturbed_pivots);
+    tcase_add_test(tc, top_of_the_tree);
     suite_add_tcase(s, tc);
     int rc = testutil_run(s);
     MPI_Finalize();
