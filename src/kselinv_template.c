@@ -446,10 +446,10 @@ static int kselinv_task(void *ctx, int task, sched_worker *wk)
  * every worker, before the rest of the tree runs as tasks. The set depends on the structure
  * alone: any thread count gives the same bits.
  */
-static unsigned char *ksi_top(const numeric *F, canopy_err *err)
+static unsigned char *ksi_top(const numeric *F, const unsigned char *among, canopy_err *err)
 {
     unsigned char *top = canopy_calloc((size_t)F->S->ncblk + 1, 1, "selected inversion: the top of the tree", err);
-    if (top && numeric_selinv_top(F->S, F->kind, sizeof(SCALAR) > sizeof(double), top, NULL, err) != CANOPY_SUCCESS) {
+    if (top && numeric_selinv_top(F->S, F->kind, sizeof(SCALAR) > sizeof(double), among, top, NULL, err) != CANOPY_SUCCESS) {
         canopy_free(top);
         return NULL;
     }
@@ -475,7 +475,7 @@ canopy_status KSFX(numeric_selinv)(numeric *F, SCALAR *Lx, SCALAR *Ux, double *f
     q.work = canopy_mul_ok(wld, (size_t)nt + 1, &nw) ? canopy_alloc(nw, sizeof(SCALAR), "selected inversion workspace", err)
                                                       : NULL;
     q.idx = canopy_alloc(((size_t)S->max_width + 1) * ((size_t)nt + 1), sizeof(cint), "selected inversion workspace", err);
-    unsigned char *top = q.work && q.idx ? ksi_top(F, err) : NULL;
+    unsigned char *top = q.work && q.idx ? ksi_top(F, NULL, err) : NULL;
     q.top = top;
     SCALAR *work = q.work ? q.work + (size_t)nt * wld : NULL;
     cint *idx = q.idx ? q.idx + (size_t)nt * ((size_t)S->max_width + 1) : NULL;
@@ -626,6 +626,7 @@ static void ksd_local(void *ctx, cint k, int t)
     kselinv *q = ctx;
     SCALAR *work = q->work + (size_t)t * q->wld;
     cint *idx = q->idx + (size_t)t * ((size_t)q->F->S->max_width + 1);
+    if (q->top[k]) return; /* done in pieces */
     if (!kselinv_cblk(q->F, q->Lx, q->Ux, k, work, idx)) atomic_store(&q->failed, 1);
 }
 
@@ -687,6 +688,10 @@ canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, doub
                            ? CANOPY_SUCCESS
                            : (err && err->status ? err->status : canopy_err_set(err, CANOPY_ERR_NOMEM, "selected inversion"));
     for (cint x = 0; local && x < F->sol_nlocal; x++) local[F->sol_local[x]] = 1;
+    /* the top of the rank's own subtrees, as the top of the tree on one rank */
+    unsigned char *ltop = st == CANOPY_SUCCESS ? ksi_top(F, local, err) : NULL;
+    if (st == CANOPY_SUCCESS && !ltop) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    q.top = ltop;
     for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
         cint j = F->sol_cblk[i];
         const int *mem = F->sol_members + F->sol_mptr[i];
@@ -750,7 +755,9 @@ canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, doub
         ksd_progress(ops, act, &nact, parts, &failed, err);
     }
     while (nact > 0 && !failed) ksd_progress(ops, act, &nact, parts, &failed, err);
-    /* every panel the own subtrees face is final now */
+    /* every panel the own subtrees face is final now: their top in pieces, then the rest as tasks */
+    for (cint k = nc - 1; k >= 0 && !failed; k--)
+        if (ltop[k] && !ksi_pieces(F, Lx, Ux, k, &q, work, idx, &F->sol_split)) atomic_store(&q.failed, 1);
     if (!failed) {
         lq.cblk_fn = ksd_local;
         lq.fn_ctx = &q;
@@ -766,6 +773,7 @@ out:
     canopy_free(ops);
     canopy_free(act);
     canopy_free(local);
+    canopy_free(ltop);
     kdl_free(&lq);
     canopy_free(q.work);
     canopy_free(q.idx);

@@ -238,10 +238,11 @@ typedef struct numeric_selinv_profile {
 /**
  * The top of the tree (an ancestor-closed set of cblks, set to 1 in @p top[ncblk]): the cblks
  * whose subtree holds at least 1/NUMERIC_SELINV_TOP_SHARE of the flops. They run one by one, in
- * pieces on every thread (kselinv_template.c). @p top or @p prof may be NULL.
+ * pieces on every thread (kselinv_template.c). @p among (NULL: all) restricts it to a forest of
+ * the tree, a rank's own subtrees: their flops, their roots. @p top or @p prof may be NULL.
  */
-canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, bool cx, unsigned char *top,
-                                 numeric_selinv_profile *prof, canopy_err *err);
+canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, bool cx, const unsigned char *among,
+                                 unsigned char *top, numeric_selinv_profile *prof, canopy_err *err);
 
 /**
  * The selected inversion over several ranks, collective, over @p Lx / @p Ux (F->L / F->U or

@@ -398,7 +398,7 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     }
     canopy_free(pairs);
     canopy_free(hop);
-    if (st == CANOPY_SUCCESS) st = numeric_selinv_top(&s->S, s->fact, cplx, NULL, &r->selinv, &s->err);
+    if (st == CANOPY_SUCCESS) st = numeric_selinv_top(&s->S, s->fact, cplx, NULL, NULL, &r->selinv, &s->err);
     if (st == CANOPY_SUCCESS && o->trace && o->trace[0]) st = write_trace(s, &P, o->trace);
     sched_plan_free(&P);
     if (st != CANOPY_SUCCESS) predict_report_free(r);

@@ -355,8 +355,8 @@ double numeric_selinv_cblk_flops(canopy_factorization kind, bool cx, double w, d
     return cx ? 4.0 * f : f;
 }
 
-canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, bool cx, unsigned char *top,
-                                 numeric_selinv_profile *prof, canopy_err *err)
+canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, bool cx, const unsigned char *among,
+                                 unsigned char *top, numeric_selinv_profile *prof, canopy_err *err)
 {
     cint nc = S->ncblk;
     double *v = canopy_calloc(3 * ((size_t)nc + 1), sizeof(double), "selected inversion: the top of the tree", err);
@@ -368,19 +368,24 @@ canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, b
     }
     if (!top) top = mine;
     double *sub = v, *own = v + nc + 1, *chain = v + 2 * ((size_t)nc + 1), total = 0;
+#define IN(k) (among == NULL || among[k])
+#define ROOT(k, p) ((p) <= (k) || (p) >= nc || !IN(p)) /* no parent among those considered */
     for (cint k = 0; k < nc; k++) { /* children before parents */
+        top[k] = 0;
+        if (!IN(k)) continue;
         double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
         own[k] = numeric_selinv_cblk_flops(kind, cx, w, (double)S->cblk_stride[k] - w);
         sub[k] += own[k];
         cint p = S->cblk_parent[k];
-        if (p > k && p < nc) sub[p] += sub[k];
+        if (!ROOT(k, p)) sub[p] += sub[k];
         else total += sub[k];
     }
     numeric_selinv_profile pr = {.flops = total};
     double serial_top = 0, below = 0, all = 0;
     for (cint k = nc - 1; k >= 0; k--) { /* parents before children */
+        if (!IN(k)) continue;
         cint p = S->cblk_parent[k];
-        bool root = p <= k || p >= nc;
+        bool root = ROOT(k, p);
         top[k] = sub[k] * NUMERIC_SELINV_TOP_SHARE >= total && (root || top[p]);
         chain[k] = own[k] + (root ? 0 : chain[p]);
         if (chain[k] > all) all = chain[k];
@@ -393,11 +398,13 @@ canopy_status numeric_selinv_top(const symbolic *S, canopy_factorization kind, b
     }
     /* the longest chain of cblks below the top (the top's own not counted) */
     for (cint k = nc - 1; k >= 0; k--) {
+        if (!IN(k)) continue;
         cint p = S->cblk_parent[k];
-        bool root = p <= k || p >= nc;
-        chain[k] = top[k] ? 0 : own[k] + (root ? 0 : chain[p]);
+        chain[k] = top[k] ? 0 : own[k] + (ROOT(k, p) ? 0 : chain[p]);
         if (chain[k] > below) below = chain[k];
     }
+#undef ROOT
+#undef IN
     if (total > 0) {
         pr.top_share /= total;
         pr.serial_share = (serial_top + below) / total;

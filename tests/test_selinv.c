@@ -338,7 +338,7 @@ START_TEST(top_of_the_tree)
     unsigned char *top = calloc((size_t)nc, 1);
     double *own = calloc((size_t)nc, sizeof(double)), *sub = calloc((size_t)nc, sizeof(double)), total = 0;
     numeric_selinv_profile pr;
-    ck_assert_int_eq(numeric_selinv_top(S, s->F.kind, false, top, &pr, NULL), CANOPY_SUCCESS);
+    ck_assert_int_eq(numeric_selinv_top(S, s->F.kind, false, NULL, top, &pr, NULL), CANOPY_SUCCESS);
     for (cint k = 0; k < nc; k++) {
         double w = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
         own[k] = numeric_selinv_cblk_flops(s->F.kind, false, w, S->cblk_stride[k] - w);
