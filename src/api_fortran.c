@@ -70,6 +70,48 @@ CANOPY_EXPORT canopy_status canopy_f_set_matrix(canopy_solver *s, canopy_int n, 
     return canopy_set_matrix(s, &A);
 }
 
+/* canopy_set_matrix_distributed with 1-based global columns and rows (every rank, its piece) */
+CANOPY_EXPORT canopy_status canopy_f_set_matrix_distributed(canopy_solver *s, canopy_int n, canopy_int ncols,
+                                                            canopy_int *cols, canopy_int *colptr, canopy_int *rowind,
+                                                            void *values, int arith, int kind, int triangle);
+CANOPY_EXPORT canopy_status canopy_f_set_matrix_distributed(canopy_solver *s, canopy_int n, canopy_int ncols,
+                                                            canopy_int *cols, canopy_int *colptr, canopy_int *rowind,
+                                                            void *values, int arith, int kind, int triangle)
+{
+    canopy_dist_csc A = {.n = n, .ncols = ncols, .cols = cols, .colptr = colptr, .rowind = rowind, .values = values,
+                         .base = 1, .arith = (canopy_arith)arith, .kind = (canopy_matrix_kind)kind,
+                         .triangle = (canopy_triangle)triangle};
+    return canopy_set_matrix_distributed(s, &A);
+}
+
+/* canopy_solve_distributed / canopy_refine_distributed (x != NULL) with 1-based rows: the C API's
+ * are 0-based. A row out of range stays out of range (the library says which). */
+CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
+                                                       const canopy_int *rows, void *b, canopy_int ldb, void *x,
+                                                       canopy_int ldx);
+CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
+                                                       const canopy_int *rows, void *b, canopy_int ldb, void *x,
+                                                       canopy_int ldx)
+{
+    if (s == NULL) return CANOPY_ERR_ARGUMENT;
+    canopy_err err = {0};
+    canopy_int *r0 = nloc > 0 && rows ? canopy_alloc((size_t)nloc, sizeof(canopy_int), "solve rows", &err) : NULL;
+    for (canopy_int i = 0; r0 && i < nloc; i++) r0[i] = rows[i] - 1;
+    /* every rank takes part; NULL rows (none given, or the copy failed) are refused on every rank */
+    canopy_status st = x ? canopy_refine_distributed(s, nrhs, nloc, r0, b, ldb, x, ldx)
+                         : canopy_solve_distributed(s, nrhs, nloc, r0, b, ldb);
+    canopy_free(r0);
+    return st;
+}
+
+/* the diagonal of A^-1 (canopy_selinv, CANOPY_SELINV_DIAG) into d on rank 0 (NULL elsewhere) */
+CANOPY_EXPORT canopy_status canopy_f_selinv_diag(canopy_solver *s, void *d);
+CANOPY_EXPORT canopy_status canopy_f_selinv_diag(canopy_solver *s, void *d)
+{
+    canopy_selinv_request rq = {.diag = d};
+    return canopy_selinv(s, CANOPY_SELINV_DIAG, &rq);
+}
+
 CANOPY_EXPORT void canopy_f_error(const canopy_solver *s, char *buf, int len);
 CANOPY_EXPORT void canopy_f_error(const canopy_solver *s, char *buf, int len)
 {

@@ -1,7 +1,9 @@
 ! The Fortran module beyond the example (tests/test_fortran.sh builds it against the installed
 ! module): the communicator as an integer, a refused option with its message, a call out of order,
-! a complex unsymmetric matrix (LU) with two right-hand sides solved and refined in 2-D arrays,
-! statistics by name. Every rank runs it; rank 0 holds the matrix and the right-hand sides.
+! a complex unsymmetric matrix (LU) with two right-hand sides solved and refined in 2-D arrays, its
+! refactorization with new values, statistics by name; then a matrix given in pieces by every rank
+! (columns dealt round-robin), solved and refined on each rank's rows, refactorized with new
+! values, and the diagonal of its inverse against the exact one. Every rank runs it.
 program test_fortran_api
     use mpi_f08
     use canopy
@@ -87,7 +89,27 @@ program test_fortran_api
         call canopy_refine(s, ierr)
         if (ierr < 0) call fail("canopy_refine: " // trim(canopy_error(s)))
     end if
+
+    ! the same pattern, twice the values: the analysis is reused and the solution halves
+    if (rank == 0) then
+        call canopy_update_values(s, 2 * values(1:colptr(n + 1) - 1), ierr)
+    else
+        call canopy_update_values(s, ierr)
+    end if
+    if (ierr < 0) call fail("canopy_update_values: " // trim(canopy_error(s)))
+    call canopy_factorize(s, ierr)
+    if (ierr < 0) call fail("canopy_factorize (new values): " // trim(canopy_error(s)))
+    if (rank == 0) then
+        r = b
+        call canopy_solve(s, r, ierr)
+        if (ierr < 0) call fail("canopy_solve (new values): " // trim(canopy_error(s)))
+        if (maxval(abs(2 * r - x)) > 1d-10 * maxval(abs(x))) call fail("twice the matrix did not halve the solution")
+    else
+        call canopy_solve(s, ierr)
+    end if
     call canopy_destroy(s)
+
+    call distributed()
     call canopy_destroy(bad)
     call MPI_Allreduce(MPI_IN_PLACE, failures, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, mpierr)
     if (rank == 0) then
@@ -101,6 +123,86 @@ program test_fortran_api
     if (failures /= 0) stop 1
 
 contains
+
+    ! tridiag(-1, 2, -1) of order m (SPD), lower triangle, its columns dealt round-robin to the ranks
+    subroutine distributed()
+        integer(canopy_ik), parameter :: m = 50
+        integer(canopy_ik), allocatable :: cols(:), cptr(:), rows(:), ri(:)
+        real(8), allocatable :: v(:), rhs(:), sol(:), d(:)
+        type(canopy_solver) :: t
+        integer :: nranks, q
+        integer(canopy_ik) :: c, k, nl
+        call MPI_Comm_size(MPI_COMM_WORLD, nranks, mpierr)
+        nl = 0
+        do c = 1, m
+            if (mod(c - 1, int(nranks, canopy_ik)) == rank) nl = nl + 1
+        end do
+        allocate(cols(nl), cptr(nl + 1), ri(2 * nl), v(2 * nl), rows(nl), rhs(nl), sol(nl))
+        k = 1
+        q = 0
+        do c = 1, m
+            if (mod(c - 1, int(nranks, canopy_ik)) /= rank) cycle
+            q = q + 1
+            cols(q) = c
+            cptr(q) = k
+            ri(k) = c; v(k) = 2; k = k + 1
+            if (c < m) then
+                ri(k) = c + 1; v(k) = -1; k = k + 1
+            end if
+            ! this rank's rows of b = A * ones: 0 inside, 1 at both ends
+            rows(q) = c
+            rhs(q) = merge(1d0, 0d0, c == 1 .or. c == m)
+        end do
+        cptr(nl + 1) = k
+        call canopy_create(t, MPI_COMM_WORLD, ierr, options="threads=2 bind=none selinv-memory=separate")
+        if (ierr < 0) call fail("canopy_create: " // trim(canopy_error(t)))
+        call canopy_set_matrix_distributed(t, m, cols, cptr, ri, v(1:k - 1), CANOPY_KIND_SPD, ierr)
+        if (ierr < 0) call fail("canopy_set_matrix_distributed: " // trim(canopy_error(t)))
+        call canopy_analyze(t, ierr)
+        if (ierr < 0) call fail("canopy_analyze (pieces): " // trim(canopy_error(t)))
+        call canopy_factorize(t, ierr)
+        if (ierr < 0) call fail("canopy_factorize (pieces): " // trim(canopy_error(t)))
+        sol = rhs
+        call canopy_solve_distributed(t, rows, sol, ierr)
+        if (ierr < 0) call fail("canopy_solve_distributed: " // trim(canopy_error(t)))
+        call canopy_refine_distributed(t, rows, rhs, sol, ierr)
+        if (ierr < 0) call fail("canopy_refine_distributed: " // trim(canopy_error(t)))
+        if (nl > 0) then
+            if (maxval(abs(sol - 1)) > 1d-10) call fail("the solution on this rank's rows is not ones")
+        end if
+        ! three times the values: a third of the solution
+        call canopy_update_values_distributed(t, 3 * v(1:k - 1), ierr)
+        if (ierr < 0) call fail("canopy_update_values_distributed: " // trim(canopy_error(t)))
+        call canopy_factorize(t, ierr)
+        if (ierr < 0) call fail("canopy_factorize (new pieces): " // trim(canopy_error(t)))
+        sol = rhs
+        call canopy_solve_distributed(t, rows, sol, ierr)
+        if (ierr < 0) call fail("canopy_solve_distributed (new values): " // trim(canopy_error(t)))
+        if (nl > 0) then
+            if (maxval(abs(3 * sol - 1)) > 1d-10) call fail("three times the matrix did not give a third")
+        end if
+        ! a row out of range is refused on every rank
+        if (nl > 0) rows(1) = m + 1
+        sol = rhs
+        call canopy_solve_distributed(t, rows, sol, ierr)
+        if (ierr /= CANOPY_ERR_ARGUMENT) call fail("a row out of range was not refused")
+        ! the diagonal of the inverse of 3 tridiag(-1, 2, -1): i (m + 1 - i) / (3 (m + 1))
+        if (rank == 0) then
+            allocate(d(m))
+            call canopy_selinv_diag(t, d, ierr)
+            if (ierr < 0) call fail("canopy_selinv_diag: " // trim(canopy_error(t)))
+            res = 0
+            do c = 1, m
+                res = max(res, abs(d(c) - real(c * (m + 1 - c), 8) / (3 * (m + 1))))
+            end do
+            if (res > 1d-12) call fail("the diagonal of the inverse is wrong")
+            print '(a, i0, a, es9.2)', "pieces on ", nranks, " ranks: solved, refactorized; diag(A^-1) error ", res
+        else
+            call canopy_selinv_diag(t, ierr)
+            if (ierr < 0) call fail("canopy_selinv_diag: " // trim(canopy_error(t)))
+        end if
+        call canopy_destroy(t)
+    end subroutine distributed
 
     subroutine fail(what)
         character(len=*), intent(in) :: what
