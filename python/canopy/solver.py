@@ -230,15 +230,20 @@ class Solver:
                 out.append((e, None))
 
         signal.signal(signal.SIGINT, lambda signum, frame: hits.append(frame))
+        phase, done = ffi.new("int *"), ffi.new("double *")
         try:
             t = threading.Thread(target=call, daemon=True)
             t.start()
             asked = False
             while t.is_alive():
                 if hits and not asked:
-                    lib.canopy_interrupt(self._s[0])
-                    asked = True
-                t.join(0.05)
+                    # once the call has begun (its phase is set): a call forgets requests made
+                    # before it started, and a loaded machine may start the thread late
+                    lib.canopy_get_progress(self._s[0], phase, done)
+                    if phase[0] != 0:
+                        lib.canopy_interrupt(self._s[0])
+                        asked = True
+                t.join(0.05 if asked or not hits else 0.001)
         finally:
             signal.signal(signal.SIGINT, previous)
         if hits:   # the program's own handler, as it would have run (Python's: KeyboardInterrupt)

@@ -218,6 +218,45 @@ def test_interrupt_and_gil():
     s.close()
 
 
+def test_second_thread_refused():
+    """A call from a second thread while a factorization runs on the same solver raises
+    CanopyError (CANOPY_ERR_BUSY) and changes nothing; asserted only for calls made between two
+    progress readings that both said "factorize" (no timing assumption)."""
+    from canopy._lib import ffi, lib
+    A = laplacian(30, 30, 30)
+    s = canopy.Solver(A, kind="spd", threads=1)
+    s.analyze()
+    b = np.ones(A.shape[0])
+    phase, done = ffi.new("int *"), ffi.new("double *")
+
+    def factorizing():
+        lib.canopy_get_progress(s._handle(), phase, done)
+        return phase[0] == 2   # CANOPY_PHASE_FACTORIZE
+
+    seen = []
+    for _ in range(20):
+        t = threading.Thread(target=s.factorize)
+        t.start()
+        while t.is_alive() and not seen:
+            if not factorizing():
+                continue
+            try:
+                s.solve(b)
+                outcome = None
+            except canopy.CanopyError as e:
+                outcome = e
+            if factorizing():
+                seen.append(outcome)
+        t.join()
+        if seen:
+            break
+    assert seen, "never caught the factorization at work"
+    assert isinstance(seen[0], canopy.CanopyError) and seen[0].status == -15
+    assert "still running" in str(seen[0])
+    check(A, s.refine(b), b)
+    s.close()
+
+
 def test_solvers_left_open_at_exit():
     """A solver never closed (factorized() keeps one) is freed at exit before MPI ends."""
     import subprocess
