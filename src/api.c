@@ -727,8 +727,8 @@ static canopy_status get_comm_matrix_call(canopy_solver *s, int64_t *bytes, int6
  * A call made from a second thread while another call works on the same solver is refused at
  * once with CANOPY_ERR_BUSY and touches nothing (not even s->err, which belongs to the running
  * call): two factorizations over the same factors would corrupt them, a destroy would free them
- * under the running call. canopy_interrupt, canopy_get_progress and canopy_last_error are meant
- * for another thread and stay open. */
+ * under the running call. canopy_interrupt and canopy_get_progress are meant for another thread
+ * and stay open (so does canopy_last_error, to be read once the call has returned). */
 bool api_enter(canopy_solver *s)
 {
     return atomic_exchange(&s->busy, 1) == 0;
@@ -738,16 +738,6 @@ void api_leave(canopy_solver *s)
 {
     atomic_store(&s->busy, 0);
 }
-
-#define GUARDED(s, call)                                                                           \
-    do {                                                                                           \
-        if ((s) == NULL) return CANOPY_ERR_ARGUMENT;                                               \
-        canopy_solver *g_ = (canopy_solver *)(s); /* the flag only: some calls take a const */     \
-        if (!api_enter(g_)) return CANOPY_ERR_BUSY;                                                \
-        canopy_status st_ = (call);                                                                \
-        api_leave(g_);                                                                             \
-        return st_;                                                                                \
-    } while (0)
 
 CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **ps)
 {
@@ -759,61 +749,61 @@ CANOPY_EXPORT canopy_status canopy_destroy(canopy_solver **ps)
 
 CANOPY_EXPORT canopy_status canopy_set_matrix(canopy_solver *s, const canopy_csc *A)
 {
-    GUARDED(s, set_matrix_call(s, A));
+    API_GUARDED(s, set_matrix_call(s, A));
 }
 
 CANOPY_EXPORT canopy_status canopy_set_permutation(canopy_solver *s, const canopy_int *perm)
 {
-    GUARDED(s, set_permutation_call(s, perm));
+    API_GUARDED(s, set_permutation_call(s, perm));
 }
 
 CANOPY_EXPORT canopy_status canopy_analyze(canopy_solver *s)
 {
-    GUARDED(s, analyze_call(s));
+    API_GUARDED(s, analyze_call(s));
 }
 
 CANOPY_EXPORT canopy_status canopy_update_values(canopy_solver *s, const void *values)
 {
-    GUARDED(s, update_values_call(s, values));
+    API_GUARDED(s, update_values_call(s, values));
 }
 
 CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
 {
-    GUARDED(s, factorize_call(s));
+    API_GUARDED(s, factorize_call(s));
 }
 
 CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
 {
-    GUARDED(s, api_solve(s, nrhs, b, ldb));
+    API_GUARDED(s, api_solve(s, nrhs, b, ldb));
 }
 
 CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
 {
-    GUARDED(s, selinv_call(s, what, req));
+    API_GUARDED(s, selinv_call(s, what, req));
 }
 
 CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb,
                                           void *x, canopy_int ldx)
 {
-    GUARDED(s, api_refine(s, nrhs, b, ldb, x, ldx));
+    API_GUARDED(s, api_refine(s, nrhs, b, ldb, x, ldx));
 }
 
 CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *s, canopy_stats *stats)
 {
-    GUARDED(s, get_stats_call(s, stats));
+    API_GUARDED(s, get_stats_call(s, stats));
 }
 
 CANOPY_EXPORT canopy_status canopy_get_thread_stats(const canopy_solver *s, int thread, canopy_thread_stats *ts)
 {
-    GUARDED(s, get_thread_stats_call(s, thread, ts));
+    API_GUARDED(s, get_thread_stats_call(s, thread, ts));
 }
 
 CANOPY_EXPORT canopy_status canopy_get_node_stats(const canopy_solver *s, int node, canopy_node_stats *ns)
 {
-    GUARDED(s, get_node_stats_call(s, node, ns));
+    API_GUARDED(s, get_node_stats_call(s, node, ns));
 }
 
 CANOPY_EXPORT canopy_status canopy_get_comm_matrix(canopy_solver *s, int64_t *bytes, int64_t *msgs)
 {
-    GUARDED(s, get_comm_matrix_call(s, bytes, msgs));
+    API_GUARDED(s, get_comm_matrix_call(s, bytes, msgs));
 }

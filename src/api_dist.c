@@ -535,18 +535,10 @@ CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *s, canopy_i
 /* one call at a time per solver (src/api.c) */
 CANOPY_EXPORT canopy_status canopy_set_matrix_distributed(canopy_solver *s, const canopy_dist_csc *A)
 {
-    if (s == NULL) return CANOPY_ERR_ARGUMENT;
-    if (!api_enter(s)) return CANOPY_ERR_BUSY;
-    canopy_status st = set_matrix_distributed_call(s, A);
-    api_leave(s);
-    return st;
+    API_GUARDED(s, set_matrix_distributed_call(s, A));
 }
 
 CANOPY_EXPORT canopy_status canopy_update_values_distributed(canopy_solver *s, const void *values)
 {
-    if (s == NULL) return CANOPY_ERR_ARGUMENT;
-    if (!api_enter(s)) return CANOPY_ERR_BUSY;
-    canopy_status st = update_values_distributed_call(s, values);
-    api_leave(s);
-    return st;
+    API_GUARDED(s, update_values_distributed_call(s, values));
 }

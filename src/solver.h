@@ -116,6 +116,16 @@ void api_matrix_reset(canopy_solver *s);
 /* one call at a time per solver: api_enter false when another thread's call is running */
 bool api_enter(canopy_solver *s);
 void api_leave(canopy_solver *s);
+/* the body of a public call: NULL refused, CANOPY_ERR_BUSY while another runs, else @p call */
+#define API_GUARDED(s, call)                                                                       \
+    do {                                                                                           \
+        if ((s) == NULL) return CANOPY_ERR_ARGUMENT;                                               \
+        canopy_solver *g_ = (canopy_solver *)(s); /* the flag only: some calls take a const */     \
+        if (!api_enter(g_)) return CANOPY_ERR_BUSY;                                                \
+        canopy_status st_ = (call);                                                                \
+        api_leave(g_);                                                                             \
+        return st_;                                                                                \
+    } while (0)
 /* canopy_solve and canopy_refine inside a call that holds the solver already */
 canopy_status api_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb);
 canopy_status api_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb, void *x, canopy_int ldx);
