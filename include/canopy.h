@@ -443,7 +443,8 @@ typedef enum canopy_phase {
  * For a progress display on another thread: the call running now on this rank (*phase) and, in a
  * factorization, the share of this rank's predicted work done (*done in 0..1; -1 in the other
  * phases). With canopy_interrupt, the calls that may run while another thread is inside a call on
- * the same solver: any other call then returns CANOPY_ERR_BUSY at once and changes nothing.
+ * the same solver: any other call then returns CANOPY_ERR_BUSY at once and changes nothing (on
+ * several ranks the other ranks would wait for it: one call at a time is the caller's rule).
  */
 CANOPY_EXPORT canopy_status canopy_get_progress(const canopy_solver *solver, canopy_phase *phase, double *done);
 

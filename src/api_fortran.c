@@ -84,12 +84,13 @@ CANOPY_EXPORT canopy_status canopy_f_set_matrix_distributed(canopy_solver *s, ca
     return canopy_set_matrix_distributed(s, &A);
 }
 
-/* canopy_solve_distributed / canopy_refine_distributed (x != NULL) with 1-based rows: the C API's
- * are 0-based. A row out of range stays out of range (the library says which). */
-CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
+/* canopy_solve_distributed, or canopy_refine_distributed when @p refine (every rank alike: a rank
+ * without rows may pass NULL arrays), with 1-based rows: the C API's are 0-based. A row out of
+ * range stays out of range (the library says which). */
+CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, int refine, canopy_int nrhs, canopy_int nloc,
                                                        const canopy_int *rows, void *b, canopy_int ldb, void *x,
                                                        canopy_int ldx);
-CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
+CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, int refine, canopy_int nrhs, canopy_int nloc,
                                                        const canopy_int *rows, void *b, canopy_int ldb, void *x,
                                                        canopy_int ldx)
 {
@@ -98,8 +99,8 @@ CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, canopy_
     canopy_int *r0 = nloc > 0 && rows ? canopy_alloc((size_t)nloc, sizeof(canopy_int), "solve rows", &err) : NULL;
     for (canopy_int i = 0; r0 && i < nloc; i++) r0[i] = rows[i] - 1;
     /* every rank takes part; NULL rows (none given, or the copy failed) are refused on every rank */
-    canopy_status st = x ? canopy_refine_distributed(s, nrhs, nloc, r0, b, ldb, x, ldx)
-                         : canopy_solve_distributed(s, nrhs, nloc, r0, b, ldb);
+    canopy_status st = refine ? canopy_refine_distributed(s, nrhs, nloc, r0, b, ldb, x, ldx)
+                              : canopy_solve_distributed(s, nrhs, nloc, r0, b, ldb);
     canopy_free(r0);
     return st;
 }

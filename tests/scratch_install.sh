@@ -10,9 +10,11 @@ scratch_install() {
     else
         # no flock(1): a directory is the lock (mkdir is atomic)
         while ! mkdir "$_lock.d" 2>/dev/null; do sleep 1; done
+        trap 'rmdir "$_lock.d" 2>/dev/null' INT TERM
         _rc=0
         ${MAKE:-make} -s -C "${top_builddir:-.}" install DESTDIR="$1" >"$2" 2>&1 || _rc=$?
         rmdir "$_lock.d"
+        trap - INT TERM
         return $_rc
     fi
 }

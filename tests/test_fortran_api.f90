@@ -181,6 +181,26 @@ contains
         if (nl > 0) then
             if (maxval(abs(3 * sol - 1)) > 1d-10) call fail("three times the matrix did not give a third")
         end if
+        ! every row on rank 0, none elsewhere (zero-size arrays): solve and refine alike on every rank
+        block
+            integer(canopy_ik), allocatable :: all(:)
+            real(8), allocatable :: ball(:), xall(:)
+            integer(canopy_ik) :: na
+            na = merge(m, 0_canopy_ik, rank == 0)
+            allocate(all(na), ball(na), xall(na))
+            do c = 1, na
+                all(c) = c
+                ball(c) = merge(1d0, 0d0, c == 1 .or. c == m)
+            end do
+            xall = ball
+            call canopy_solve_distributed(t, all, xall, ierr)
+            if (ierr < 0) call fail("canopy_solve_distributed (rows on rank 0): " // trim(canopy_error(t)))
+            call canopy_refine_distributed(t, all, ball, xall, ierr)
+            if (ierr < 0) call fail("canopy_refine_distributed (rows on rank 0): " // trim(canopy_error(t)))
+            if (na > 0) then
+                if (maxval(abs(3 * xall - 1)) > 1d-10) call fail("rows on rank 0: not a third")
+            end if
+        end block
         ! a row out of range is refused on every rank
         if (nl > 0) rows(1) = m + 1
         sol = rhs

@@ -171,7 +171,9 @@ class Solver:
     def close(self):
         """Free the solver (also on garbage collection and at the end of a with block)."""
         if self._s is not None and self._s[0] != ffi.NULL and not _mpi["finalized"]:
-            lib.canopy_destroy(self._s)   # (after MPI ended, its communicators cannot be freed)
+            # (after MPI ended, its communicators cannot be freed)
+            if lib.canopy_destroy(self._s) == _ERR_BUSY:
+                raise CanopyError(_ERR_BUSY, "canopy: close: another call on this solver is still running")
         self._s = None
         _live.discard(self)
 
