@@ -176,6 +176,10 @@ typedef struct canopy_options {
                                        shortest; 0 = none (1D: one task per panel and per target) */
     canopy_selinv_memory selinv_memory; /**< where canopy_selinv computes the inverse: over the factors
                                            (default; canopy_solve then refuses) or beside them */
+    int strict;                   /**< 1: when the factorization perturbed pivots and refinement stops above its
+                                       tolerance, canopy_refine (and its distributed and transposed forms) returns
+                                       CANOPY_ERR_SINGULAR instead of the warning CANOPY_WARN_NOT_CONVERGED (x still
+                                       holds the best iterate); 0 (default): the warning */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -285,7 +289,8 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *opts);
  * Set one option by name ("threads", "bind", "numa", "scheduler", "comm-threads", "tree",
  * "factorization", "ordering", "scaling", "pivot-threshold", "amalgamation", "refine",
  * "refine-tolerance", "verbose", "trace", "split", "cost-cache", "memory-check",
- * "memory-limit", "comm-heatmap"); '_' and '-' are interchangeable.
+ * "memory-limit", "comm-heatmap", "ordering-threads", "2d-levels", "selinv-memory", "strict"); '_' and '-'
+ * are interchangeable.
  * @return CANOPY_ERR_ARGUMENT with a message in @p msg (if not NULL) for an unknown name or bad value.
  */
 CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *opts, const char *name,

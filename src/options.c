@@ -17,7 +17,7 @@ const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
     "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
-    "ordering-threads", "2d-levels", "selinv-memory", NULL};
+    "ordering-threads", "2d-levels", "selinv-memory", "strict", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -201,6 +201,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "selinv-memory")) {
         if ((k = pick(value, "inplace|separate")) < 0) BAD("inplace or separate");
         o->selinv_memory = (canopy_selinv_memory)k;
+    } else if (!strcmp(key, "strict")) {
+        if ((k = pick(value, "off|on|0|1")) < 0) BAD("on or off");
+        o->strict = k == 1 || k == 3;
     } else if (!strcmp(key, "comm-heatmap")) {
         if (strlen(value) >= sizeof o->comm_heatmap) BAD("a path shorter than 1024 characters");
         snprintf(o->comm_heatmap, sizeof o->comm_heatmap, "%s", value);
@@ -276,6 +279,8 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_check = %d (expected 0 or 1)", o->memory_check);
     if (!(o->memory_limit >= 0 && o->memory_limit <= 1e18))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_limit = %g bytes is not in [0, 1e18]", o->memory_limit);
+    if (o->strict != 0 && o->strict != 1)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: strict = %d (expected 0 or 1)", o->strict);
     if (memchr(o->comm_heatmap, '\0', sizeof o->comm_heatmap) == NULL)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: comm_heatmap is not NUL-terminated");
     if (memchr(o->trace_file, '\0', sizeof o->trace_file) == NULL)

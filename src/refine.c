@@ -11,6 +11,7 @@
 #include "refine.h"
 
 #include <complex.h>
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -379,6 +380,11 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
     s->stats.backward_error = berr;
     s->stats.refinement_steps = steps;
     if (s->err.status < 0) return s->err.status;
+    if (!(berr <= tol) && s->opts.strict && s->stats.perturbed_pivots > 0)
+        return canopy_err_set(&s->err, CANOPY_ERR_SINGULAR,
+                              "refinement stopped after %d steps at backward error %.3g (tolerance %.3g) and the "
+                              "factorization perturbed %" PRId64 " pivots: the matrix is numerically singular "
+                              "(option strict=on)", steps, berr, tol, s->stats.perturbed_pivots);
     if (!(berr <= tol))
         return canopy_err_set(&s->err, CANOPY_WARN_NOT_CONVERGED,
                               "refinement stopped after %d steps at backward error %.3g (tolerance %.3g)", steps, berr, tol);
