@@ -76,6 +76,13 @@ typedef enum canopy_triangle {
     CANOPY_TRIANGLE_UPPER = 2     /**< row <= column only */
 } canopy_triangle;
 
+/** Which system a solve works on: A X = B, A^T X = B or A^H X = B (the same as A^T for real values). */
+typedef enum canopy_trans {
+    CANOPY_TRANS_NONE = 0,
+    CANOPY_TRANS_T = 1,
+    CANOPY_TRANS_H = 2
+} canopy_trans;
+
 /**
  * A sparse matrix in compressed sparse column form. A plain descriptor: the solver copies what it
  * needs, so the caller keeps ownership. Row indices inside a column need not be sorted; duplicate
@@ -355,6 +362,16 @@ CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *solver, can
                                                       const canopy_int *rows, const void *b, canopy_int ldb,
                                                       void *x, canopy_int ldx);
 
+/** canopy_solve_distributed of op(A) X = B (canopy_trans; the same @p trans on every rank). */
+CANOPY_EXPORT canopy_status canopy_solve_distributed_trans(canopy_solver *solver, canopy_trans trans, canopy_int nrhs,
+                                                           canopy_int nloc, const canopy_int *rows, void *b,
+                                                           canopy_int ldb);
+
+/** canopy_refine_distributed of op(A) X = B (canopy_trans; the same @p trans on every rank). */
+CANOPY_EXPORT canopy_status canopy_refine_distributed_trans(canopy_solver *solver, canopy_trans trans,
+                                                            canopy_int nrhs, canopy_int nloc, const canopy_int *rows,
+                                                            const void *b, canopy_int ldb, void *x, canopy_int ldx);
+
 /**
  * The last factorization's point-to-point volume, on rank 0: bytes[i * ranks + j] and
  * msgs[i * ranks + j] sent from rank i to rank j (either may be NULL). Collective.
@@ -380,12 +397,24 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *solver);
 CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *solver, canopy_int nrhs, void *b, canopy_int ldb);
 
 /**
+ * canopy_solve with op(A) = A, A^T or A^H (@p trans), from the same factors: no second
+ * factorization (LU's factors are used transposed; a symmetric matrix is its own transpose, a
+ * Hermitian one its own conjugate transpose). Rank 0's @p trans is used. Collective.
+ */
+CANOPY_EXPORT canopy_status canopy_solve_trans(canopy_solver *solver, canopy_trans trans, canopy_int nrhs, void *b,
+                                               canopy_int ldb);
+
+/**
  * Iterative refinement of X (from canopy_solve) against B (x and b distinct arrays), until the
  * backward error reaches the tolerance or stops improving. Returns CANOPY_WARN_NOT_CONVERGED when
  * it stops above it.
  */
 CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *solver, canopy_int nrhs, const void *b,
                                           canopy_int ldb, void *x, canopy_int ldx);
+
+/** canopy_refine of op(A) X = B (see canopy_solve_trans): residuals and backward errors of op(A). */
+CANOPY_EXPORT canopy_status canopy_refine_trans(canopy_solver *solver, canopy_trans trans, canopy_int nrhs,
+                                                const void *b, canopy_int ldb, void *x, canopy_int ldx);
 
 /**
  * Ask the call running on @p solver (from another thread: a signal handler's flag, a GUI, Python's

@@ -569,17 +569,40 @@ static void check_solution(canopy_solver *s, const char *call, cint nrhs, const 
                    "): the matrix is numerically singular or too badly scaled", call, row, col);
 }
 
-canopy_status api_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
+/* the imaginary parts of n x nrhs complex scalars (leading dimension ld) negated */
+void api_conj(cint n, cint nrhs, void *v, cint ld)
+{
+    double *d = v;
+    for (cint k = 0; k < nrhs; k++)
+        for (cint i = 0; i < n; i++) d[2 * ((size_t)k * ld + i) + 1] = -d[2 * ((size_t)k * ld + i) + 1];
+}
+
+static bool trans_ok(canopy_solver *s, const char *call, int trans)
+{
+    if (trans == CANOPY_TRANS_NONE || trans == CANOPY_TRANS_T || trans == CANOPY_TRANS_H) return true;
+    canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: trans = %d (expected CANOPY_TRANS_NONE, _T or _H)", call, trans);
+    return false;
+}
+
+canopy_status api_solve(canopy_solver *s, int trans, canopy_int nrhs, void *b, canopy_int ldb)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_solve", "canopy_factorize");
+    const char *call = trans ? "canopy_solve_trans" : "canopy_solve";
+    bool ready = phase_ok(s, PHASE_FACTORIZED, call, "canopy_factorize");
     api_progress_phase(s, ready ? CANOPY_PHASE_SOLVE : CANOPY_PHASE_IDLE);
-    if (ready && s->rank == 0 && rhs_ok(s, "canopy_solve", nrhs, b, ldb, "b") && nrhs > 0) {
+    if (ready && s->rank == 0 && trans_ok(s, call, trans) && rhs_ok(s, call, nrhs, b, ldb, "b") && nrhs > 0) {
         double t0 = canopy_wtime();
+        /* rank 0 drives: the serving ranks learn the operator with each solve it orders */
+        int op, cj;
+        api_trans_plan(s->A.kind, s->A.arith, trans, &op, &cj);
+        if (cj) api_conj(s->A.n, nrhs, b, ldb);
+        api_set_trans(s, op);
         refine_apply_inverse(s, nrhs, b, ldb);
+        api_set_trans(s, 0);
+        if (cj) api_conj(s->A.n, nrhs, b, ldb); /* the solution's, or b back as it was */
         runtime_report_solve(&s->rt, &s->opts, &s->F);
-        check_solution(s, "canopy_solve", nrhs, b, ldb);
+        check_solution(s, call, nrhs, b, ldb);
         s->stats.time_solve = canopy_wtime() - t0;
     }
     if (ready && s->nranks > 1) {
@@ -609,45 +632,88 @@ static canopy_status selinv_call(canopy_solver *s, canopy_selinv_what what, cano
     return st;
 }
 
-canopy_status api_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb,
-                                          void *x, canopy_int ldx)
+/* With cj: a conjugated copy of b (n x nrhs, leading dimension n) and x conjugated in place, so that
+ * op(A) x = b is refined as its conjugate (api_trans_plan); NULL (and the error set) when out of
+ * memory. Without cj: b itself. */
+static const void *conj_operands(canopy_solver *s, int cj, cint n, cint nrhs, const void *b, cint *ldb, void *x,
+                                 cint ldx, void **copy)
+{
+    *copy = NULL;
+    if (!cj) return b;
+    *copy = canopy_alloc((size_t)n * nrhs + 1, 2 * sizeof(double), "conjugated right-hand sides", &s->err);
+    if (*copy == NULL) return NULL;
+    for (cint k = 0; k < nrhs; k++)
+        memcpy((double *)*copy + 2 * (size_t)k * n, (const double *)b + 2 * (size_t)k * *ldb, (size_t)n * 2 * sizeof(double));
+    api_conj(n, nrhs, *copy, n);
+    api_conj(n, nrhs, x, ldx);
+    *ldb = n;
+    return *copy;
+}
+
+canopy_status api_refine(canopy_solver *s, int trans, canopy_int nrhs, const void *b, canopy_int ldb, void *x,
+                         canopy_int ldx)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    bool ready = phase_ok(s, PHASE_FACTORIZED, "canopy_refine", "canopy_factorize");
+    const char *call = trans ? "canopy_refine_trans" : "canopy_refine";
+    bool ready = phase_ok(s, PHASE_FACTORIZED, call, "canopy_factorize");
     api_progress_phase(s, ready ? CANOPY_PHASE_SOLVE : CANOPY_PHASE_IDLE);
     if (ready && distm_active(s)) {
-        /* a distributed matrix: every rank refines its own rows (rank 0 holds b and x) */
-        int64_t k = nrhs;
-        if (s->rank == 0 && rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") && rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") &&
-            nrhs > 0 && (const void *)x == b)
-            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_refine: x and b must be different arrays");
-        MPI_Bcast(&k, 1, MPI_INT64_T, 0, s->comm);
+        /* a distributed matrix: every rank refines its own rows (rank 0 holds b and x), with rank 0's
+         * operator; every rank holds the kind of its columns */
+        int64_t k[2] = {nrhs, trans};
+        if (s->rank == 0 && trans_ok(s, call, trans) && rhs_ok(s, call, nrhs, b, ldb, "b") &&
+            rhs_ok(s, call, nrhs, x, ldx, "x") && nrhs > 0 && (const void *)x == b)
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: x and b must be different arrays", call);
+        MPI_Bcast(k, 2, MPI_INT64_T, 0, s->comm);
         cint *all = NULL;
-        if (s->rank == 0 && s->err.status == CANOPY_SUCCESS && k > 0) {
+        void *bc = NULL;
+        int op, cj;
+        api_trans_plan(s->A.kind, s->A.arith, (int)k[1], &op, &cj);
+        const void *bb = b;
+        cint ldbb = ldb;
+        if (s->rank == 0 && s->err.status == CANOPY_SUCCESS && k[0] > 0) {
             all = canopy_alloc((size_t)s->A.n + 1, sizeof(cint), "refinement rows", &s->err);
             for (cint i = 0; all && i < s->A.n; i++) all[i] = i;
+            if (all) bb = conj_operands(s, cj, s->A.n, nrhs, b, &ldbb, x, ldx, &bc);
         }
-        if (comm_agree(s->comm, &s->err) == CANOPY_SUCCESS && k > 0) {
+        if (comm_agree(s->comm, &s->err) == CANOPY_SUCCESS && k[0] > 0) {
             double t0 = canopy_wtime();
-            api_refine_dist(s, (cint)k, s->rank == 0 ? s->A.n : 0, all, b, ldb, x, ldx);
-            if (s->rank == 0) check_solution(s, "canopy_refine", (cint)k, x, ldx);
+            api_set_trans(s, op);
+            api_refine_dist(s, (cint)k[0], s->rank == 0 ? s->A.n : 0, all, bb, ldbb, x, ldx);
+            api_set_trans(s, 0);
+            if (s->rank == 0 && cj) api_conj(s->A.n, nrhs, x, ldx);
+            if (s->rank == 0) check_solution(s, call, (cint)k[0], x, ldx);
             s->stats.time_refine = canopy_wtime() - t0;
+        } else if (s->rank == 0 && bc != NULL) {
+            api_conj(s->A.n, nrhs, x, ldx); /* x as it was */
         }
+        canopy_free(bc);
         canopy_free(all);
         note_memory(s);
         canopy_status st = finish(s);
         api_progress_phase(s, CANOPY_PHASE_IDLE);
         return st;
     }
-    if (ready && s->rank == 0 && rhs_ok(s, "canopy_refine", nrhs, b, ldb, "b") &&
-        rhs_ok(s, "canopy_refine", nrhs, x, ldx, "x") && nrhs > 0) {
+    if (ready && s->rank == 0 && trans_ok(s, call, trans) && rhs_ok(s, call, nrhs, b, ldb, "b") &&
+        rhs_ok(s, call, nrhs, x, ldx, "x") && nrhs > 0) {
         if ((const void *)x == b) {
-            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "canopy_refine: x and b must be different arrays");
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: x and b must be different arrays", call);
         } else {
             double t0 = canopy_wtime();
-            refine_run(s, nrhs, b, ldb, x, ldx);
-            check_solution(s, "canopy_refine", nrhs, x, ldx);
+            int op, cj;
+            api_trans_plan(s->A.kind, s->A.arith, trans, &op, &cj);
+            void *bc;
+            cint ldbb = ldb;
+            const void *bb = conj_operands(s, cj, s->A.n, nrhs, b, &ldbb, x, ldx, &bc);
+            if (bb != NULL) {
+                api_set_trans(s, op);
+                refine_run(s, nrhs, bb, ldbb, x, ldx);
+                api_set_trans(s, 0);
+                if (cj) api_conj(s->A.n, nrhs, x, ldx);
+            }
+            canopy_free(bc);
+            check_solution(s, call, nrhs, x, ldx);
             s->stats.time_refine = canopy_wtime() - t0;
         }
     }
@@ -774,7 +840,19 @@ CANOPY_EXPORT canopy_status canopy_factorize(canopy_solver *s)
 
 CANOPY_EXPORT canopy_status canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb)
 {
-    API_GUARDED(s, api_solve(s, nrhs, b, ldb));
+    API_GUARDED(s, api_solve(s, CANOPY_TRANS_NONE, nrhs, b, ldb));
+}
+
+CANOPY_EXPORT canopy_status canopy_solve_trans(canopy_solver *s, canopy_trans trans, canopy_int nrhs, void *b,
+                                               canopy_int ldb)
+{
+    API_GUARDED(s, api_solve(s, (int)trans, nrhs, b, ldb));
+}
+
+CANOPY_EXPORT canopy_status canopy_refine_trans(canopy_solver *s, canopy_trans trans, canopy_int nrhs, const void *b,
+                                                canopy_int ldb, void *x, canopy_int ldx)
+{
+    API_GUARDED(s, api_refine(s, (int)trans, nrhs, b, ldb, x, ldx));
 }
 
 CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what what, canopy_selinv_request *req)
@@ -785,7 +863,7 @@ CANOPY_EXPORT canopy_status canopy_selinv(canopy_solver *s, canopy_selinv_what w
 CANOPY_EXPORT canopy_status canopy_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb,
                                           void *x, canopy_int ldx)
 {
-    API_GUARDED(s, api_refine(s, nrhs, b, ldb, x, ldx));
+    API_GUARDED(s, api_refine(s, CANOPY_TRANS_NONE, nrhs, b, ldb, x, ldx));
 }
 
 CANOPY_EXPORT canopy_status canopy_get_stats(const canopy_solver *s, canopy_stats *stats)

@@ -373,12 +373,13 @@ static void layout_free(rhs_layout *L)
  * its own rows (api_refine_dist). Otherwise (one rank, or refining a centralized matrix): gather b
  * (and x) to rank 0, run the centralized call, scatter the result back.
  */
-static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint nloc, const cint *rows,
+static canopy_status solve_dist(canopy_solver *s, int trans, bool refine, cint nrhs, cint nloc, const cint *rows,
                                 void *b, cint ldb, void *x, cint ldx)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    const char *call = refine ? "canopy_refine_distributed" : "canopy_solve_distributed";
+    const char *call = refine ? (trans ? "canopy_refine_distributed_trans" : "canopy_refine_distributed")
+                              : (trans ? "canopy_solve_distributed_trans" : "canopy_solve_distributed");
     const bool root = s->rank == 0;
     double *B = NULL, *X = NULL;
     rhs_layout L = {.np = s->nranks, .vt = MPI_DATATYPE_NULL, .nloc = nloc, .rows = rows};
@@ -386,18 +387,22 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
         canopy_err_set(&s->err, CANOPY_ERR_PHASE, "%s called before canopy_factorize", call);
     else
         api_factors_ok(s, PHASE_FACTORIZED, call);
-    /* n and the arithmetic live on rank 0 */
-    int64_t shape[2] = {root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.n : 0,
-                        root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.arith : 0};
-    if (!mpi_ok(MPI_Bcast(shape, 2, MPI_INT64_T, 0, s->comm), &s->err, "MPI_Bcast (matrix shape)")) return s->err.status;
+    /* n, the arithmetic and the kind live on rank 0 */
+    int64_t shape[3] = {root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.n : 0,
+                        root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.arith : 0,
+                        root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.kind : 0};
+    if (!mpi_ok(MPI_Bcast(shape, 3, MPI_INT64_T, 0, s->comm), &s->err, "MPI_Bcast (matrix shape)")) return s->err.status;
     const cint n = (cint)shape[0];
     const canopy_arith arith = (canopy_arith)shape[1];
+    const canopy_matrix_kind kind = (canopy_matrix_kind)shape[2];
     L.n = n;
     L.vsz = arith == CANOPY_COMPLEX ? 2 : 1;
 
     /* local arguments */
     if (s->err.status != CANOPY_SUCCESS) {
         /* phase error already recorded */
+    } else if (trans != CANOPY_TRANS_NONE && trans != CANOPY_TRANS_T && trans != CANOPY_TRANS_H) {
+        canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: trans = %d (expected CANOPY_TRANS_NONE, _T or _H)", call, trans);
     } else if (nrhs < 0) {
         canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: nrhs = %" CINT_FMT " is negative", call, nrhs);
     } else if (nloc < 0 || nloc > n) {
@@ -436,24 +441,57 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
     if ((!refine || distm_active(s)) && s->nranks > 1) {
         /* straight to the owners and back (src/solve_direct.c), once nrhs and the row count agree;
          * refinement of a distributed matrix on every rank over its own rows (api_refine_dist) */
-        int64_t mm[3] = {nrhs, -(int64_t)nrhs, nloc}, lo[2], tot = 0;
-        if (!mpi_ok(MPI_Allreduce(mm, lo, 2, MPI_INT64_T, MPI_MIN, s->comm), &s->err, "MPI_Allreduce (nrhs)") ||
-            !mpi_ok(MPI_Allreduce(mm + 2, &tot, 1, MPI_INT64_T, MPI_SUM, s->comm), &s->err, "MPI_Allreduce (rows)"))
+        int64_t mm[5] = {nrhs, -(int64_t)nrhs, trans, -(int64_t)trans, nloc}, lo[4], tot = 0;
+        if (!mpi_ok(MPI_Allreduce(mm, lo, 4, MPI_INT64_T, MPI_MIN, s->comm), &s->err, "MPI_Allreduce (nrhs)") ||
+            !mpi_ok(MPI_Allreduce(mm + 4, &tot, 1, MPI_INT64_T, MPI_SUM, s->comm), &s->err, "MPI_Allreduce (rows)"))
             goto done;
         if (lo[0] != -lo[1])
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: nrhs differs across ranks (from %" PRId64 " to %" PRId64 ")",
                            call, lo[0], -lo[1]);
+        else if (lo[2] != -lo[3])
+            canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: trans differs across ranks (from %" PRId64 " to %" PRId64 ")",
+                           call, lo[2], -lo[3]);
         else if (tot != n)
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: the ranks give %" PRId64 " rows in all for n = %" CINT_FMT
                            " (each row must be on exactly one rank)", call, tot, n);
-        if (comm_agree(s->comm, &s->err) < 0 || nrhs == 0) goto done;
+        /* op(A) as a solve with A or A^T, with this rank's rows conjugated around it (api_trans_plan) */
+        int op, cj;
+        api_trans_plan(kind, arith, trans, &op, &cj);
+        void *bc = NULL;
+        if (cj && refine && nloc > 0) {
+            bc = canopy_alloc((size_t)nloc * nrhs, 2 * sizeof(double), "conjugated right-hand sides", &s->err);
+            if (bc)
+                for (cint k = 0; k < nrhs; k++)
+                    memcpy((double *)bc + 2 * (size_t)k * nloc, (const double *)b + 2 * (size_t)k * ldb,
+                           (size_t)nloc * 2 * sizeof(double));
+        }
+        if (comm_agree(s->comm, &s->err) < 0 || nrhs == 0) {
+            canopy_free(bc);
+            goto done;
+        }
+        void *bb = b;
+        cint ldbb = ldb;
+        if (cj && nloc > 0) {
+            if (refine) {
+                bb = bc;
+                ldbb = nloc;
+                api_conj(nloc, nrhs, bc, nloc);
+                api_conj(nloc, nrhs, x, ldx);
+            } else {
+                api_conj(nloc, nrhs, b, ldb);
+            }
+        }
+        api_set_trans(s, op);
         if (refine) {
             double t0 = canopy_wtime();
-            api_refine_dist(s, nrhs, nloc, rows, b, ldb, x, ldx);
+            api_refine_dist(s, nrhs, nloc, rows, bb, ldbb, x, ldx);
             s->stats.time_refine = canopy_wtime() - t0;
         } else {
             api_solve_direct(s, n, arith, nrhs, nloc, rows, b, ldb);
         }
+        api_set_trans(s, 0);
+        if (cj && nloc > 0) api_conj(nloc, nrhs, refine ? x : b, refine ? ldx : ldb);
+        canopy_free(bc);
         goto done;
     }
 
@@ -495,8 +533,8 @@ static canopy_status solve_dist(canopy_solver *s, bool refine, cint nrhs, cint n
     if (!rhs_gather(&L, s->comm, root, nrhs, b, ldb, B, &s->err)) goto done;
     if (refine && !rhs_gather(&L, s->comm, root, nrhs, x, ldx, X, &s->err)) goto done;
     /* collective; non-root ranks' arrays are not read */
-    canopy_status st = refine ? api_refine(s, nrhs, root ? B : NULL, n, root ? X : NULL, n)
-                              : api_solve(s, nrhs, root ? B : NULL, n);
+    canopy_status st = refine ? api_refine(s, trans, nrhs, root ? B : NULL, n, root ? X : NULL, n)
+                              : api_solve(s, trans, nrhs, root ? B : NULL, n);
     if (st >= 0) rhs_scatter(&L, s->comm, root, nrhs, refine ? X : B, refine ? x : b, refine ? ldx : ldb, &s->err);
 done:
     layout_free(&L);
@@ -506,13 +544,13 @@ done:
 }
 
 /* solve_dist with the phase canopy_get_progress reports */
-static canopy_status solve_dist_phase(canopy_solver *s, bool refine, cint nrhs, cint nloc, const cint *rows, void *b,
-                                      cint ldb, void *x, cint ldx)
+static canopy_status solve_dist_phase(canopy_solver *s, int trans, bool refine, cint nrhs, cint nloc, const cint *rows,
+                                      void *b, cint ldb, void *x, cint ldx)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     if (!api_enter(s)) return CANOPY_ERR_BUSY;
     api_progress_phase(s, CANOPY_PHASE_SOLVE);
-    canopy_status st = solve_dist(s, refine, nrhs, nloc, rows, b, ldb, x, ldx);
+    canopy_status st = solve_dist(s, trans, refine, nrhs, nloc, rows, b, ldb, x, ldx);
     api_progress_phase(s, CANOPY_PHASE_IDLE);
     api_leave(s);
     return st;
@@ -521,7 +559,21 @@ static canopy_status solve_dist_phase(canopy_solver *s, bool refine, cint nrhs, 
 CANOPY_EXPORT canopy_status canopy_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
                                                      const canopy_int *rows, void *b, canopy_int ldb)
 {
-    return solve_dist_phase(s, false, nrhs, nloc, rows, b, ldb, NULL, 0);
+    return solve_dist_phase(s, CANOPY_TRANS_NONE, false, nrhs, nloc, rows, b, ldb, NULL, 0);
+}
+
+CANOPY_EXPORT canopy_status canopy_solve_distributed_trans(canopy_solver *s, canopy_trans trans, canopy_int nrhs,
+                                                           canopy_int nloc, const canopy_int *rows, void *b,
+                                                           canopy_int ldb)
+{
+    return solve_dist_phase(s, (int)trans, false, nrhs, nloc, rows, b, ldb, NULL, 0);
+}
+
+CANOPY_EXPORT canopy_status canopy_refine_distributed_trans(canopy_solver *s, canopy_trans trans, canopy_int nrhs,
+                                                            canopy_int nloc, const canopy_int *rows, const void *b,
+                                                            canopy_int ldb, void *x, canopy_int ldx)
+{
+    return solve_dist_phase(s, (int)trans, true, nrhs, nloc, rows, (void *)(uintptr_t)b, ldb, x, ldx);
 }
 
 CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
@@ -529,7 +581,7 @@ CANOPY_EXPORT canopy_status canopy_refine_distributed(canopy_solver *s, canopy_i
                                                       void *x, canopy_int ldx)
 {
     /* b is only read: solve_dist writes x back, never b, when it refines */
-    return solve_dist_phase(s, true, nrhs, nloc, rows, (void *)(uintptr_t)b, ldb, x, ldx);
+    return solve_dist_phase(s, CANOPY_TRANS_NONE, true, nrhs, nloc, rows, (void *)(uintptr_t)b, ldb, x, ldx);
 }
 
 /* one call at a time per solver (src/api.c) */

@@ -627,7 +627,9 @@ canopy_status distm_spmv(canopy_solver *s, cint nrhs, double alpha, const void *
         st = comm_share_bcast(s->comm, xb, (int64_t)len, &s->err);
     }
     if (st >= 0) {
-        matrix_spmv(&s->A, nrhs, 1.0, xb, n, 0.0, t, n);
+        /* each rank's columns give their rows of A x, or their entries of A^T x (the others zero) */
+        if (s->trans) matrix_spmv_t(&s->A, nrhs, 1.0, xb, n, 0.0, t, n);
+        else matrix_spmv(&s->A, nrhs, 1.0, xb, n, 0.0, t, n);
         for (size_t off = 0; off < len; off += (size_t)1 << 26) {
             int c = (int)(len - off < ((size_t)1 << 26) ? len - off : ((size_t)1 << 26));
             int rc = s->rank == 0 ? MPI_Reduce(MPI_IN_PLACE, t + off, c, MPI_DOUBLE, MPI_SUM, 0, s->comm)

@@ -51,7 +51,8 @@ double distm_abs_max(canopy_solver *s, const canopy_csc *local);
 
 /**
  * y = alpha A x + beta y on rank 0 (x, y: n x nrhs on rank 0, ignored elsewhere): x goes to every
- * rank, each multiplies by its columns, the products are summed on rank 0.
+ * rank, each multiplies by its columns, the products are summed on rank 0. With s->trans (the same
+ * on every rank), y = alpha A^T x + beta y.
  */
 canopy_status distm_spmv(canopy_solver *s, cint nrhs, double alpha, const void *x, cint ldx, double beta, void *y,
                          cint ldy);

@@ -183,9 +183,53 @@ out:
     return s->err.status;
 }
 
+/* y = alpha A^T x + beta y: the rows of x this rank's columns touch come from their owners (the
+ * halo's exchange backwards), then each own column is one dot product; nothing is summed across ranks */
+static canopy_status spmv_t(canopy_solver *s, distv_halo *h, cint nrhs, double alpha, const void *x, double beta,
+                            void *y)
+{
+    const int P = s->nranks;
+    const cint n = s->A.n, c0 = distm_first_col(n, P, s->rank), nl = distm_first_col(n, P, s->rank + 1) - c0;
+    const int vsz = s->A.arith == CANOPY_COMPLEX ? 2 : 1;
+    const size_t col = (size_t)n * vsz, row = (size_t)vsz * nrhs;
+    int64_t ns = 0, nr = 0;
+    for (int q = 0; q < P; q++) {
+        ns += h->scnt[q];
+        nr += h->rcnt[q];
+    }
+    double *sbuf = canopy_alloc((size_t)nr * row + 1, sizeof(double), "product exchange", &s->err);
+    double *rbuf = canopy_alloc((size_t)ns * row + 1, sizeof(double), "product exchange", &s->err);
+    if (nrhs > h->nrhs) canopy_err_set(&s->err, CANOPY_ERR_INTERNAL, "product plan for %d columns, %d asked",
+                                       (int)h->nrhs, (int)nrhs);
+    if (comm_agree(s->comm, &s->err) < 0) goto out;
+    for (int64_t q = 0; q < nr; q++)
+        for (cint k = 0; k < nrhs; k++)
+            memcpy(sbuf + (size_t)q * row + (size_t)k * vsz, (const double *)x + ((size_t)k * nl + h->rrow[q]) * vsz,
+                   vsz * sizeof(double));
+    if (comm_share_alltoallv(s->comm, sbuf, h->rcnt, rbuf, h->scnt, row * sizeof(double), &s->err) != CANOPY_SUCCESS)
+        goto out;
+    for (cint k = 0; k < nrhs; k++) {
+        memcpy(h->X + k * col + (size_t)c0 * vsz, (const double *)x + (size_t)k * nl * vsz, (size_t)nl * vsz * sizeof(double));
+        for (int64_t q = 0; q < ns; q++)
+            memcpy(h->X + k * col + (size_t)h->srow[q] * vsz, rbuf + (size_t)q * row + (size_t)k * vsz, vsz * sizeof(double));
+    }
+    /* the columns held here are c0 .. c0 + nl - 1: the others of T stay untouched by the user */
+    matrix_spmv_t(&s->A, nrhs, 1.0, h->X, n, 0.0, h->T, n);
+    for (cint k = 0; k < nrhs; k++) {
+        double *yk = (double *)y + (size_t)k * nl * vsz;
+        const double *tk = h->T + k * col + (size_t)c0 * vsz;
+        for (size_t i = 0; i < (size_t)nl * vsz; i++) yk[i] = (beta == 0 ? 0 : beta * yk[i]) + alpha * tk[i];
+    }
+out:
+    canopy_free(sbuf);
+    canopy_free(rbuf);
+    return comm_agree(s->comm, &s->err);
+}
+
 canopy_status distv_spmv(canopy_solver *s, distv_halo *h, cint nrhs, double alpha, const void *x, double beta,
                          void *y)
 {
+    if (s->trans) return spmv_t(s, h, nrhs, alpha, x, beta, y);
     const int P = s->nranks;
     const cint n = s->A.n, c0 = distm_first_col(n, P, s->rank), nl = distm_first_col(n, P, s->rank + 1) - c0;
     const int vsz = s->A.arith == CANOPY_COMPLEX ? 2 : 1;

@@ -41,7 +41,8 @@ typedef struct distv_halo {
 canopy_status distv_halo_build(canopy_solver *s, cint nrhs, distv_halo *h);
 void distv_halo_free(distv_halo *h);
 
-/** y = alpha A x + beta y over this rank's block rows (x, y: nl x nrhs, leading dimension nl). */
+/** y = alpha A x + beta y over this rank's block rows (x, y: nl x nrhs, leading dimension nl); with
+ * s->trans, y = alpha A^T x + beta y. */
 canopy_status distv_spmv(canopy_solver *s, distv_halo *h, cint nrhs, double alpha, const void *x, double beta,
                          void *y);
 

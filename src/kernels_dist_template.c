@@ -132,7 +132,7 @@ static void kdp_forward(const kdpieces *q, int p)
         cint r1 = S->blok_frow[b] > lo ? S->blok_frow[b] : lo, r2 = S->blok_lrow[b] < hi ? S->blok_lrow[b] : hi;
         if (r1 > r2) continue;
         cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
-        const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b] + (r1 - S->blok_frow[b]);
+        const SCALAR *Pb = ks_fwd_panel(F, k) + S->blok_coefrow[b] + (r1 - S->blok_frow[b]);
         ks_gemv_n(r2 - r1 + 1, wk, q->nrhs, q->alpha, Pb, S->cblk_stride[k], q->y + S->cblk_fcol[k], n,
                   q->dst + (r1 - fcol), (cint)q->ld);
     }

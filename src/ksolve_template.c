@@ -141,6 +141,47 @@ static void ks_trsv_lt(cint w, cint nrhs, int unit, int cj, const SCALAR *T, cin
     }
 }
 
+/* x <- T^-T x, T the upper triangle of a w x w block (non-unit: U of LU; the transposed solve) */
+static void ks_trsv_ut(cint w, cint nrhs, const SCALAR *T, cint ldt, SCALAR *x, cint ldx)
+{
+    if (ks_blas(w, (w + 1) / 2, nrhs)) {
+        K_TRSM(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, (int)w, (int)nrhs, K_BS(K_ONE), T,
+               (int)ldt, x, (int)ldx);
+        return;
+    }
+    for (cint r = 0; r < nrhs; r++) {
+        SCALAR *xr = x + (size_t)r * ldx;
+        for (cint c = 0; c < w; c++) {
+            const SCALAR *tc = T + (size_t)c * ldt;
+            xr[c] = (xr[c] - ks_dot(c, tc, xr, 0)) / tc[c];
+        }
+    }
+}
+
+/*
+ * The transposed solve of LU factors (F->trans): A = L~ U with L~'s diagonal blocks P_j^T L_jj (the
+ * interchanges stay inside the block), so A^T = U^T L~^T. Forward runs U^T: the U panels (which hold
+ * U^T, shaped like L's) take the place of L's and the diagonal block's upper triangle is solved
+ * transposed, with no interchange; backward runs L~^T: L's panels transposed, the unit lower
+ * triangle transposed, then P_j^T (the interchanges undone, last first), as LDL^T does.
+ */
+static inline int ks_tlu(const numeric *F)
+{
+    return F->trans && F->kind == CANOPY_FACT_LU;
+}
+
+/* the panel of cblk k the forward solve reads (L, or U^T in the transposed LU solve) */
+static inline const SCALAR *ks_fwd_panel(const numeric *F, cint k)
+{
+    return (const SCALAR *)(ks_tlu(F) ? F->U : F->L) + F->coef[k];
+}
+
+/* the panel of cblk k whose off-diagonal bloks the backward solve reads transposed */
+static inline const SCALAR *ks_bwd_panel(const numeric *F, cint k)
+{
+    return (const SCALAR *)(F->kind == CANOPY_FACT_LU && !F->trans ? F->U : F->L) + F->coef[k];
+}
+
 /* x <- T^-1 x, T the upper triangle of a w x w block (non-unit: U of LU) */
 static void ks_trsv_un(cint w, cint nrhs, const SCALAR *T, cint ldt, SCALAR *x, cint ldx)
 {
@@ -165,6 +206,10 @@ static void kforward_diag(const numeric *F, cint j, cint nrhs, SCALAR *y)
     const symbolic *S = F->S;
     cint n = S->n, fcol = S->cblk_fcol[j], w = S->cblk_fcol[j + 1] - fcol;
     SCALAR *ys = y + fcol;
+    if (ks_tlu(F)) {
+        ks_trsv_ut(w, nrhs, (const SCALAR *)F->L + F->coef[j], S->cblk_stride[j], ys, n);
+        return;
+    }
     if (F->kind != CANOPY_FACT_LLT) {
         /* the cblk's interchanges, in order (LDL^T marks a 2x2 pivot's first column with -1) */
         const cint *ipiv = F->ipiv + fcol;
@@ -179,7 +224,7 @@ static inline void kforward_blok(const numeric *F, cint k, cint b, cint nrhs, SC
 {
     const symbolic *S = F->S;
     cint wk = S->cblk_fcol[k + 1] - S->cblk_fcol[k], h = S->blok_lrow[b] - S->blok_frow[b] + 1;
-    const SCALAR *Pb = (const SCALAR *)F->L + F->coef[k] + S->blok_coefrow[b];
+    const SCALAR *Pb = ks_fwd_panel(F, k) + S->blok_coefrow[b];
     ks_gemv_n(h, wk, nrhs, K_MONE, Pb, S->cblk_stride[k], y + S->cblk_fcol[k], S->n, y + S->blok_frow[b], S->n);
 }
 
@@ -234,7 +279,7 @@ static void kforward_subtree(const numeric *F, cint first, cint last, cint nrhs,
     for (cint k = first; k <= last; k++) {
         kforward_diag(F, k, nrhs, y);
         cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], m = S->cblk_stride[k] - w;
-        const SCALAR *P = (const SCALAR *)F->L + F->coef[k] + w;
+        const SCALAR *P = ks_fwd_panel(F, k) + w;
         for (cint r0 = 0; m > 0 && r0 < nrhs; r0 += KS_RHS_CHUNK) {
             cint nr = nrhs - r0 < KS_RHS_CHUNK ? nrhs - r0 : KS_RHS_CHUNK;
             memset(work, 0, (size_t)m * (size_t)nr * sizeof(SCALAR));
@@ -316,7 +361,7 @@ static void kbackward_product(const numeric *F, cint k, cint r0, cint nr, cint c
 {
     const symbolic *S = F->S;
     cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k], m = st - w;
-    const SCALAR *X = (const SCALAR *)(F->kind == CANOPY_FACT_LU ? F->U : F->L) + F->coef[k];
+    const SCALAR *X = ks_bwd_panel(F, k);
     ks_gemv_t(m, c1 - c0, nr, F->kind == CANOPY_FACT_LLT, K_MONE, X + w + (size_t)c0 * st, st, work, m,
               y + fcol + c0 + (size_t)r0 * n, n);
 }
@@ -329,12 +374,12 @@ static void kbackward_diag(const numeric *F, cint k, cint nrhs, SCALAR *y)
     cint n = S->n, fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
     const SCALAR *P = (const SCALAR *)F->L + F->coef[k];
     SCALAR *ys = y + fcol;
-    if (kind == CANOPY_FACT_LU)
+    if (kind == CANOPY_FACT_LU && !F->trans)
         ks_trsv_un(w, nrhs, P, st, ys, n);
     else
         ks_trsv_lt(w, nrhs, kind != CANOPY_FACT_LLT, kind == CANOPY_FACT_LLT, P, st, ys, n);
-    if (kind == CANOPY_FACT_LDLT) {
-        /* undo the cblk's symmetric interchanges, last first */
+    if (kind == CANOPY_FACT_LDLT || ks_tlu(F)) {
+        /* undo the cblk's interchanges (symmetric for LDL^T), last first */
         const cint *ipiv = F->ipiv + fcol;
         for (cint j = w - 1; j >= 0; j--)
             if (ipiv[j] >= 0 && ipiv[j] != j) kswap_rows(ys, n, j, ipiv[j], 0, nrhs);

@@ -138,6 +138,38 @@ void matrix_spmv(const canopy_csc *A, cint nrhs, double alpha, const void *x, ci
     }
 }
 
+void matrix_spmv_t(const canopy_csc *A, cint nrhs, double alpha, const void *x, cint ldx, double beta, void *y,
+                   cint ldy)
+{
+    cint n = A->n;
+    /* column j of A is row j of A^T: one dot product per column, each y entry written once */
+    if (A->arith == CANOPY_COMPLEX) {
+        const double complex *av = A->values, *xv = x;
+        double complex *yv = y;
+        for (cint r = 0; r < nrhs; r++) {
+            double complex *yc = yv + (size_t)r * ldy;
+            const double complex *xc = xv + (size_t)r * ldx;
+            for (cint j = 0; j < n; j++) {
+                double complex t = 0;
+                for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) t += av[p] * xc[A->rowind[p]];
+                yc[j] = (beta == 0 ? 0 : beta * yc[j]) + alpha * t;
+            }
+        }
+        return;
+    }
+    const double *av = A->values, *xv = x;
+    double *yv = y;
+    for (cint r = 0; r < nrhs; r++) {
+        double *yc = yv + (size_t)r * ldy;
+        const double *xc = xv + (size_t)r * ldx;
+        for (cint j = 0; j < n; j++) {
+            double t = 0;
+            for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) t += av[p] * xc[A->rowind[p]];
+            yc[j] = (beta == 0 ? 0 : beta * yc[j]) + alpha * t;
+        }
+    }
+}
+
 static double entry_abs(const canopy_csc *A, int64_t p)
 {
     if (A->arith == CANOPY_COMPLEX) return cabs(((const double complex *)A->values)[p]);
@@ -164,6 +196,17 @@ double matrix_norm_inf(const canopy_csc *A)
         for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) rs[A->rowind[p]] += entry_abs(A, p);
     for (cint i = 0; i < n; i++) best = rs[i] > best ? rs[i] : best;
     canopy_free(rs);
+    return best;
+}
+
+double matrix_norm_one(const canopy_csc *A)
+{
+    double best = 0;
+    for (cint j = 0; j < A->n; j++) {
+        double s = 0;
+        for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) s += entry_abs(A, p);
+        if (!(s <= best)) best = s;
+    }
     return best;
 }
 

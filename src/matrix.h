@@ -32,6 +32,13 @@ canopy_status matrix_graph(const canopy_csc *A, canopy_csc *G, canopy_err *err);
 void matrix_spmv(const canopy_csc *A, cint nrhs, double alpha, const void *x, cint ldx,
                  double beta, void *y, cint ldy);
 
+/** y = alpha * A^T x + beta * y (no conjugation; full storage). */
+void matrix_spmv_t(const canopy_csc *A, cint nrhs, double alpha, const void *x, cint ldx, double beta, void *y,
+                   cint ldy);
+
+/** max_j sum_i |a_ij| (one-norm: the infinity norm of A^T). */
+double matrix_norm_one(const canopy_csc *A);
+
 /** max_i sum_j |a_ij| (infinity norm). */
 double matrix_norm_inf(const canopy_csc *A);
 

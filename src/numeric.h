@@ -183,6 +183,9 @@ typedef struct numeric {
                                          of a 2x2 pivot with -1 (no interchange at that step) */
     void *dsub;                     /**< LDL^T only, [n] scalars: D(j+1, j) of a 2x2 pivot starting at
                                          column j, 0 elsewhere */
+    int trans;                      /**< the solves' operator while a solve runs: 0 the factored matrix, 1 its
+                                         transpose (LU only: forward with U^T, backward with L^T and the
+                                         interchanges undone; the symmetric factorizations need no transpose) */
     int64_t perturbed;              /**< pivots replaced in the last factorization */
     double threshold;               /**< absolute pivot threshold used in the last factorization */
     double flops;                   /**< flops of the last factorization (from the structure) */

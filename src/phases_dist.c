@@ -296,12 +296,20 @@ canopy_status dist_factorize(canopy_solver *s)
     return s->F.perturbed > 0 ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
 }
 
+/* rank 0's orders to the serving ranks (dist_serve_solves): { what, operator }, what = nrhs >= 0 a
+ * solve, -1 done, -2 - nrhs a product with a distributed matrix; operator = s->trans */
+static int order_serving(canopy_solver *s, int what)
+{
+    int cmd[2] = {what, s->trans};
+    comm_quiet_barrier(s->comm);
+    MPI_Bcast(cmd, 2, MPI_INT, 0, s->comm);
+    return cmd[0];
+}
+
 canopy_status api_apply_solve(canopy_solver *s, cint nrhs, void *y)
 {
     if (s->nranks == 1) return numeric_solve(&s->F, nrhs, y, s->A.n, &s->err);
-    int cmd = (int)nrhs;
-    comm_quiet_barrier(s->comm);
-    MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
+    order_serving(s, (int)nrhs);
     return numeric_solve_dist(&s->F, nrhs, y, &s->err);
 }
 
@@ -310,12 +318,11 @@ canopy_status api_apply_matrix(canopy_solver *s, cint nrhs, double alpha, const 
 {
     if (s->rhalo != NULL) return distv_spmv(s, s->rhalo, nrhs, alpha, x, beta, y); /* ld = s->rnl */
     if (!distm_active(s)) {
-        matrix_spmv(&s->A, nrhs, alpha, x, ldx, beta, y, ldy);
+        if (s->trans) matrix_spmv_t(&s->A, nrhs, alpha, x, ldx, beta, y, ldy);
+        else matrix_spmv(&s->A, nrhs, alpha, x, ldx, beta, y, ldy);
         return CANOPY_SUCCESS;
     }
-    int cmd = -2 - (int)nrhs;
-    comm_quiet_barrier(s->comm);
-    MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
+    order_serving(s, -2 - (int)nrhs);
     return distm_spmv(s, nrhs, alpha, x, ldx, beta, y, ldy);
 }
 
@@ -378,25 +385,25 @@ canopy_status api_refine_dist(canopy_solver *s, cint nrhs, cint nloc, const cint
 void dist_serve_solves(canopy_solver *s)
 {
     for (;;) {
-        int cmd = -1;
+        int cmd[2] = {-1, 0};
         /* rank 0 may be computing a residual: wait without taking a core */
         comm_quiet_barrier(s->comm);
-        MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
-        if (cmd == -1) return;
-        if (cmd < -1) {
+        MPI_Bcast(cmd, 2, MPI_INT, 0, s->comm);
+        if (cmd[0] == -1) break;
+        api_set_trans(s, cmd[1]);
+        if (cmd[0] < -1) {
             /* a product with a distributed matrix (api_apply_matrix) */
-            distm_spmv(s, -2 - cmd, 0, NULL, 0, 0, NULL, 0);
+            distm_spmv(s, -2 - cmd[0], 0, NULL, 0, 0, NULL, 0);
             continue;
         }
-        numeric_solve_dist(&s->F, cmd, NULL, &s->err);
+        numeric_solve_dist(&s->F, cmd[0], NULL, &s->err);
     }
+    api_set_trans(s, 0);
 }
 
 void dist_end_solves(canopy_solver *s)
 {
-    int cmd = -1;
-    comm_quiet_barrier(s->comm);
-    MPI_Bcast(&cmd, 1, MPI_INT, 0, s->comm);
+    order_serving(s, -1);
 }
 
 void dist_solve_stats(canopy_solver *s)

@@ -143,14 +143,30 @@ canopy_status refine_apply_inverse(canopy_solver *s, cint nrhs, void *b, cint ld
         canopy_free(y);
         return s->err.status < 0 ? s->err.status : CANOPY_SUCCESS;
     }
-    scaling_rhs(&s->sc, s->A.arith, nrhs, y, n, tmp);
-    canopy_free(tmp);
+    if (s->trans) scaling_rhs_t(&s->sc, s->A.arith, nrhs, y, n);
+    else scaling_rhs(&s->sc, s->A.arith, nrhs, y, n, tmp);
     if (api_apply_solve(s, nrhs, y) == CANOPY_SUCCESS) {
-        scaling_solution(&s->sc, s->A.arith, nrhs, y, n);
+        if (s->trans) scaling_solution_t(&s->sc, s->A.arith, nrhs, y, n, tmp);
+        else scaling_solution(&s->sc, s->A.arith, nrhs, y, n);
         for (cint k = 0; k < nrhs; k++) memcpy((char *)b + (size_t)k * ldb * sz, y + (size_t)k * n * sz, (size_t)n * sz);
     }
+    canopy_free(tmp);
     canopy_free(y);
     return s->err.status < 0 ? s->err.status : CANOPY_SUCCESS;
+}
+
+/* ||op(A)||_inf of the matrix refinement multiplies by: A's, or A^T's (A's one-norm; with a
+ * distributed matrix each rank holds whole columns: their sums are exact, the maximum reduced) */
+static double solver_norm(canopy_solver *s)
+{
+    if (!s->trans) return s->nranks > 1 && s->dist != NULL ? s->anorm_input : matrix_norm_inf(&s->A);
+    double v = matrix_norm_one(&s->A);
+    if (s->nranks > 1 && s->dist != NULL) {
+        if (isnan(v)) v = INFINITY;
+        if (MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_DOUBLE, MPI_MAX, s->comm) != MPI_SUCCESS)
+            canopy_err_set(&s->err, CANOPY_ERR_MPI, "reduction over the ranks failed");
+    }
+    return v;
 }
 
 /* ---- restarted right-preconditioned (flexible) GMRES on one real column ------------------ */
@@ -331,7 +347,7 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
         canopy_free(best);
         return s->err.status;
     }
-    double anorm = s->nranks > 1 && s->dist != NULL ? s->anorm_input : matrix_norm_inf(&s->A);
+    double anorm = solver_norm(s);
     double tol = s->opts.refine_tolerance;
     double berr = solver_backward_error(s, anorm, nrhs, b, ldb, x, ldx, r);
     int steps = 0;

@@ -682,6 +682,36 @@ void scaling_solution(const scaling *sc, canopy_arith arith, cint nrhs, void *x,
     }
 }
 
+void scaling_rhs_t(const scaling *sc, canopy_arith arith, cint nrhs, void *b, cint ldb)
+{
+    if (sc == NULL || b == NULL || sc->col == NULL) return;
+    scaling_solution(sc, arith, nrhs, b, ldb); /* the same product: b <- Dc b */
+}
+
+void scaling_solution_t(const scaling *sc, canopy_arith arith, cint nrhs, void *x, cint ldx, void *tmp)
+{
+    if (sc == NULL || x == NULL) return;
+    cint n = sc->n;
+    int w = arith == CANOPY_COMPLEX ? 2 : 1;
+    double *xv = x, *t = tmp;
+    for (cint k = 0; k < nrhs; k++) {
+        double *xc = xv + (size_t)k * (size_t)ldx * (size_t)w;
+        if (sc->row_perm == NULL) {
+            if (sc->row == NULL) continue;
+            for (cint i = 0; i < n; i++)
+                for (int c = 0; c < w; c++) xc[(size_t)w * i + c] *= sc->row[i];
+            continue;
+        }
+        /* x[i] = Dr[perm[i]] x'[perm[i]] (P^T Dr x'): gather into tmp, copy back */
+        for (cint i = 0; i < n; i++) {
+            cint r = sc->row_perm[i];
+            double f = sc->row ? sc->row[r] : 1.0;
+            for (int c = 0; c < w; c++) t[(size_t)w * i + c] = xc[(size_t)w * r + c] * f;
+        }
+        memcpy(xc, t, (size_t)n * (size_t)w * sizeof(double));
+    }
+}
+
 void scaling_free(scaling *sc)
 {
     if (sc == NULL) return;

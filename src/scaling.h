@@ -58,6 +58,15 @@ void scaling_rhs(const scaling *sc, canopy_arith arith, cint nrhs, void *b, cint
 /** x <- Dc x (solution of the scaled system back to the solution of A x = b). */
 void scaling_solution(const scaling *sc, canopy_arith arith, cint nrhs, void *x, cint ldx);
 
+/*
+ * The transposed system: As = Dr P A Dc gives A^T = Dc^-1 As^T Dr^-1 P, so A^T x = b is solved by
+ * As^T y = Dc b and x = P^T Dr y (the same for A^H: the scalings are real).
+ */
+/** b <- Dc b (right-hand sides of A^T x = b into the scaled system). */
+void scaling_rhs_t(const scaling *sc, canopy_arith arith, cint nrhs, void *b, cint ldb);
+/** x <- P^T Dr x (solution of As^T y = Dc b back to that of A^T x = b); @p tmp holds n scalars. */
+void scaling_solution_t(const scaling *sc, canopy_arith arith, cint nrhs, void *x, cint ldx, void *tmp);
+
 void scaling_free(scaling *sc);
 
 /** true when the scaling changes nothing (no vectors, no permutation). */

@@ -55,6 +55,33 @@ static canopy_status share_scaling(canopy_solver *s, cint n, direct_scaling *d)
     return comm_agree(s->comm, &s->err);
 }
 
+/*
+ * Where row g of b lands in the scaled, permuted system (new index, factor), and where row g of the
+ * solution comes from. A x = b: b's row g is row row_perm[g] of Dr P b, x's row g is Dc's row g of
+ * the solution; A^T x = b (s->trans) swaps the two: Dc b in, P^T Dr out (src/scaling.h).
+ */
+static cint row_in(const direct_scaling *d, int trans, cint g)
+{
+    return trans || d->row_perm == NULL ? g : d->row_perm[g];
+}
+
+static cint row_out(const direct_scaling *d, int trans, cint g)
+{
+    return trans && d->row_perm != NULL ? d->row_perm[g] : g;
+}
+
+static double scale_in(const direct_scaling *d, int trans, cint g)
+{
+    if (trans) return d->col ? d->col[g] : 1.0;
+    return d->row ? d->row[row_in(d, 0, g)] : 1.0;
+}
+
+static double scale_out(const direct_scaling *d, int trans, cint g)
+{
+    if (trans) return d->row ? d->row[row_out(d, 1, g)] : 1.0;
+    return d->col ? d->col[g] : 1.0;
+}
+
 static void scaling_release(direct_scaling *d)
 {
     canopy_free(d->own_row);
@@ -109,10 +136,11 @@ canopy_status api_solve_direct(canopy_solver *s, cint n, canopy_arith arith, cin
     /* where each local row of b goes (row scaling and matching first: row g of A is row
      * row_perm[g] of the matrix factorized, new index iperm of that), and where its solution
      * comes from (column g: new index iperm[g]) */
+    const int tr = s->trans;
     for (cint k = 0; k < nloc; k++) {
-        cint g = rows[k], r = sc.row_perm ? sc.row_perm[g] : g;
-        dest_b[k] = owner_of[S->col2cblk[S->iperm[r]]];
-        dest_x[k] = owner_of[S->col2cblk[S->iperm[g]]];
+        cint g = rows[k];
+        dest_b[k] = owner_of[S->col2cblk[S->iperm[row_in(&sc, tr, g)]]];
+        dest_x[k] = owner_of[S->col2cblk[S->iperm[row_out(&sc, tr, g)]]];
         scnt[dest_b[k]]++;
         xcnt[dest_x[k]]++;
     }
@@ -179,10 +207,10 @@ canopy_status api_solve_direct(canopy_solver *s, cint n, canopy_arith arith, cin
             for (int r = 0; r < np; r++)
                 for (cint c = 0; c < cc; c++)
                     for (int q = 0; q < rcnt[r]; q++) {
-                        cint g = ridx[rdis[r] + q], row = sc.row_perm ? sc.row_perm[g] : g;
-                        double f = sc.row ? sc.row[row] : 1.0;
+                        cint g = ridx[rdis[r] + q];
+                        double f = scale_in(&sc, tr, g);
                         const double *v = rval + ((size_t)c4[3 * np + r] + (size_t)c * rcnt[r] + q) * vsz;
-                        double *t = yv + ((size_t)(c0 + c) * n + S->iperm[row]) * vsz;
+                        double *t = yv + ((size_t)(c0 + c) * n + S->iperm[row_in(&sc, tr, g)]) * vsz;
                         for (int e = 0; e < vsz; e++) t[e] = v[e] * f;
                     }
         }
@@ -233,8 +261,8 @@ canopy_status api_solve_direct(canopy_solver *s, cint n, canopy_arith arith, cin
             for (cint c = 0; c < cc; c++)
                 for (int q = 0; q < xrcnt[r]; q++) {
                     cint g = xidx[rdis[r] + q];
-                    double f = sc.col ? sc.col[g] : 1.0;
-                    const double *v = yv + ((size_t)(c0 + c) * n + S->iperm[g]) * vsz;
+                    double f = scale_out(&sc, tr, g);
+                    const double *v = yv + ((size_t)(c0 + c) * n + S->iperm[row_out(&sc, tr, g)]) * vsz;
                     double *t = rval + ((size_t)c4[2 * np + r] + (size_t)c * xrcnt[r] + q) * vsz;
                     for (int e = 0; e < vsz; e++) t[e] = v[e] * f;
                 }

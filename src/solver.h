@@ -58,6 +58,9 @@ struct canopy_solver {
     /* refinement on every rank over its own rows (a distributed matrix, src/dist_vector.h): the
      * product's plan, the rank's block rows (count and indices); NULL outside refine_dist */
     struct distv_halo *rhalo;
+    int trans;                  /* while a transposed solve or refinement runs (LU factors only): every solve
+                                   with the factors, product with A, norm and scaling works with A^T
+                                   (api_set_trans); 0 otherwise */
     cint rnl;
     cint *rrows;
     double predicted_bytes;     /* this rank's predicted factorization memory (analysis) */
@@ -127,8 +130,11 @@ void api_leave(canopy_solver *s);
         return st_;                                                                                \
     } while (0)
 /* canopy_solve and canopy_refine inside a call that holds the solver already */
-canopy_status api_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb);
-canopy_status api_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb, void *x, canopy_int ldx);
+canopy_status api_solve(canopy_solver *s, int trans, canopy_int nrhs, void *b, canopy_int ldb);
+canopy_status api_refine(canopy_solver *s, int trans, canopy_int nrhs, const void *b, canopy_int ldb, void *x,
+                         canopy_int ldx);
+/** Negate the imaginary parts of n x nrhs complex scalars (leading dimension @p ld). */
+void api_conj(cint n, cint nrhs, void *v, cint ld);
 /** canopy_set_matrix*: the end of the call (agreed outcome, phase). Collective. */
 canopy_status api_matrix_done(canopy_solver *s);
 /** canopy_update_values*: s->A holds new values on every rank that holds it: rescale, ask for a
@@ -155,6 +161,35 @@ canopy_status api_agree(canopy_solver *s);
  */
 canopy_status api_refine_dist(canopy_solver *s, cint nrhs, cint nloc, const cint *rows, const void *b, cint ldb,
                               void *x, cint ldx);
+
+/** The operator of the solves from now on (0: A, 1: A^T with LU factors), on this rank. */
+static inline void api_set_trans(canopy_solver *s, int trans)
+{
+    s->trans = trans;
+    s->F.trans = trans;
+}
+
+/**
+ * What a request for op(A) (canopy_trans) asks of the factors, on the rank that knows the matrix's
+ * @p kind and @p arith: *op = 1 to solve with A^T (general matrices: LU), 0 with A itself (A^T = A
+ * for symmetric kinds, A^H = A for Hermitian ones), and *conj = 1 when the right-hand side and the
+ * solution are conjugated around that solve (A^H x = b is A^T conj(x) = conj(b), and so on).
+ */
+static inline void api_trans_plan(canopy_matrix_kind kind, canopy_arith arith, int trans, int *op, int *conj)
+{
+    bool cx = arith == CANOPY_COMPLEX;
+    *op = 0;
+    *conj = 0;
+    if (trans == CANOPY_TRANS_NONE) return;
+    if (kind == CANOPY_KIND_GENERAL) {
+        *op = 1;
+        *conj = cx && trans == CANOPY_TRANS_H;
+    } else if (kind == CANOPY_KIND_HERMITIAN) {
+        *conj = cx && trans == CANOPY_TRANS_T;
+    } else {
+        *conj = cx && trans == CANOPY_TRANS_H;
+    }
+}
 
 /** The phase canopy_get_progress reports from now on (the sequence number lets a reader on
  * another thread see whether the phase changed while it read the figures). */
