@@ -229,11 +229,11 @@ static int load(const tcase *c, canopy_csc *A)
     return 2; /* our own arrays: free() them */
 }
 
-static canopy_solver *make_solver(const tcase *c, const char *more)
+static canopy_solver *make_solver(const tcase *c, const char *more, int threads)
 {
     canopy_options o;
     canopy_options_default(&o);
-    o.threads = 2;
+    o.threads = threads;
     snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
     char opts[256], msg[256];
     snprintf(opts, sizeof opts, "%s %s", c->options, more);
@@ -354,9 +354,11 @@ static void run_case(const tcase *c)
     }
     trip T;
     to_triplets(&A, &T);
-    /* centralized: the matrix on rank 0 */
-    canopy_solver *s = make_solver(c, "");
-    if (s) {
+    /* centralized: the matrix on rank 0; one thread (no pool) and three (subtree tasks, pieces) */
+    canopy_solver *s = NULL;
+    for (int threads = 1; threads <= 3; threads += 2) {
+        s = make_solver(c, "", threads);
+        if (!s) continue;
         if (canopy_set_matrix(s, rank == 0 ? &A : NULL) != CANOPY_SUCCESS || canopy_analyze(s) < 0 ||
             canopy_factorize(s) < 0)
             fail("%s: %s", c->name, canopy_last_error(s));
@@ -371,7 +373,7 @@ static void run_case(const tcase *c)
     }
     /* the matrix in pieces: columns dealt to the ranks */
     if (size > 1) {
-        s = make_solver(c, "");
+        s = make_solver(c, "", 2);
         canopy_int n = A.n, nc = 0;
         for (canopy_int j = rank; j < n; j += size) nc++;
         canopy_int *cols = xmalloc(((size_t)nc + 1) * sizeof *cols), *cp = xmalloc(((size_t)nc + 2) * sizeof *cp);
