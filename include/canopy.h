@@ -183,10 +183,12 @@ typedef struct canopy_options {
                                        shortest; 0 = none (1D: one task per panel and per target) */
     canopy_selinv_memory selinv_memory; /**< where canopy_selinv computes the inverse: over the factors
                                            (default; canopy_solve then refuses) or beside them */
-    int strict;                   /**< 1: when the factorization perturbed pivots and refinement stops above its
-                                       tolerance, canopy_refine (and its distributed and transposed forms) returns
-                                       CANOPY_ERR_SINGULAR instead of the warning CANOPY_WARN_NOT_CONVERGED (x still
-                                       holds the best iterate); 0 (default): the warning */
+    int strict;                   /**< 1: when the factorization perturbed pivots and refinement finds no solution
+                                       (backward error above the tolerance, or a residual above 1e-6 ||b||: a singular
+                                       matrix and a b outside its range), canopy_refine (and its distributed and
+                                       transposed forms) returns CANOPY_ERR_SINGULAR instead of the warning
+                                       CANOPY_WARN_NOT_CONVERGED (x still holds the best iterate); 0 (default): the
+                                       warning */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */

@@ -17,6 +17,9 @@
 
 #include "matrix.h"
 
+/* After perturbed pivots, a residual above this fraction of b is no solution (see refine_run). */
+#define REFINE_SINGULAR_RESIDUAL 1e-6
+
 /* Largest modulus of a column; NaN propagates (fmax would drop it and hide garbage). */
 static double col_inf_norm(canopy_arith arith, cint n, const void *v, size_t off)
 {
@@ -391,18 +394,38 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
     }
     /* hand back the best iterate seen */
     for (cint k = 0; k < nrhs; k++) memcpy((char *)x + (size_t)k * ldx * sz, (char *)best + (size_t)k * n * sz, (size_t)n * sz);
+    /* Perturbed pivots: the matrix may be singular. A huge x keeps the normwise backward error small
+     * even when b is not in A's range (a singular A is arbitrarily close to regular ones), so the
+     * residual must also be small against b itself before x counts as a solution. */
+    double rres = 0;
+    if (s->stats.perturbed_pivots > 0 && berr <= tol && s->err.status >= 0) {
+        solver_backward_error(s, anorm, nrhs, b, ldb, x, ldx, r);
+        for (cint k = 0; k < nrhs; k++) {
+            double m[2] = {col_inf_norm(s->A.arith, n, r, (size_t)k * n), col_inf_norm(s->A.arith, n, b, (size_t)k * ldb)};
+            if (s->rhalo != NULL) api_reduce(s, m, 2, true);
+            double q = m[1] > 0 ? m[0] / m[1] : (m[0] > 0 ? INFINITY : 0);
+            if (!(q <= rres)) rres = q;
+        }
+    }
     canopy_free(r);
     canopy_free(best);
     s->stats.backward_error = berr;
     s->stats.refinement_steps = steps;
     if (s->err.status < 0) return s->err.status;
-    if (!(berr <= tol) && s->opts.strict && s->stats.perturbed_pivots > 0)
+    bool solved = berr <= tol && rres <= REFINE_SINGULAR_RESIDUAL;
+    if (!solved && s->opts.strict && s->stats.perturbed_pivots > 0)
         return canopy_err_set(&s->err, CANOPY_ERR_SINGULAR,
-                              "refinement stopped after %d steps at backward error %.3g (tolerance %.3g) and the "
-                              "factorization perturbed %" PRId64 " pivots: the matrix is numerically singular "
-                              "(option strict=on)", steps, berr, tol, s->stats.perturbed_pivots);
+                              "the factorization perturbed %" PRId64 " pivots and %s: the matrix is numerically "
+                              "singular and b is not in its range (option strict=on)",
+                              s->stats.perturbed_pivots, berr <= tol ? "the residual stays large against b" :
+                              "refinement did not reach its tolerance");
     if (!(berr <= tol))
         return canopy_err_set(&s->err, CANOPY_WARN_NOT_CONVERGED,
                               "refinement stopped after %d steps at backward error %.3g (tolerance %.3g)", steps, berr, tol);
+    if (!solved)
+        return canopy_err_set(&s->err, CANOPY_WARN_NOT_CONVERGED,
+                              "the factorization perturbed %" PRId64 " pivots and the residual is %.3g times b: the "
+                              "matrix is numerically singular and b is not in its range (backward error %.3g, reached "
+                              "only by a huge x)", s->stats.perturbed_pivots, rres, berr);
     return CANOPY_SUCCESS;
 }
