@@ -185,6 +185,7 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
     if (!strcmp(name, "factorization")) return (double)st.factorization;
     if (!strcmp(name, "ranks")) return (double)st.ranks;
     if (!strcmp(name, "threads_per_rank")) return (double)st.threads_per_rank;
+    if (!strcmp(name, "comm_threads")) return (double)st.comm_threads;
     return -1;
 }
 
@@ -219,12 +220,6 @@ CANOPY_EXPORT int canopy_f_comm_rank(int comm)
     return r;
 }
 
-/*
- * MPI for a program that has not started it (a Python session without mpi4py): MPI_Init_thread
- * with MPI_THREAD_MULTIPLE unless MPI runs already; *here = 1 when this call started it (the
- * caller then ends it with canopy_f_mpi_finalize). CANOPY_ERR_MPI when it cannot start, or runs
- * with a thread level below MPI_THREAD_SERIALIZED.
- */
 /* rank 0's @p value on every rank of the communicator of Fortran handle @p comm (-1 on failure) */
 CANOPY_EXPORT int canopy_f_bcast_int(int comm, int value);
 CANOPY_EXPORT int canopy_f_bcast_int(int comm, int value)
@@ -252,6 +247,14 @@ CANOPY_EXPORT int canopy_f_comm_size(int comm)
     return r;
 }
 
+/*
+ * MPI for a program that has not started it (a Python session without mpi4py): MPI_Init_thread
+ * with MPI_THREAD_MULTIPLE unless MPI runs already; *here = 1 when this call started it (the
+ * caller then ends it with canopy_f_mpi_finalize). CANOPY_ERR_MPI when it cannot start, or runs
+ * with a thread level below MPI_THREAD_SERIALIZED: Python makes its long calls on a helper thread
+ * (so that Ctrl-C reaches it), which is not the thread that started MPI. (A communicator of the
+ * program's own does not come here: dist_create says what its thread level allows.)
+ */
 CANOPY_EXPORT canopy_status canopy_f_mpi_init(int *here);
 CANOPY_EXPORT canopy_status canopy_f_mpi_init(int *here)
 {
