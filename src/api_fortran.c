@@ -4,7 +4,8 @@
  * by itself. A Fortran communicator handle becomes an MPI_Comm (MPI_Comm_f2c), the options come
  * as one "name=value name=value" string, the matrix as 1-based CSC arrays, the statistics by
  * name, and messages are copied into Fortran character buffers. The other calls (analyze,
- * factorize, solve, refine, destroy) are the C API's, bound directly.
+ * factorize, solve and refine as canopy_solve_trans / canopy_refine_trans, destroy) are the C
+ * API's, bound directly.
  */
 #include "solver.h"
 
@@ -84,23 +85,23 @@ CANOPY_EXPORT canopy_status canopy_f_set_matrix_distributed(canopy_solver *s, ca
     return canopy_set_matrix_distributed(s, &A);
 }
 
-/* canopy_solve_distributed, or canopy_refine_distributed when @p refine (every rank alike: a rank
- * without rows may pass NULL arrays), with 1-based rows: the C API's are 0-based. A row out of
- * range stays out of range (the library says which). */
-CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, int refine, canopy_int nrhs, canopy_int nloc,
-                                                       const canopy_int *rows, void *b, canopy_int ldb, void *x,
-                                                       canopy_int ldx);
-CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, int refine, canopy_int nrhs, canopy_int nloc,
-                                                       const canopy_int *rows, void *b, canopy_int ldb, void *x,
-                                                       canopy_int ldx)
+/* canopy_solve_distributed_trans, or canopy_refine_distributed_trans when @p refine (every rank
+ * alike: a rank without rows may pass NULL arrays), with 1-based rows: the C API's are 0-based. A
+ * row out of range stays out of range, a bad @p trans stays bad (the library says which). */
+CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, int refine, int trans, canopy_int nrhs,
+                                                       canopy_int nloc, const canopy_int *rows, void *b,
+                                                       canopy_int ldb, void *x, canopy_int ldx);
+CANOPY_EXPORT canopy_status canopy_f_solve_distributed(canopy_solver *s, int refine, int trans, canopy_int nrhs,
+                                                       canopy_int nloc, const canopy_int *rows, void *b,
+                                                       canopy_int ldb, void *x, canopy_int ldx)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err err = {0};
     canopy_int *r0 = nloc > 0 && rows ? canopy_alloc((size_t)nloc, sizeof(canopy_int), "solve rows", &err) : NULL;
     for (canopy_int i = 0; r0 && i < nloc; i++) r0[i] = rows[i] - 1;
     /* every rank takes part; NULL rows (none given, or the copy failed) are refused on every rank */
-    canopy_status st = refine ? canopy_refine_distributed(s, nrhs, nloc, r0, b, ldb, x, ldx)
-                              : canopy_solve_distributed(s, nrhs, nloc, r0, b, ldb);
+    canopy_status st = refine ? canopy_refine_distributed_trans(s, (canopy_trans)trans, nrhs, nloc, r0, b, ldb, x, ldx)
+                              : canopy_solve_distributed_trans(s, (canopy_trans)trans, nrhs, nloc, r0, b, ldb);
     canopy_free(r0);
     return st;
 }

@@ -3,7 +3,8 @@
 # INSTALLED module and library with the README's line (MPIFC app.f90 $(pkg-config --cflags --libs
 # canopy-fortran)), run it on 1 and 2 ranks: it checks its own solution; then
 # tests/test_fortran_api.f90 (complex LU, 2-D right-hand sides, errors and messages) likewise, and
-# tests/test_fortran_init.f90 (a plain `call MPI_Init`: MPI_THREAD_SINGLE) on 1, 2 and 3 ranks. Skipped (77) in a build
+# tests/test_fortran_init.f90 (a plain `call MPI_Init`: MPI_THREAD_SINGLE) on 1, 2 and 3 ranks, and
+# tests/test_fortran_trans.f90 (A^T x = b and A^H x = b, trans=) on 1 and 2 ranks. Skipped (77) in a build
 # without Fortran (configure --without-fortran, or no MPI Fortran compiler with mpi_f08).
 [ "$HAVE_FORTRAN" = yes ] || { echo "built without the Fortran module: skipped"; exit 77; }
 set -e
@@ -36,4 +37,8 @@ $MPIFC -o "$tmp/init" "${top_srcdir:-.}/tests/test_fortran_init.f90" $flags -Wl,
 for n in 1 2 3; do
     $tmo ${MPIEXEC:-mpiexec} -n $n "$tmp/init"
 done
+# shellcheck disable=SC2086
+$MPIFC -o "$tmp/trans" "${top_srcdir:-.}/tests/test_fortran_trans.f90" $flags -Wl,-rpath,"$libdir"
+$tmo "$tmp/trans"
+$tmo ${MPIEXEC:-mpiexec} -n 2 "$tmp/trans"
 echo "the installed Fortran module, library and pkg-config file work"
