@@ -11,7 +11,8 @@
  * warning. canopy_strerror() names a code; canopy_last_error() gives the detailed message of
  * the last failing call on a handle. With several MPI ranks every rank returns the same code.
  *
- * The application initializes MPI (MPI_Init_thread); Canopy duplicates the communicator it is
+ * The application initializes MPI (MPI_Init, or MPI_Init_thread for comm-threads=0 or 2); Canopy
+ * duplicates the communicator it is
  * given and never uses MPI_COMM_WORLD itself.
  */
 #ifndef CANOPY_H
@@ -231,7 +232,7 @@ typedef struct canopy_stats {
      * standard deviation over the ranks) and in total; rank-local figures above are rank 0's */
     int comm_threads;             /**< communication threads per rank used (0: workers call MPI; 3: none, the
                                        calling thread drives MPI, as comm-threads=1 runs when MPI gives only
-                                       MPI_THREAD_FUNNELED) */
+                                       MPI_THREAD_FUNNELED or MPI_THREAD_SINGLE) */
     canopy_tree tree;             /**< shape of the restricted collectives */
     int64_t comm_msgs;            /**< messages sent by all ranks (factorization) */
     int64_t comm_bytes;           /**< bytes sent by all ranks (factorization) */
