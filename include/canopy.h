@@ -12,8 +12,7 @@
  * the last failing call on a handle. With several MPI ranks every rank returns the same code.
  *
  * The application initializes MPI (MPI_Init, or MPI_Init_thread for comm-threads=0 or 2); Canopy
- * duplicates the communicator it is
- * given and never uses MPI_COMM_WORLD itself.
+ * duplicates the communicator it is given and never uses MPI_COMM_WORLD itself.
  */
 #ifndef CANOPY_H
 #define CANOPY_H
