@@ -465,6 +465,11 @@ PETSC_EXTERN PetscErrorCode CanopyPetscRegister(void)
     static const MatType lu_types[] = {MATSEQAIJ, MATMPIAIJ, MATSEQBAIJ, MATMPIBAIJ};
     static const MatType chol_types[] = {MATSEQAIJ, MATMPIAIJ, MATSEQBAIJ, MATMPIBAIJ, MATSEQSBAIJ, MATMPISBAIJ};
     PetscFunctionBegin;
+    /* PETSc 3.18's MatSolverTypeRegister reads its list head before it initializes the Mat
+     * package, which registers the built-in packages: a first call from -dll_append (inside
+     * PetscInitialize, before the package is up) would start a new list and lose them all
+     * (MUMPS, PETSc's own LU and ILU: "Could not locate solver type petsc") */
+    PetscCall(MatInitializePackage());
     for (size_t k = 0; k < sizeof lu_types / sizeof lu_types[0]; k++)
         PetscCall(MatSolverTypeRegister(MATSOLVERCANOPY, lu_types[k], MAT_FACTOR_LU, MatGetFactor_Canopy));
     for (size_t k = 0; k < sizeof chol_types / sizeof chol_types[0]; k++)
