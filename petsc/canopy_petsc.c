@@ -9,7 +9,8 @@
  * regrouped by column: Canopy takes any distribution of the entries (canopy_set_matrix_distributed)
  * and moves them to the owners of their column blocks. A numeric factorization of the same
  * pattern re-reads the values in the same order (canopy_update_values_distributed): the analysis
- * is reused. Solves go through canopy_solve_distributed on the vectors' own rows.
+ * is reused. Solves (plain and transposed) go through canopy_solve_distributed_trans on the
+ * vectors' own rows.
  *
  * Failures are PETSc's kind: the factor's error type on every rank (KSP: DIVERGED_PC_FAILED), an
  * Inf solution for a solve that has none, a PETSc error only when the matrix asks for errors;
@@ -338,30 +339,33 @@ static PetscErrorCode CanopySymbolic(Mat F, Mat A)
 }
 
 /*
- * Solves on the vectors' own rows. With option strict, after a factorization that perturbed
- * pivots, the solution is refined against B: a refinement that cannot make it a solution (a
- * numerically singular matrix, B not in its range) is CANOPY_ERR_SINGULAR, and so is a solution
- * that is not finite. The solution is then Inf, as PETSc leaves it after a failed factorization
- * (KSP: DIVERGED_NANORINF in a Krylov method; with preonly the Inf solution itself, since PETSc
- * 3.18 lets only the setup mark the PC as failed), unless the matrix says errors. Any other error
- * is a PETSc error; warnings go to PetscInfo.
+ * Solves: op(A) X = B on the vectors' own rows, op = A (MatSolve, MatMatSolve) or A^T
+ * (MatSolveTranspose, MatMatSolveTranspose: the same factors, used transposed). PETSc's
+ * MatSolveAdd and MatSolveTransposeAdd fall back on these. With option strict, after a
+ * factorization that perturbed pivots, the solution is refined against B: a refinement that
+ * cannot make it a solution (a numerically singular matrix, B not in its range) is
+ * CANOPY_ERR_SINGULAR, and so is a solution that is not finite. The solution is then Inf, as
+ * PETSc leaves it after a failed factorization (KSP: DIVERGED_NANORINF in a Krylov method; with
+ * preonly the Inf solution itself, since PETSc 3.18 lets only the setup mark the PC as failed),
+ * unless the matrix says errors. Any other error is a PETSc error; warnings go to PetscInfo.
  */
-static PetscErrorCode CanopySolveArrays(Mat F, PetscInt nrhs, const PetscScalar *b, PetscInt ldb, PetscScalar *x,
-                                        PetscInt ldx, PetscBool *failed)
+static PetscErrorCode CanopySolveArrays(Mat F, canopy_trans trans, PetscInt nrhs, const PetscScalar *b, PetscInt ldb,
+                                        PetscScalar *x, PetscInt ldx, PetscBool *failed)
 {
     Mat_Canopy *c = (Mat_Canopy *)F->data;
-    const char *call = "canopy_solve_distributed";
+    const char *call = "canopy_solve_distributed_trans";
     canopy_int lb = (canopy_int)(ldb > 0 ? ldb : 1), lx = (canopy_int)(ldx > 0 ? ldx : 1);
     PetscFunctionBegin;
     /* x holds b: solve in place */
-    canopy_status st = canopy_solve_distributed(c->s, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, x, lx);
+    canopy_status st = canopy_solve_distributed_trans(c->s, trans, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, x, lx);
     if (st >= 0 && c->strict && c->perturbed > 0) {
         canopy_stats stats;
-        call = "canopy_refine_distributed";
-        st = canopy_refine_distributed(c->s, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, b, lb, x, lx);
+        call = "canopy_refine_distributed_trans";
+        st = canopy_refine_distributed_trans(c->s, trans, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, b, lb, x, lx);
         canopy_get_stats(c->s, &stats);
-        PetscCall(PetscInfo(F, "Canopy: %" PetscInt64_FMT " pivots perturbed, refinement: %d steps, backward error %g\n",
-                            (PetscInt64)c->perturbed, stats.refinement_steps, stats.backward_error));
+        PetscCall(PetscInfo(F, "Canopy: %" PetscInt64_FMT " pivots perturbed, refinement of op(A) = A%s: %d steps, backward error %g\n",
+                            (PetscInt64)c->perturbed, trans == CANOPY_TRANS_NONE ? "" : "^T", stats.refinement_steps,
+                            stats.backward_error));
     }
     *failed = PETSC_FALSE;
     if (st == CANOPY_ERR_SINGULAR && !c->erroriffailure) {
@@ -373,7 +377,7 @@ static PetscErrorCode CanopySolveArrays(Mat F, PetscInt nrhs, const PetscScalar 
     PetscFunctionReturn(0);
 }
 
-static PetscErrorCode MatSolve_Canopy(Mat F, Vec b, Vec x)
+static PetscErrorCode CanopySolveVec(Mat F, canopy_trans trans, Vec b, Vec x)
 {
     Mat_Canopy *c = (Mat_Canopy *)F->data;
     PetscScalar *xa;
@@ -383,14 +387,24 @@ static PetscErrorCode MatSolve_Canopy(Mat F, Vec b, Vec x)
     PetscCall(VecCopy(b, x));
     PetscCall(VecGetArray(x, &xa));
     PetscCall(VecGetArrayRead(b, &ba));
-    PetscCall(CanopySolveArrays(F, 1, ba, c->nloc, xa, c->nloc, &failed));
+    PetscCall(CanopySolveArrays(F, trans, 1, ba, c->nloc, xa, c->nloc, &failed));
     PetscCall(VecRestoreArrayRead(b, &ba));
     PetscCall(VecRestoreArray(x, &xa));
     if (failed) PetscCall(VecSetInf(x));
     PetscFunctionReturn(0);
 }
 
-static PetscErrorCode MatMatSolve_Canopy(Mat F, Mat B, Mat X)
+static PetscErrorCode MatSolve_Canopy(Mat F, Vec b, Vec x)
+{
+    return CanopySolveVec(F, CANOPY_TRANS_NONE, b, x);
+}
+
+static PetscErrorCode MatSolveTranspose_Canopy(Mat F, Vec b, Vec x)
+{
+    return CanopySolveVec(F, CANOPY_TRANS_T, b, x);
+}
+
+static PetscErrorCode CanopySolveMat(Mat F, canopy_trans trans, Mat B, Mat X)
 {
     PetscScalar *xa;
     const PetscScalar *ba;
@@ -407,11 +421,21 @@ static PetscErrorCode MatMatSolve_Canopy(Mat F, Mat B, Mat X)
     PetscCall(MatDenseGetLDA(B, &ldb));
     PetscCall(MatDenseGetArray(X, &xa));
     PetscCall(MatDenseGetArrayRead(B, &ba));
-    PetscCall(CanopySolveArrays(F, nrhs, ba, ldb, xa, lda, &failed));
+    PetscCall(CanopySolveArrays(F, trans, nrhs, ba, ldb, xa, lda, &failed));
     PetscCall(MatDenseRestoreArrayRead(B, &ba));
     PetscCall(MatDenseRestoreArray(X, &xa));
     if (failed) PetscCall(MatSetInf(X));
     PetscFunctionReturn(0);
+}
+
+static PetscErrorCode MatMatSolve_Canopy(Mat F, Mat B, Mat X)
+{
+    return CanopySolveMat(F, CANOPY_TRANS_NONE, B, X);
+}
+
+static PetscErrorCode MatMatSolveTranspose_Canopy(Mat F, Mat B, Mat X)
+{
+    return CanopySolveMat(F, CANOPY_TRANS_T, B, X);
 }
 
 /*
@@ -476,7 +500,9 @@ static PetscErrorCode CanopyNumeric(Mat F, Mat A)
                             (PetscInt64)c->perturbed));
     c->factorized = PETSC_TRUE;
     F->ops->solve = MatSolve_Canopy;
+    F->ops->solvetranspose = MatSolveTranspose_Canopy;
     F->ops->matsolve = MatMatSolve_Canopy;
+    F->ops->matsolvetranspose = MatMatSolveTranspose_Canopy;
     F->assembled = PETSC_TRUE;
     F->preallocated = PETSC_TRUE;
     PetscFunctionReturn(0);

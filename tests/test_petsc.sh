@@ -10,8 +10,8 @@
 # column (stored zeros, or no entries at all) is a failed factorization (DIVERGED_PC_FAILED) on
 # every rank and the next matrices are solved; a rank-deficient matrix with consistent and
 # inconsistent right-hand sides, with and without -mat_canopy_strict (perturbed pivots reach
-# PetscInfo; with strict an inconsistent one gives an Inf solution, not a wrong one). Skipped
-# without PETSc.
+# PetscInfo; with strict an inconsistent one gives an Inf solution, not a wrong one); transposed
+# solves (KSPSolveTranspose, MatSolveTransposeAdd, MatMatSolveTranspose, CGNE). Skipped without PETSc.
 [ "$HAVE_PETSC" = yes ] || { echo "PETSc not configured: skipped"; exit 77; }
 [ -n "$MPIEXEC" ] || { echo "MPIEXEC not set: skipped"; exit 77; }
 set -e
@@ -65,7 +65,7 @@ for n in $counts; do
     check "$n" "convection-diffusion, LU, 3 right-hand sides, 2 refactorizations" -convection 40 -pc_type lu -nrhs 3 -refactor 2
 done
 
-# ---- tests/petsc_cases.c: failures, singular matrices ------------------------------------------
+# ---- tests/petsc_cases.c: failures, singular matrices, transposed solves ----------------------
 canopy="-pc_factor_mat_solver_type canopy -dll_append $lib -mat_canopy_threads 2"
 cases() { # ranks, output file, options...
     n=$1 out=$2
@@ -178,6 +178,32 @@ grep -q "numerically singular.*solution is set to Inf" "$tmp/rc.out" && v=0
 verdict $v "Neumann matrix, inconsistent, strict on, 2 ranks" \
     "Canopy residual $(get "$tmp/rc.out" 0 residual); MUMPS $(get "$tmp/rn.out" 0 reason), residual $(get "$tmp/rn.out" 0 residual)"
 
+# Transposed solves: KSPSolveTranspose (MatSolveTranspose), MatSolveTransposeAdd, MatSolveAdd and
+# MatMatSolveTranspose on the factor, against the exact solution; CGNE (the preconditioner applied
+# transposed) converging in one iteration as with MUMPS
+trans_check() { # ranks, label, options...
+    n=$1 label=$2
+    shift 2
+    cases "$n" "$tmp/tc.out" -case trans -ksp_type preonly "$@" $canopy || true
+    cases "$n" "$tmp/tm.out" -case trans -ksp_type preonly "$@" -pc_factor_mat_solver_type mumps || true
+    got="$(get "$tmp/tc.out" 0 residual) $(get "$tmp/tc.out" 0 error) $(op "$tmp/tc.out" MatSolveTransposeAdd) $(op "$tmp/tc.out" MatSolveAdd) $(op "$tmp/tc.out" MatMatSolveTranspose)"
+    ref="$(get "$tmp/tm.out" 0 residual) $(get "$tmp/tm.out" 0 error) $(op "$tmp/tm.out" MatSolveTransposeAdd) $(op "$tmp/tm.out" MatSolveAdd) $(op "$tmp/tm.out" MatMatSolveTranspose)"
+    v=1
+    # shellcheck disable=SC2086
+    if small $got && [ "$(echo $got | wc -w)" -eq 5 ] && small $ref; then v=0; fi
+    verdict $v "$label, $n ranks" "A^T residual, error, SolveTransposeAdd, SolveAdd, MatMatSolveTranspose: Canopy $got; MUMPS $ref"
+}
+for n in $counts; do
+    trans_check "$n" "transposed solves, LU" -pc_type lu
+done
+trans_check 2 "transposed solves, LDL^T" -convection 0 -pc_type cholesky
+for n in 1 3; do
+    cases "$n" "$tmp/nc.out" -case normal -ksp_type cgne -pc_type lu $canopy || true
+    cases "$n" "$tmp/nm.out" -case normal -ksp_type cgne -pc_type lu -pc_factor_mat_solver_type mumps || true
+    r=$(get "$tmp/nc.out" 0 reason) its=$(get "$tmp/nc.out" 0 its) res=$(get "$tmp/nc.out" 0 residual) v=1
+    if [ "$r" = CONVERGED_RTOL ] && [ "$its" = "$(get "$tmp/nm.out" 0 its)" ] && small "$res"; then v=0; fi
+    verdict $v "CGNE with LU, $n ranks" "Canopy $r in $its iterations, residual $res; MUMPS $(get "$tmp/nm.out" 0 reason) in $(get "$tmp/nm.out" 0 its)"
+done
 # loading the package leaves PETSc's own packages in place
 if $tmo $MPIEXEC -n 1 "$tmp/ex_ksp" -n 10 -ksp_type preonly -pc_type lu -pc_factor_mat_solver_type petsc -dll_append "$lib" \
     >"$tmp/own.out" 2>&1; then
