@@ -9,7 +9,12 @@
  * regrouped by column: Canopy takes any distribution of the entries (canopy_set_matrix_distributed)
  * and moves them to the owners of their column blocks. A numeric factorization of the same
  * pattern re-reads the values in the same order (canopy_update_values_distributed): the analysis
- * is reused. Solves go through canopy_solve_distributed on the vectors' own rows.
+ * is reused. Solves (plain and transposed) go through canopy_solve_distributed_trans on the
+ * vectors' own rows.
+ *
+ * Failures are PETSc's kind: the factor's error type on every rank (KSP: DIVERGED_PC_FAILED), an
+ * Inf solution for a solve that has none, a PETSc error only when the matrix asks for errors;
+ * Canopy's warnings go to PetscInfo.
  */
 #include <petsc/private/matimpl.h>
 #include <canopy.h>
@@ -39,6 +44,10 @@ typedef struct {
     canopy_int *rows;        /* [nloc] this rank's rows, global (the vectors' layout) */
     PetscInt nloc;
     PetscBool analyzed, factorized;
+    PetscBool reanalyze;     /* the analysis saw a zero row or column: analyze again with the next values */
+    PetscBool strict;        /* option strict: solves after perturbed pivots refine, and may fail */
+    PetscBool erroriffailure; /* the matrix's: a failure is a PETSc error instead of factorerrortype / Inf */
+    int64_t perturbed;       /* pivots the last factorization perturbed */
 } Mat_Canopy;
 
 /* Canopy's options, as -mat_canopy_<name> ('-' in a name becomes '_') */
@@ -46,8 +55,9 @@ static const char *const canopy_option_names[] = {
     "threads",         "bind",         "numa",          "scheduler",    "comm-threads",   "tree",
     "factorization",   "ordering",     "scaling",       "pivot-threshold", "amalgamation", "refine",
     "refine-tolerance", "verbose",     "trace",         "split",        "2d-levels",      "cost-cache",
-    "memory-check",    "memory-limit", "comm-heatmap",  "selinv-memory"};
+    "memory-check",    "memory-limit", "comm-heatmap",  "selinv-memory", "ordering-threads", "strict"};
 
+/* A Canopy status: an error is a PETSc error, a warning goes to PetscInfo (-info shows it) */
 static PetscErrorCode CanopyCheck(Mat F, canopy_status st, const char *call)
 {
     Mat_Canopy *c = (Mat_Canopy *)F->data;
@@ -55,7 +65,34 @@ static PetscErrorCode CanopyCheck(Mat F, canopy_status st, const char *call)
     /* Canopy's statuses are agreed over the ranks: every rank raises the same error */
     PetscCheck(st >= 0, PetscObjectComm((PetscObject)F), PETSC_ERR_LIB, "Canopy %s: %s", call,
                canopy_last_error(c->s));
+    if (st > 0) PetscCall(PetscInfo(F, "Canopy %s: %s: %s\n", call, canopy_strerror(st), canopy_last_error(c->s)));
     PetscFunctionReturn(0);
+}
+
+/*
+ * A failure PETSc lets the solver package report instead of raising an error, unless the matrix
+ * says errors (MatSetErrorIfFailure, -ksp_error_if_not_converged): as PETSc's MUMPS interface, the
+ * factor's error type, which PCSetUp turns into the KSP's DIVERGED_PC_FAILED (and SNES and TS into
+ * a failed step they may retry). Canopy agrees statuses over the ranks: every rank sets the same.
+ */
+static PetscErrorCode CanopyFail(Mat F, MatFactorError type, const char *call, const char *msg)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscFunctionBegin;
+    PetscCheck(!c->erroriffailure, PetscObjectComm((PetscObject)F), type == MAT_FACTOR_OUTMEMORY ? PETSC_ERR_MEM : PETSC_ERR_LIB,
+               "Canopy %s: %s", call, msg);
+    F->factorerrortype = type;
+    PetscCall(PetscInfo(F, "Canopy %s: %s\n", call, msg));
+    PetscFunctionReturn(0);
+}
+
+/* The factor error type of a Canopy error PETSc may see as a failed factorization, or NOERROR */
+static MatFactorError CanopyFailure(canopy_status st, PetscBool analysis)
+{
+    if (st == CANOPY_ERR_SINGULAR) return analysis ? MAT_FACTOR_STRUCT_ZEROPIVOT : MAT_FACTOR_NUMERIC_ZEROPIVOT;
+    if (st == CANOPY_ERR_NOT_SPD) return MAT_FACTOR_NUMERIC_ZEROPIVOT;
+    if (st == CANOPY_ERR_NOMEM) return MAT_FACTOR_OUTMEMORY;
+    return MAT_FACTOR_NOERROR;
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -105,6 +142,41 @@ static PetscErrorCode CanopyReadValues(Mat F, Mat A, Mat_Canopy *c)
     if (c->upper) PetscCall(MatRestoreRowUpperTriangular(A));
     PetscCall(CanopyAgree(F, other || q != c->nread,
                           "the matrix's pattern is not the one analyzed (use DIFFERENT_NONZERO_PATTERN, or a new factor)"));
+    PetscFunctionReturn(0);
+}
+
+/*
+ * The first row or column (global index, -1 for none; the same on every rank) whose stored values
+ * are all zero: the matrix is then exactly singular, a numeric failure as MUMPS and PETSc's own LU
+ * report it (Canopy's static pivoting would perturb the zero pivot and solve something else).
+ * The values are the ones read for Canopy: with one triangle (Cholesky), row i and column i are
+ * the same line. Columns spread over the ranks: one reduction of n bytes.
+ */
+static PetscErrorCode CanopyZeroLine(Mat F, Mat_Canopy *c, PetscInt N, PetscInt *line, PetscBool *row)
+{
+    unsigned char *flag; /* 1: row i has a nonzero, 2: column i has one */
+    PetscFunctionBegin;
+    PetscCall(PetscCalloc1(N + 1, &flag));
+    for (canopy_int k = 0; k < c->ncols; k++)
+        for (canopy_int e = c->colptr[k]; e < c->colptr[k + 1]; e++)
+            if (c->values[e] != (PetscScalar)0) {
+                flag[c->rowind[e]] |= 1;
+                flag[c->cols[k]] |= 2;
+            }
+    for (PetscInt off = 0; off < N; off += (PetscInt)1 << 30) {
+        PetscMPIInt len = (PetscMPIInt)PetscMin(N - off, (PetscInt)1 << 30);
+        PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, flag + off, len, MPI_UNSIGNED_CHAR, MPI_BOR, PetscObjectComm((PetscObject)F)));
+    }
+    *line = -1;
+    *row = PETSC_TRUE;
+    for (PetscInt i = 0; i < N && *line < 0; i++) {
+        unsigned char f = c->kind == CANOPY_KIND_GENERAL ? flag[i] : flag[i] ? 3 : 0;
+        if (f != 3) {
+            *line = i;
+            *row = !(f & 1);
+        }
+    }
+    PetscCall(PetscFree(flag));
     PetscFunctionReturn(0);
 }
 
@@ -206,6 +278,7 @@ static PetscErrorCode CanopyCreate(Mat F, Mat_Canopy *c)
                        PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_WRONG, "%s: %s", name, msg);
     }
     PetscOptionsEnd();
+    c->strict = o.strict ? PETSC_TRUE : PETSC_FALSE;
     canopy_status st = canopy_create(PetscObjectComm((PetscObject)F), &o, &c->s);
     PetscCheck(st >= 0, PetscObjectComm((PetscObject)F), PETSC_ERR_LIB, "Canopy canopy_create: %s",
                canopy_last_error(NULL));
@@ -220,7 +293,9 @@ static PetscErrorCode CanopySymbolic(Mat F, Mat A)
     PetscFunctionBegin;
     if (c->s) canopy_destroy(&c->s);
     CanopyFreePiece(c);
-    c->analyzed = c->factorized = PETSC_FALSE;
+    c->analyzed = c->factorized = c->reanalyze = PETSC_FALSE;
+    c->erroriffailure = A->erroriffailure;
+    F->factorerrortype = MAT_FACTOR_NOERROR;
     PetscCall(MatGetSize(A, &N, NULL));
     /* PETSc's 64-bit indices into a 32-bit Canopy: refuse what does not fit (on every rank) */
     PetscCall(CanopyAgree(F, (int64_t)N > (int64_t)(sizeof(canopy_int) == 4 ? INT32_MAX : INT64_MAX) - 1,
@@ -242,64 +317,192 @@ static PetscErrorCode CanopySymbolic(Mat F, Mat A)
                                      : c->upper               ? CANOPY_TRIANGLE_UPPER
                                                               : CANOPY_TRIANGLE_LOWER};
     PetscCall(CanopyCheck(F, canopy_set_matrix_distributed(c->s, &d), "canopy_set_matrix_distributed"));
-    PetscCall(CanopyCheck(F, canopy_analyze(c->s), "canopy_analyze"));
+    /* the analysis judges the pattern only; a pattern without a perfect matching (a row or column
+     * without any entry) is a failed symbolic factorization, for good: PETSc asks for a new one
+     * only with a new pattern */
+    canopy_status st = canopy_analyze(c->s);
+    MatFactorError fail = CanopyFailure(st, PETSC_TRUE);
+    if (fail != MAT_FACTOR_NOERROR) {
+        PetscCall(CanopyFail(F, fail, "canopy_analyze", canopy_last_error(c->s)));
+        PetscFunctionReturn(0);
+    }
+    PetscCall(CanopyCheck(F, st, "canopy_analyze"));
     c->analyzed = PETSC_TRUE;
+    /* values that leave a line zero gave the analysis no scaling (Canopy's matching and scaling
+     * are computed from the analysis' values): the first factorization that has no zero line
+     * analyzes again */
+    PetscInt line;
+    PetscBool row;
+    PetscCall(CanopyZeroLine(F, c, N, &line, &row));
+    c->reanalyze = line >= 0;
+    PetscFunctionReturn(0);
+}
+
+/*
+ * Solves: op(A) X = B on the vectors' own rows, op = A (MatSolve, MatMatSolve) or A^T
+ * (MatSolveTranspose, MatMatSolveTranspose: the same factors, used transposed). PETSc's
+ * MatSolveAdd and MatSolveTransposeAdd fall back on these. With option strict, after a
+ * factorization that perturbed pivots, the solution is refined against B: a refinement that
+ * cannot make it a solution (a numerically singular matrix, B not in its range) is
+ * CANOPY_ERR_SINGULAR, and so is a solution that is not finite. The solution is then Inf, as
+ * PETSc leaves it after a failed factorization (KSP: DIVERGED_NANORINF in a Krylov method; with
+ * preonly the Inf solution itself, since PETSc 3.18 lets only the setup mark the PC as failed),
+ * unless the matrix says errors. Any other error is a PETSc error; warnings go to PetscInfo.
+ */
+static PetscErrorCode CanopySolveArrays(Mat F, canopy_trans trans, PetscInt nrhs, const PetscScalar *b, PetscInt ldb,
+                                        PetscScalar *x, PetscInt ldx, PetscBool *failed)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    const char *call = "canopy_solve_distributed_trans";
+    canopy_int lb = (canopy_int)(ldb > 0 ? ldb : 1), lx = (canopy_int)(ldx > 0 ? ldx : 1);
+    PetscFunctionBegin;
+    /* x holds b: solve in place */
+    canopy_status st = canopy_solve_distributed_trans(c->s, trans, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, x, lx);
+    if (st >= 0 && c->strict && c->perturbed > 0) {
+        canopy_stats stats;
+        call = "canopy_refine_distributed_trans";
+        st = canopy_refine_distributed_trans(c->s, trans, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, b, lb, x, lx);
+        canopy_get_stats(c->s, &stats);
+        PetscCall(PetscInfo(F, "Canopy: %" PetscInt64_FMT " pivots perturbed, refinement of op(A) = A%s: %d steps, backward error %g\n",
+                            (PetscInt64)c->perturbed, trans == CANOPY_TRANS_NONE ? "" : "^T", stats.refinement_steps,
+                            stats.backward_error));
+    }
+    *failed = PETSC_FALSE;
+    if (st == CANOPY_ERR_SINGULAR && !c->erroriffailure) {
+        PetscCall(PetscInfo(F, "Canopy %s: %s (the solution is set to Inf)\n", call, canopy_last_error(c->s)));
+        *failed = PETSC_TRUE;
+        PetscFunctionReturn(0);
+    }
+    PetscCall(CanopyCheck(F, st, call));
+    PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CanopySolveVec(Mat F, canopy_trans trans, Vec b, Vec x)
+{
+    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscScalar *xa;
+    const PetscScalar *ba;
+    PetscBool failed;
+    PetscFunctionBegin;
+    PetscCall(VecCopy(b, x));
+    PetscCall(VecGetArray(x, &xa));
+    PetscCall(VecGetArrayRead(b, &ba));
+    PetscCall(CanopySolveArrays(F, trans, 1, ba, c->nloc, xa, c->nloc, &failed));
+    PetscCall(VecRestoreArrayRead(b, &ba));
+    PetscCall(VecRestoreArray(x, &xa));
+    if (failed) PetscCall(VecSetInf(x));
     PetscFunctionReturn(0);
 }
 
 static PetscErrorCode MatSolve_Canopy(Mat F, Vec b, Vec x)
 {
-    Mat_Canopy *c = (Mat_Canopy *)F->data;
+    return CanopySolveVec(F, CANOPY_TRANS_NONE, b, x);
+}
+
+static PetscErrorCode MatSolveTranspose_Canopy(Mat F, Vec b, Vec x)
+{
+    return CanopySolveVec(F, CANOPY_TRANS_T, b, x);
+}
+
+static PetscErrorCode CanopySolveMat(Mat F, canopy_trans trans, Mat B, Mat X)
+{
     PetscScalar *xa;
+    const PetscScalar *ba;
+    PetscInt nrhs, lda, ldb;
+    PetscBool dense, failed;
     PetscFunctionBegin;
-    PetscCall(VecCopy(b, x));
-    PetscCall(VecGetArray(x, &xa));
-    canopy_status st = canopy_solve_distributed(c->s, 1, (canopy_int)c->nloc, c->rows, xa,
-                                                (canopy_int)(c->nloc > 0 ? c->nloc : 1));
-    PetscCall(VecRestoreArray(x, &xa));
-    PetscCall(CanopyCheck(F, st, "canopy_solve_distributed"));
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)X, &dense, MATSEQDENSE, MATMPIDENSE, ""));
+    PetscCheck(dense, PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_WRONG, "Canopy: MatMatSolve needs a dense X");
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)B, &dense, MATSEQDENSE, MATMPIDENSE, ""));
+    PetscCheck(dense, PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_WRONG, "Canopy: MatMatSolve needs a dense B");
+    PetscCall(MatCopy(B, X, SAME_NONZERO_PATTERN));
+    PetscCall(MatGetSize(X, NULL, &nrhs));
+    PetscCall(MatDenseGetLDA(X, &lda));
+    PetscCall(MatDenseGetLDA(B, &ldb));
+    PetscCall(MatDenseGetArray(X, &xa));
+    PetscCall(MatDenseGetArrayRead(B, &ba));
+    PetscCall(CanopySolveArrays(F, trans, nrhs, ba, ldb, xa, lda, &failed));
+    PetscCall(MatDenseRestoreArrayRead(B, &ba));
+    PetscCall(MatDenseRestoreArray(X, &xa));
+    if (failed) PetscCall(MatSetInf(X));
     PetscFunctionReturn(0);
 }
 
 static PetscErrorCode MatMatSolve_Canopy(Mat F, Mat B, Mat X)
 {
-    Mat_Canopy *c = (Mat_Canopy *)F->data;
-    PetscScalar *xa;
-    PetscInt nrhs, lda;
-    PetscBool dense;
-    PetscFunctionBegin;
-    PetscCall(PetscObjectTypeCompareAny((PetscObject)X, &dense, MATSEQDENSE, MATMPIDENSE, ""));
-    PetscCheck(dense, PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_WRONG, "Canopy: MatMatSolve needs a dense X");
-    PetscCall(MatCopy(B, X, SAME_NONZERO_PATTERN));
-    PetscCall(MatGetSize(X, NULL, &nrhs));
-    PetscCall(MatDenseGetLDA(X, &lda));
-    PetscCall(MatDenseGetArray(X, &xa));
-    canopy_status st = canopy_solve_distributed(c->s, (canopy_int)nrhs, (canopy_int)c->nloc, c->rows, xa,
-                                                (canopy_int)(lda > 0 ? lda : 1));
-    PetscCall(MatDenseRestoreArray(X, &xa));
-    PetscCall(CanopyCheck(F, st, "canopy_solve_distributed"));
-    PetscFunctionReturn(0);
+    return CanopySolveMat(F, CANOPY_TRANS_NONE, B, X);
 }
 
-/* numeric: the values in the analyzed order, then the factorization */
+static PetscErrorCode MatMatSolveTranspose_Canopy(Mat F, Mat B, Mat X)
+{
+    return CanopySolveMat(F, CANOPY_TRANS_T, B, X);
+}
+
+/*
+ * numeric: the values in the analyzed order, then the factorization. A zero row or column, a
+ * failed factorization (a zero matrix, LL^T of a matrix that is not positive definite, memory)
+ * set the factor's error type on every rank; perturbed pivots (static pivoting) are a warning
+ * (PetscInfo), which with option strict the solves check by refinement.
+ */
 static PetscErrorCode CanopyNumeric(Mat F, Mat A)
 {
     Mat_Canopy *c = (Mat_Canopy *)F->data;
+    PetscInt N, line;
+    PetscBool row;
+    char msg[128];
     PetscFunctionBegin;
-    PetscCall(CanopyReadValues(F, A, c));
-    PetscCall(CanopyCheck(F, canopy_update_values_distributed(c->s, c->values), "canopy_update_values_distributed"));
-    canopy_status st = canopy_factorize(c->s);
+    c->erroriffailure = A->erroriffailure;
+    if (!c->analyzed) { /* the symbolic factorization failed: its error type stays */
+        PetscCall(PetscInfo(F, "Canopy: numeric factorization after a failed analysis\n"));
+        PetscFunctionReturn(0);
+    }
     F->factorerrortype = MAT_FACTOR_NOERROR;
-    if ((st == CANOPY_ERR_NOT_SPD || st == CANOPY_ERR_SINGULAR) && !A->erroriffailure) {
-        /* as PETSc's own factorizations: the KSP sees DIVERGED_PC_FAILED and may recover */
-        F->factorerrortype = MAT_FACTOR_NUMERIC_ZEROPIVOT;
-        PetscCall(PetscInfo(F, "Canopy: %s\n", canopy_last_error(c->s)));
+    c->factorized = PETSC_FALSE;
+    PetscCall(CanopyReadValues(F, A, c));
+    PetscCall(MatGetSize(A, &N, NULL));
+    PetscCall(CanopyZeroLine(F, c, N, &line, &row));
+    if (line >= 0) {
+        PetscCall(PetscSNPrintf(msg, sizeof msg, "%s %" PetscInt_FMT " of the matrix is zero", row ? "row" : "column", line));
+        PetscCall(CanopyFail(F, MAT_FACTOR_NUMERIC_ZEROPIVOT, "numeric factorization", msg));
+        PetscFunctionReturn(0);
+    }
+    canopy_status st = canopy_update_values_distributed(c->s, c->values);
+    if (st == CANOPY_ERR_MATRIX) { /* NaN or Inf among the values */
+        PetscCall(CanopyFail(F, MAT_FACTOR_OTHER, "canopy_update_values_distributed", canopy_last_error(c->s)));
+        PetscFunctionReturn(0);
+    }
+    PetscCall(CanopyCheck(F, st, "canopy_update_values_distributed"));
+    if (c->reanalyze) {
+        /* the analysis' values had a zero line: these have none, and give the scaling */
+        PetscCall(PetscInfo(F, "Canopy: analyzing again with values that have no zero row or column\n"));
+        st = canopy_analyze(c->s);
+        MatFactorError fail = CanopyFailure(st, PETSC_TRUE);
+        if (fail != MAT_FACTOR_NOERROR) {
+            c->analyzed = PETSC_FALSE;
+            PetscCall(CanopyFail(F, fail, "canopy_analyze", canopy_last_error(c->s)));
+            PetscFunctionReturn(0);
+        }
+        PetscCall(CanopyCheck(F, st, "canopy_analyze"));
+        c->reanalyze = PETSC_FALSE;
+    }
+    st = canopy_factorize(c->s);
+    MatFactorError fail = CanopyFailure(st, PETSC_FALSE);
+    if (fail != MAT_FACTOR_NOERROR) {
+        PetscCall(CanopyFail(F, fail, "canopy_factorize", canopy_last_error(c->s)));
         PetscFunctionReturn(0);
     }
     PetscCall(CanopyCheck(F, st, "canopy_factorize"));
+    canopy_stats stats;
+    canopy_get_stats(c->s, &stats);
+    c->perturbed = stats.perturbed_pivots;
+    if (st == CANOPY_SUCCESS && c->perturbed > 0) /* several ranks: the figure says it, not the status */
+        PetscCall(PetscInfo(F, "Canopy canopy_factorize: %" PetscInt64_FMT " pivots were perturbed (static pivoting)\n",
+                            (PetscInt64)c->perturbed));
     c->factorized = PETSC_TRUE;
     F->ops->solve = MatSolve_Canopy;
+    F->ops->solvetranspose = MatSolveTranspose_Canopy;
     F->ops->matsolve = MatMatSolve_Canopy;
+    F->ops->matsolvetranspose = MatMatSolveTranspose_Canopy;
     F->assembled = PETSC_TRUE;
     F->preallocated = PETSC_TRUE;
     PetscFunctionReturn(0);
@@ -465,6 +668,11 @@ PETSC_EXTERN PetscErrorCode CanopyPetscRegister(void)
     static const MatType lu_types[] = {MATSEQAIJ, MATMPIAIJ, MATSEQBAIJ, MATMPIBAIJ};
     static const MatType chol_types[] = {MATSEQAIJ, MATMPIAIJ, MATSEQBAIJ, MATMPIBAIJ, MATSEQSBAIJ, MATMPISBAIJ};
     PetscFunctionBegin;
+    /* PETSc 3.18's MatSolverTypeRegister reads its list head before it initializes the Mat
+     * package, which registers the built-in packages: a first call from -dll_append (inside
+     * PetscInitialize, before the package is up) would start a new list and lose them all
+     * (MUMPS, PETSc's own LU and ILU: "Could not locate solver type petsc") */
+    PetscCall(MatInitializePackage());
     for (size_t k = 0; k < sizeof lu_types / sizeof lu_types[0]; k++)
         PetscCall(MatSolverTypeRegister(MATSOLVERCANOPY, lu_types[k], MAT_FACTOR_LU, MatGetFactor_Canopy));
     for (size_t k = 0; k < sizeof chol_types / sizeof chol_types[0]; k++)

@@ -228,6 +228,14 @@ static bool symbolic_setup(const canopy_solver *s, symbolic_opts *so)
     return s->opts.split_size < 0 && all_threads > 1;
 }
 
+/* The analysis judges the pattern, not the values: singular values on a sound pattern (a row of
+ * stored zeros that the next values of the pattern may fill) only cost the scaling. */
+static void say_unscaled(const canopy_solver *s)
+{
+    api_say(s, 1, "the values leave a row or column without a nonzero (or without a perfect matching): "
+                  "analyzed without scaling");
+}
+
 /* Rank 0: the factorization kind, scaling (and matching), the graph to order. */
 static canopy_status analyze_prepare(canopy_solver *s, analysis_work *w)
 {
@@ -239,6 +247,7 @@ static canopy_status analyze_prepare(canopy_solver *s, analysis_work *w)
     /* LU keeps the freedom of an unsymmetric scaling and matching even for symmetric input */
     canopy_matrix_kind skind = s->fact == CANOPY_FACT_LU ? CANOPY_KIND_GENERAL : s->A.kind;
     if (scaling_compute(&s->A, s->opts.scaling, skind, &s->sc, &s->err) != CANOPY_SUCCESS) return s->err.status;
+    if (s->sc.unscaled_values) say_unscaled(s);
     if (scaling_apply(&s->A, &s->sc, &s->As, &s->err) != CANOPY_SUCCESS) return s->err.status;
     if (!isfinite(matrix_abs_max(&s->As))) {
         /* scale factors beyond the double range (entries near 1e-308 or 1e308): factorize A as is */
@@ -347,6 +356,7 @@ static canopy_status analyze_prepare_dist(canopy_solver *s, analysis_work *w)
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
     canopy_matrix_kind skind = s->fact == CANOPY_FACT_LU ? CANOPY_KIND_GENERAL : s->A.kind;
     if (distm_scaling(s, s->opts.scaling, skind) < 0) return s->err.status;
+    if (s->sc.unscaled_values) say_unscaled(s);
     if (!scaling_identity(&s->sc)) scaling_apply(&s->A, &s->sc, &s->As, &s->err);
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
     if (!isfinite(distm_abs_max(s, api_factor_source(s)))) {

@@ -23,12 +23,17 @@ static double entry_mag(const canopy_csc *A, int64_t p)
     return fabs(v[p]);
 }
 
-/* Zero rows/columns (no stored entry, or only explicit zeros) make every scaling meaningless and
- * the matrix singular; name the first one so the user can look at it. */
-static canopy_status check_zero_lines(const canopy_csc *A, const scaling_reduce *red, scaling *sc, canopy_err *err)
+/* A row or column without any stored entry makes the matrix structurally singular: name the
+ * first one. One whose stored entries are all zero does not: the pattern is what the analysis
+ * works on, and the next values of the same pattern may fill it. Such a line only makes the
+ * scaling meaningless (*zero_values, the same on every rank); the factorization meets it. */
+static canopy_status check_zero_lines(const canopy_csc *A, const scaling_reduce *red, scaling *sc, bool *zero_values,
+                                      canopy_err *err)
 {
-    /* seen[j]: column j has a nonzero, seen[n + i]: row i has one (doubles, for the reduction) */
+    /* seen[j]: column j, seen[n + i]: row i; 0 no entry, 1 stored zeros only, 2 a nonzero
+     * (doubles, for the reduction) */
     cint n = A->n;
+    *zero_values = false;
     double *seen = canopy_calloc(2 * (size_t)n + 1, sizeof(double), "scaling row flags", err);
     if (red && !red->agree(red->ctx, err)) {
         canopy_free(seen);
@@ -36,21 +41,25 @@ static canopy_status check_zero_lines(const canopy_csc *A, const scaling_reduce 
     }
     if (seen == NULL) return err ? err->status : CANOPY_ERR_NOMEM;
     for (cint j = 0; j < n; j++)
-        for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++)
-            if (entry_mag(A, p) != 0) seen[j] = seen[n + A->rowind[p]] = 1;
+        for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) {
+            double f = entry_mag(A, p) != 0 ? 2 : 1;
+            seen[j] = CANOPY_MAX(seen[j], f);
+            seen[n + A->rowind[p]] = CANOPY_MAX(seen[n + A->rowind[p]], f);
+        }
     canopy_status st = CANOPY_SUCCESS;
     if (red && !red->max(red->ctx, seen, 2 * n))
         st = canopy_err_set(err, CANOPY_ERR_MPI, "reduction of the scaling's row and column flags failed");
     for (cint j = 0; st == CANOPY_SUCCESS && j < n; j++)
         if (!seen[j]) {
             sc->structurally_singular = 1;
-            st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: column %" CINT_FMT " has no nonzero entry", j);
+            st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: column %" CINT_FMT " has no entry", j);
         }
     for (cint i = 0; st == CANOPY_SUCCESS && i < n; i++)
         if (!seen[n + i]) {
             sc->structurally_singular = 1;
-            st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: row %" CINT_FMT " has no nonzero entry", i);
+            st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: row %" CINT_FMT " has no entry", i);
         }
+    for (cint k = 0; st == CANOPY_SUCCESS && k < 2 * n && !*zero_values; k++) *zero_values = seen[k] == 1;
     canopy_free(seen);
     return st;
 }
@@ -129,9 +138,11 @@ static cint heap_pop(heap *h)
  * the scaling: exp(u_i) |a_ij| exp(v_j) / colmax_j = exp(-(reduced cost)) <= 1, = 1 when matched.
  *
  * On success: match_row[i] = column matched to row i; logdr[i] = u_i; logdc[j] = v_j - log colmax_j
- * (so Dr_i = exp(logdr[i]) for row i of A, Dc_j = exp(logdc[j])).
+ * (so Dr_i = exp(logdr[i]) for row i of A, Dc_j = exp(logdc[j])). With @p pattern every stored
+ * entry counts as 1, zeros included: a maximum matching of the pattern (*unmatched > 0: the
+ * pattern itself is structurally singular).
  */
-static canopy_status matching_compute(const canopy_csc *A, cint *match_row, double *logdr, double *logdc,
+static canopy_status matching_compute(const canopy_csc *A, bool pattern, cint *match_row, double *logdr, double *logdc,
                                       cint *unmatched, canopy_err *err)
 {
     cint n = A->n;
@@ -163,13 +174,13 @@ static canopy_status matching_compute(const canopy_csc *A, cint *match_row, doub
         goto out;
     }
 
-    /* costs, column by column; a column with only zeros was rejected by check_zero_lines */
+    /* costs, column by column; a column without a nonzero value returned earlier (check_zero_lines) */
     cint q = 0;
     for (cint j = 0; j < n; j++) {
         cp[j] = q;
         double amax = 0;
         for (cint p = A->colptr[j]; p < A->colptr[j + 1]; p++) {
-            double a = entry_mag(A, p);
+            double a = pattern ? 1.0 : entry_mag(A, p);
             if (a == 0) continue;
             amax = a > amax ? a : amax;
             ri[q] = A->rowind[p];
@@ -455,8 +466,13 @@ canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_m
     if (A->arith != CANOPY_REAL && A->arith != CANOPY_COMPLEX)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "scaling_compute: the matrix has no values");
 
-    canopy_status st = check_zero_lines(A, NULL, sc, err);
+    bool zero_values;
+    canopy_status st = check_zero_lines(A, NULL, sc, &zero_values, err);
     if (st != CANOPY_SUCCESS) return st;
+    if (zero_values) {
+        sc->unscaled_values = 1;
+        return CANOPY_SUCCESS;
+    }
 
     cint n = A->n;
     sc->row = canopy_alloc((size_t)n, sizeof(double), "row scaling", err);
@@ -477,11 +493,25 @@ canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_m
     if (!match_row || !logdr || !logdc) {
         st = err ? err->status : CANOPY_ERR_NOMEM;
     } else {
-        st = matching_compute(A, match_row, logdr, logdc, &unmatched, err);
+        st = matching_compute(A, false, match_row, logdr, logdc, &unmatched, err);
         if (st == CANOPY_SUCCESS && unmatched > 0) {
-            sc->structurally_singular = 1;
-            st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: %" CINT_FMT " rows cannot be matched",
-                                unmatched);
+            /* the nonzero values admit no perfect matching: does the pattern? */
+            st = matching_compute(A, true, match_row, logdr, logdc, &unmatched, err);
+            if (st == CANOPY_SUCCESS && unmatched > 0) {
+                sc->structurally_singular = 1;
+                st = canopy_err_set(err, CANOPY_ERR_SINGULAR, "structurally singular: %" CINT_FMT " rows cannot be matched",
+                                    unmatched);
+            } else if (st == CANOPY_SUCCESS) {
+                /* singular values on a sound pattern: no scaling from them (the factorization
+                 * meets the singularity) */
+                canopy_free(match_row);
+                canopy_free(logdr);
+                canopy_free(logdc);
+                scaling_free(sc);
+                sc->n = n;
+                sc->unscaled_values = 1;
+                return CANOPY_SUCCESS;
+            }
         }
     }
     if (st == CANOPY_SUCCESS) {
@@ -523,8 +553,13 @@ canopy_status scaling_equilibrate_reduced(const canopy_csc *A, canopy_scaling mo
     if (method == SC_NONE || A->n == 0) return CANOPY_SUCCESS;
     if (method != SC_EQUIL && method != SC_EQUIL_SYM)
         return canopy_err_set(err, CANOPY_ERR_INTERNAL, "scaling_equilibrate_reduced: only equilibration is distributed");
-    canopy_status st = check_zero_lines(A, red, sc, err);
+    bool zero_values;
+    canopy_status st = check_zero_lines(A, red, sc, &zero_values, err);
     if (st != CANOPY_SUCCESS) return st;
+    if (zero_values) { /* the flags were reduced: every rank returns here */
+        sc->unscaled_values = 1;
+        return CANOPY_SUCCESS;
+    }
     cint n = A->n;
     sc->row = canopy_alloc((size_t)n, sizeof(double), "row scaling", err);
     sc->col = canopy_alloc((size_t)n, sizeof(double), "column scaling", err);

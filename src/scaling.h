@@ -17,13 +17,19 @@ typedef struct scaling {
     double *col;        /**< Dc, NULL = identity */
     cint *row_perm;     /**< row i of A becomes row row_perm[i] of P*A; NULL = identity */
     int structurally_singular; /**< set when no perfect matching exists */
+    int unscaled_values;       /**< set when the values allow no scaling (a row or column of stored zeros,
+                                    no perfect matching on the nonzero entries) while the pattern does:
+                                    the identity is used */
 } scaling;
 
 /**
  * Compute the scaling of A (internal full storage) for @p mode and @p kind
  * (CANOPY_SCALING_AUTO: matching + scaling for GENERAL, symmetric matching-based scaling for
- * SYMMETRIC/HERMITIAN, none for SPD). Returns CANOPY_ERR_SINGULAR (structurally singular, message says how many rows
- * could not be matched) when the matching finds no perfect matching.
+ * SYMMETRIC/HERMITIAN, none for SPD). Returns CANOPY_ERR_SINGULAR (structurally singular: the message
+ * names a row or column without any stored entry, or says how many rows could not be matched) when
+ * the pattern has no perfect matching. Values are not judged: when stored zeros leave a line
+ * without a nonzero, or the nonzero entries have no perfect matching, the scaling is the identity
+ * and sc->unscaled_values is set (the numeric factorization meets the singularity).
  */
 canopy_status scaling_compute(const canopy_csc *A, canopy_scaling mode, canopy_matrix_kind kind,
                               scaling *sc, canopy_err *err);
