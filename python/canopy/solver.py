@@ -1,5 +1,6 @@
 """Canopy's solver for SciPy sparse matrices: Solver, spsolve, factorized."""
 import atexit
+import operator
 import signal
 import threading
 import warnings
@@ -44,6 +45,89 @@ def _indices(x, what):
         raise ValueError("canopy: %s hold values outside 0..%d (Canopy's index type; build it with "
                          "--enable-int64 for more)" % (what, np.iinfo(INDEX).max))
     return np.ascontiguousarray(a, dtype=INDEX)
+
+
+def _index_array(a, what):
+    """A 1-D array of integers (an index array of a sparse matrix), or ValueError."""
+    a = np.asarray(a)
+    if a.ndim != 1 or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError("canopy: A's %s must be a 1-D array of integers, not %s of shape %s" % (what, a.dtype, a.shape))
+    return a
+
+
+def _values(a, nnz):
+    """A's values (1-D, at least nnz of them), or ValueError."""
+    a = np.asarray(a)
+    if a.ndim != 1 or a.size < nnz:
+        raise ValueError("canopy: A holds %d entries but its data array has shape %s" % (nnz, a.shape))
+    return a[:nnz]
+
+
+def _in_range(a, size, what):
+    if a.size and (a.min() < 0 or a.max() >= size):
+        raise ValueError("canopy: A's %s hold values outside 0..%d (%d..%d)" % (what, size - 1, a.min(), a.max()))
+
+
+def _compressed(indptr, indices, data, major, minor, what):
+    """The arrays of a CSC (what='column') or CSR matrix checked with NumPy alone, cut to their
+    nnz entries."""
+    indptr = _index_array(indptr, "%s pointers (indptr)" % what)
+    indices = _index_array(indices, "indices")
+    if indptr.size != major + 1:
+        raise ValueError("canopy: A's %s pointers (indptr) hold %d values for %d %ss (expected %d)"
+                         % (what, indptr.size, major, what, major + 1))
+    if indptr[0] != 0 or (major and np.any(indptr[1:] < indptr[:-1])):
+        raise ValueError("canopy: A's %s pointers (indptr) must start at 0 and never decrease" % what)
+    nnz = int(indptr[-1])
+    if indices.size < nnz:
+        raise ValueError("canopy: A's %s pointers (indptr) end at %d but it has %d indices" % (what, nnz, indices.size))
+    indices = indices[:nnz]
+    _in_range(indices, minor, "indices")
+    return indptr, indices, _values(data, nnz)
+
+
+def _checked(A):
+    """A as a CSC matrix, its shape and index arrays checked FIRST, with NumPy alone: a matrix
+    built without SciPy's full check (csc_matrix((data, indices, indptr)) checks no index range),
+    or whose arrays were changed afterwards, would make SciPy's compiled conversions and
+    arithmetic (tocsc, A - A.T) read and write out of bounds. TypeError when A is not sparse,
+    ValueError for any inconsistency."""
+    if not sp.issparse(A):
+        raise TypeError("canopy: A must be a scipy.sparse matrix or array")
+    try:
+        m, n = (operator.index(d) for d in A.shape)
+    except (TypeError, ValueError):
+        raise ValueError("canopy: A's shape %r is not two integers" % (A.shape,)) from None
+    if m < 0 or n < 0 or m != n:
+        raise ValueError("canopy: A must be square, not %d x %d" % (m, n))
+    fmt = A.format
+    if fmt in ("csc", "csr"):
+        indptr, indices, data = _compressed(A.indptr, A.indices, A.data, n, n, "column" if fmt == "csc" else "row")
+        if fmt == "csr":
+            return sp.csr_matrix((data, indices, indptr), shape=(n, n)).tocsc()
+        return sp.csc_matrix((data, indices, indptr), shape=(n, n))
+    if fmt == "bsr":
+        r, c = (operator.index(d) for d in A.blocksize)
+        if r <= 0 or c <= 0 or n % r or n % c:
+            raise ValueError("canopy: A's blocks of %d x %d do not tile %d x %d" % (r, c, n, n))
+        data = np.asarray(A.data)
+        indptr, indices, _ = _compressed(A.indptr, A.indices, np.arange(data.shape[0] if data.ndim else 0),
+                                         n // r, n // c, "block row")
+        if data.shape[1:] != (r, c):
+            raise ValueError("canopy: A's blocks have shape %s, not (%d, %d)" % (data.shape[1:], r, c))
+        return sp.bsr_matrix((data[:indices.size], indices, indptr), shape=(n, n), blocksize=(r, c)).tocsc()
+    if fmt != "coo":
+        A = A.tocoo()   # LIL, DOK, DIA: their conversions are NumPy's, bounded by their own arrays
+    row = _index_array(A.row, "row indices")
+    col = _index_array(A.col, "column indices")
+    if row.size != col.size:
+        raise ValueError("canopy: A has %d row indices and %d column indices" % (row.size, col.size))
+    _in_range(row, n, "row indices")
+    _in_range(col, n, "column indices")
+    data = np.asarray(A.data)
+    if data.ndim != 1 or data.size != row.size:
+        raise ValueError("canopy: A has %d indices but its data array has shape %s" % (row.size, data.shape))
+    return sp.coo_matrix((data, (row, col)), shape=(n, n)).tocsc()
 
 
 class CanopyError(RuntimeError):
@@ -257,13 +341,11 @@ class Solver:
 
     # ---- the matrix -------------------------------------------------------------------------
     def _prepare(self, A, kind):
-        if not sp.issparse(A):
-            raise TypeError("canopy: A must be a scipy.sparse matrix or array")
-        if A.shape[0] != A.shape[1]:
-            raise ValueError("canopy: A must be square, not %d x %d" % A.shape)
-        cx = np.iscomplexobj(A.data) if hasattr(A, "data") else np.iscomplexobj(A.tocoo().data)
+        A = _checked(A)   # before anything reads its indices
+        if kind is not None and kind not in KINDS:
+            raise ValueError("canopy: kind must be one of %s, not %r" % (", ".join(KINDS), kind))
+        cx = np.iscomplexobj(A.data)
         dtype = np.complex128 if cx else np.float64
-        A = A.tocsc() if A.format != "csc" else A
         if A.dtype != dtype:
             A = A.astype(dtype)
         if kind is None:
@@ -291,13 +373,18 @@ class Solver:
 
     def set_matrix(self, A, kind=None):
         """Give the matrix (rank 0; the other ranks of a communicator pass None). Collective."""
-        if A is None and self.rank == 0:
-            raise ValueError("canopy: set_matrix: rank 0 gives the matrix")
+        def prepare():
+            if self.rank != 0:
+                return None
+            if A is None:
+                raise ValueError("canopy: set_matrix: rank 0 gives the matrix")
+            return self._prepare(A, kind)
+        prepared = self._agreed(prepare)   # refused on rank 0: every rank raises, none waits in the call
         if self.rank != 0:
             self._check(lib.canopy_set_matrix(self._handle(), ffi.NULL), "canopy_set_matrix")
             self._analyzed = self._factorized = False
             return
-        kind, dtype, indptr, indices, data = self._prepare(A, kind)
+        kind, dtype, indptr, indices, data = prepared
         csc = ffi.new("canopy_csc *")
         csc.n = A.shape[0]
         csc.colptr = ffi.cast("canopy_int *", ffi.from_buffer(indptr))
@@ -314,10 +401,11 @@ class Solver:
 
     def _local_piece(self, A, kind):
         """This rank's part as (indptr over its nonempty columns, their indices, rows, values)."""
-        if not sp.issparse(A) or A.shape[0] != A.shape[1]:
+        if not sp.issparse(A):
             raise TypeError("canopy: distributed=True: each rank gives a square scipy.sparse matrix of the global size "
                             "holding its own entries")
-        cx = np.iscomplexobj(A.tocoo().data)
+        A = _checked(A)   # before anything reads its indices
+        cx = np.iscomplexobj(A.data)
         dtype = np.complex128 if cx else np.float64
         A = sp.csc_matrix(A, dtype=dtype)
         if kind != "general":
@@ -340,7 +428,7 @@ class Solver:
         except (TypeError, ValueError) as e:
             err, out = e, None
         if lib.canopy_f_allreduce_max_int(self._comm, 1 if err else 0) != 0:
-            raise err if err else ValueError("canopy: another rank's part of the matrix was refused")
+            raise err if err else ValueError("canopy: another rank's matrix (or part of it) was refused")
         return out
 
     def _set_distributed(self, A, kind):
@@ -414,12 +502,24 @@ class Solver:
             data = self._agreed(piece)
             self._check(lib.canopy_update_values_distributed(self._handle(), ffi.from_buffer(data)),
                         "canopy_update_values_distributed")
-        elif A_new is not None and self.rank == 0:
-            kind, dtype, indptr, indices, data = self._prepare(A_new, self.kind)
-            if (dtype != self.dtype or not np.array_equal(indptr, self._layout[0])
-                    or not np.array_equal(indices, self._layout[1])):
-                raise ValueError("canopy: factorize(A_new): A_new must have the pattern and type of the matrix analyzed")
-            self._check(lib.canopy_update_values(self._handle(), ffi.from_buffer(data)), "canopy_update_values")
+        elif not self.distributed and (A_new is not None or self.ranks > 1):
+            new = A_new is not None
+            if self.ranks > 1:   # rank 0 says whether it has new values (the other ranks pass None)
+                new = lib.canopy_f_bcast_int(self._comm, 1 if new and self.rank == 0 else 0) == 1
+
+            def values():
+                if self.rank != 0:
+                    return None
+                kind, dtype, indptr, indices, data = self._prepare(A_new, self.kind)
+                if (dtype != self.dtype or not np.array_equal(indptr, self._layout[0])
+                        or not np.array_equal(indices, self._layout[1])):
+                    raise ValueError("canopy: factorize(A_new): A_new must have the pattern and type of the matrix "
+                                     "analyzed")
+                return data
+            if new:   # canopy_update_values is collective: the other ranks pass NULL
+                data = self._agreed(values)
+                self._check(lib.canopy_update_values(self._handle(), ffi.from_buffer(data) if self.rank == 0 else ffi.NULL),
+                            "canopy_update_values")
         if not self._analyzed:
             self.analyze()
         self._factorized = False   # until this factorization has succeeded

@@ -75,6 +75,31 @@ try:
     fails += 1
 except (TypeError, ValueError):
     pass
+# a corrupt matrix on rank 0 (a row index past n, in a CSC built without SciPy's index check):
+# refused on every rank, before any collective call
+C = A.copy()
+C.indices = C.indices.astype(np.int64)
+C.indices[5] = 2 ** 40
+for kind in (None, "general"):
+    try:
+        canopy.Solver(C if rank == 0 else None, kind=kind, comm=comm, threads=1)
+        print("FAIL: rank %d: a corrupt matrix on rank 0 was accepted" % rank)
+        fails += 1
+    except ValueError:
+        pass
+with canopy.Solver(A if rank == 0 else None, kind="spd" if rank == 0 else None, comm=comm, threads=1) as s5:
+    s5.factorize()
+    try:
+        s5.factorize(C if rank == 0 else None)
+        print("FAIL: rank %d: factorize(A_new) took a corrupt matrix on rank 0" % rank)
+        fails += 1
+    except ValueError:
+        pass
+    s5.factorize(2 * A if rank == 0 else None)   # still usable: every rank left the refused call together
+    x5 = s5.solve(b[:, 0] if rank == 0 else None)
+    if rank == 0 and not np.abs(2 * x5 - sla.spsolve(A, b[:, 0])).max() <= 1e-10 * np.abs(x5).max():
+        print("FAIL: factorize(A_new) after a refused matrix")
+        fails += 1
 fails = comm.allreduce(fails)
 if rank == 0:
     print("canopy with mpi4py on %d ranks: %s" % (comm.Get_size(), "FAILED" if fails else "passed"))

@@ -1,6 +1,8 @@
 """The Python package against SciPy: every kind, real and complex, the shared matrices,
 refactorization, many right-hand sides, input formats, selected inversion, bad input, Ctrl-C."""
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -10,6 +12,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 import canopy
+import hostile_input
 from conftest import shared
 
 
@@ -172,6 +175,17 @@ def test_bad_input():
         canopy.spsolve((A - 10 * sp.identity(30)).tocsc(), np.ones(30), kind="spd", factorization="llt")
 
 
+@pytest.mark.parametrize("case", hostile_input.CASES)
+def test_hostile_index_arrays(case):
+    """Index arrays out of range, negative, too short, unordered pointers... on every path that
+    takes a matrix: ValueError before any of SciPy's compiled code reads them. In a subprocess:
+    a crash fails this test instead of ending pytest."""
+    p = subprocess.run([sys.executable, hostile_input.__file__, case], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=120)
+    assert p.returncode == 0, "exit status %d:\n%s" % (p.returncode, p.stdout)
+    assert p.stdout.count("canopy: ") == 7, p.stdout
+
+
 def test_stats():
     A = laplacian(9, 9, 9)
     with canopy.Solver(A, threads=2) as s:
@@ -259,8 +273,6 @@ def test_second_thread_refused():
 
 def test_solvers_left_open_at_exit():
     """A solver never closed (factorized() keeps one) is freed at exit before MPI ends."""
-    import subprocess
-    import sys
     code = ("import numpy as np, scipy.sparse as sp, canopy\n"
             "A = sp.diags([-np.ones(99), 2 * np.ones(100), -np.ones(99)], [-1, 0, 1]).tocsc()\n"
             "f = canopy.factorized(A)\n"
