@@ -193,13 +193,24 @@ def _option_string(options):
     return " ".join(parts)
 
 
-def _is_symmetric(A, conj):
-    """A == A^T (A^H with conj) to rounding: |A - A^T| <= 1e-14 max |A|."""
-    D = A - (A.conj().T if conj else A.T)
-    if D.nnz == 0:
-        return True
-    big = abs(A).max() if A.nnz else 0.0
-    return abs(D).max() <= 1e-14 * big
+def _asymmetry(A, conj):
+    """None when A == A^T (A^H with conj) exactly, entry by entry (an entry absent on one side
+    equals an explicit zero on the other); otherwise the words for its largest difference. A is a
+    canonical CSC matrix. No tolerance: a symmetric kind keeps only the lower triangle, so an
+    upper triangle that differs, however little compared to max|A|, would be another matrix (a
+    small entry beside a 1e10 one is not small for the answer)."""
+    D = (A - (A.conj().T if conj else A.T)).tocoo()
+    bad = np.flatnonzero(D.data != 0)   # NaN differs from itself: such a matrix is not symmetric
+    if bad.size == 0:
+        return None
+    mag = np.abs(D.data[bad])
+    k = bad[np.argmax(np.where(np.isnan(mag), np.inf, mag))]
+    i, j = int(D.row[k]), int(D.col[k])
+    def num(v):
+        return repr(complex(v)) if np.iscomplexobj(v) else repr(float(v))
+    if conj:
+        return "A[%d, %d] = %s but conj(A[%d, %d]) = %s" % (i, j, num(A[i, j]), j, i, num(np.conj(A[j, i])))
+    return "A[%d, %d] = %s but A[%d, %d] = %s" % (i, j, num(A[i, j]), j, i, num(A[j, i]))
 
 
 class Solver:
@@ -207,8 +218,9 @@ class Solver:
 
     Solver(A, kind=None, comm=None, **options): A any scipy.sparse matrix or array, float64 or
     complex128 (other types are converted); kind 'general', 'symmetric', 'spd' or 'hermitian'
-    (inferred when None: symmetric or Hermitian when A equals its transpose, general otherwise;
-    give kind='spd' for LL^T); options are Canopy's (threads=4, ordering='scotch',
+    (inferred when None: symmetric or Hermitian when A equals its transpose exactly, entry by
+    entry, general otherwise; give kind='spd' for LL^T; a symmetric kind given for a matrix that
+    is not exactly symmetric raises ValueError); options are Canopy's (threads=4, ordering='scotch',
     factorization='ldlt', ...: the names of the README, '_' for '-'). With an mpi4py
     communicator of several ranks, rank 0 gives A (the others None) and b, and gets x; or, with
     distributed=True, every rank gives its own part of A (an n x n matrix holding the entries it
@@ -348,23 +360,29 @@ class Solver:
         dtype = np.complex128 if cx else np.float64
         if A.dtype != dtype:
             A = A.astype(dtype)
-        if kind is None:
-            if cx and _is_symmetric(A, True):
+        if not A.has_canonical_format:   # (a copy: the user's arrays stay as they are)
+            A = A.copy()
+            A.sum_duplicates()
+        if kind is None:   # symmetric or Hermitian only when exactly so
+            if cx and _asymmetry(A, True) is None:
                 kind = "hermitian"
-            elif _is_symmetric(A, False):
+            elif _asymmetry(A, False) is None:
                 kind = "symmetric"
             else:
                 kind = "general"
-        if kind not in KINDS:
-            raise ValueError("canopy: kind must be one of %s, not %r" % (", ".join(KINDS), kind))
-        if kind != "general" and not _is_symmetric(A, kind == "hermitian"):
-            raise ValueError("canopy: kind=%r but A is not %s" % (kind, "Hermitian" if kind == "hermitian" else "symmetric"))
+        elif kind != "general":
+            what = _asymmetry(A, kind == "hermitian")
+            if what is not None:
+                h = kind == "hermitian"
+                raise ValueError("canopy: kind=%r but A is not %s: %s (a symmetric kind needs A == %s exactly, entry "
+                                 "by entry; to solve with the %s part, give (A + %s) / 2)"
+                                 % (kind, "Hermitian" if h else "symmetric", what, "A^H" if h else "A^T",
+                                    "Hermitian" if h else "symmetric", "A.conj().T" if h else "A.T"))
         if kind == "hermitian" and not cx:
             kind = "symmetric"   # a real Hermitian matrix is symmetric
         if kind != "general":
             A = sp.tril(A, format="csc")   # one triangle: half the data to copy
         if not A.has_canonical_format:
-            A = A.copy()
             A.sum_duplicates()
         indptr = _indices(A.indptr, "the column pointers (nnz)")
         indices = _indices(A.indices, "the row indices")

@@ -69,6 +69,77 @@ def test_kinds_and_inference():
         check(U, s.solve(b), b, sla.spsolve(U, b))
 
 
+def diffusion_convection(n=200, jump=1e10, c=0.02):
+    """-(k u')' + c u' on (0, 1), central differences, k = 1 on the left half and @p jump on the
+    right: unsymmetric by c / h only, 5e-15 of max|A| (a tolerance of 1e-14 calls it symmetric)."""
+    h = 1.0 / (n + 1)
+    k = np.where(np.arange(n + 1) < (n + 1) // 2, 1.0, jump)   # at the midpoints i - 1/2
+    return sp.diags([-k[1:-1] / h ** 2 - c / (2 * h), (k[:-1] + k[1:]) / h ** 2, -k[1:-1] / h ** 2 + c / (2 * h)],
+                    [-1, 0, 1], format="csc")
+
+
+def test_inferred_symmetry_is_exact():
+    """Without kind, symmetric only when A == A^T exactly: badly scaled unsymmetric matrices
+    whose asymmetry is tiny next to max|A| are solved as given, as SciPy solves them."""
+    A = sp.csc_matrix(np.array([[1e10, 0, 0], [0, 1e-6, 1e-5], [0, 0, 1e-6]]))
+    b = np.ones(3)
+    with canopy.Solver(A) as s:
+        assert s.kind == "general"
+        x = s.refine(b)
+    assert abs(x[1] - -9e6) <= 1e-12 * 9e6
+    check(A, x, b, sla.spsolve(A, b), ftol=1e-12)
+    C = diffusion_convection()
+    b = np.ones(C.shape[0])
+    assert abs(C - C.T).max() <= 1e-14 * abs(C).max()           # symmetric to the old tolerance
+    ref = sla.spsolve(C, b)
+    lower = sla.spsolve((sp.tril(C) + sp.tril(C, -1).T).tocsc(), b)
+    assert np.abs(lower - ref).max() >= 0.1 * np.abs(ref).max()  # and its lower triangle is 11% off
+    with canopy.Solver(C) as s:
+        assert s.kind == "general"
+    for refine in (True, False):
+        x = canopy.spsolve(C, b, refine=refine)
+        assert np.abs(x - ref).max() <= 1e-12 * np.abs(ref).max()
+    # complex: Hermitian but for the last bit of one entry's imaginary part
+    H = (laplacian(6, 5) * (1 + 0j) + sp.diags(1j * np.ones(29), 1) - sp.diags(1j * np.ones(29), -1)).tocsc()
+    with canopy.Solver(H) as s:
+        assert s.kind == "hermitian"
+    H2 = H.copy()
+    H2[3, 4] = H2[3, 4] * (1 + 2 ** -52)
+    z = np.arange(30) * (1 - 1j)
+    with canopy.Solver(H2) as s:
+        assert s.kind == "general"
+        check(H2, s.refine(z), z, sla.spsolve(H2, z), ftol=1e-12)
+    # exactly symmetric, duplicates summed first (as the library sums them), explicit zeros aside
+    L = laplacian(5, 4).tocoo()
+    D = sp.coo_matrix((np.concatenate([L.data / 2, L.data / 2, [0.0]]),
+                       (np.concatenate([L.row, L.row, [0]]), np.concatenate([L.col, L.col, [7]]))), shape=L.shape)
+    with canopy.Solver(D) as s:
+        assert s.kind == "symmetric"
+        check(L, s.solve(np.ones(20)), np.ones(20), sla.spsolve(L.tocsc(), np.ones(20)))
+
+
+def test_explicit_symmetric_kind_needs_exact_symmetry():
+    """kind='symmetric'/'spd'/'hermitian' for a matrix symmetric only to rounding: ValueError (the
+    lower triangle would be another matrix); its symmetric part (A + A.T) / 2 is exactly
+    symmetric, and is then the matrix solved."""
+    C = diffusion_convection()
+    b = np.ones(C.shape[0])
+    for kind in ("symmetric", "spd", "hermitian"):
+        with pytest.raises(ValueError, match=r"not (symmetric|Hermitian).*\(A \+ A(\.conj\(\))?\.T\) / 2"):
+            canopy.Solver(C, kind=kind)
+    S = ((C + C.T) / 2).tocsc()
+    x = canopy.spsolve(S, b, kind="spd")
+    check(S, x, b, sla.spsolve(S, b), ftol=1e-12)
+    H = (laplacian(4, 4) * (2 + 0j) + sp.diags(1j * np.ones(15), 1) - sp.diags(1j * np.ones(15), -1)).tocsc()
+    H[2, 2] += 1e-300j   # not real on the diagonal: not Hermitian
+    with pytest.raises(ValueError, match="not Hermitian"):
+        canopy.Solver(H, kind="hermitian")
+    Hh = ((H + H.conj().T) / 2).tocsc()
+    with canopy.Solver(Hh, kind="hermitian") as s:
+        z = np.ones(16) + 1j
+        check(Hh, s.solve(z), z, sla.spsolve(Hh, z))
+
+
 def test_complex_kinds():
     A = laplacian(9, 8).astype(complex)
     H = (A + 1j * (sp.triu(A, 1) - sp.tril(A, -1)) * 0.3).tocsc()   # Hermitian positive definite
