@@ -184,8 +184,9 @@ typedef struct canopy_options {
     canopy_selinv_memory selinv_memory; /**< where canopy_selinv computes the inverse: over the factors
                                            (default; canopy_solve then refuses) or beside them */
     int strict;                   /**< 1: when the factorization perturbed pivots and refinement finds no solution
-                                       (backward error above the tolerance, or a residual above 1e-6 ||b||: a singular
-                                       matrix and a b outside its range), canopy_refine (and its distributed and
+                                       (backward error above the tolerance, or x so large that DBL_EPSILON ||A||
+                                       ||x|| >= 0.1 ||b||: a singular matrix and a b outside its range),
+                                       canopy_refine (and its distributed and
                                        transposed forms) returns CANOPY_ERR_SINGULAR instead of the warning
                                        CANOPY_WARN_NOT_CONVERGED (x still holds the best iterate); 0 (default): the
                                        warning */

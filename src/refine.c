@@ -11,14 +11,15 @@
 #include "refine.h"
 
 #include <complex.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
 #include "matrix.h"
 
-/* After perturbed pivots, a residual above this fraction of b is no solution (see refine_run). */
-#define REFINE_SINGULAR_RESIDUAL 1e-6
+/* After perturbed pivots, an x whose A x rounds off by this fraction of b is no solution (see refine_run). */
+#define REFINE_SINGULAR_ROUNDING 0.1
 
 /* Largest modulus of a column; NaN propagates (fmax would drop it and hide garbage). */
 static double col_inf_norm(canopy_arith arith, cint n, const void *v, size_t off)
@@ -395,16 +396,19 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
     /* hand back the best iterate seen */
     for (cint k = 0; k < nrhs; k++) memcpy((char *)x + (size_t)k * ldx * sz, (char *)best + (size_t)k * n * sz, (size_t)n * sz);
     /* Perturbed pivots: the matrix may be singular. A huge x keeps the normwise backward error small
-     * even when b is not in A's range (a singular A is arbitrarily close to regular ones), so the
-     * residual must also be small against b itself before x counts as a solution. */
-    double rres = 0;
+     * even when b is not in A's range (a singular A is arbitrarily close to regular ones). No
+     * residual tells them apart once the rounding of A x itself, DBL_EPSILON ||A|| ||x||, nears ||b||
+     * ([[1, 2], [3, 6]] x = [1, 1] refined to x = [9e15, -4.5e15] had a computed residual of 0);
+     * below that, an ill-conditioned regular matrix's x is legitimate even with a residual of
+     * 1e-3 ||b|| (so is SciPy's, on cryg2500). So x is a solution when its backward error reaches
+     * the tolerance and that rounding stays below a tenth of b, column by column. */
+    double rounding = 0;
     if (s->stats.perturbed_pivots > 0 && berr <= tol && s->err.status >= 0) {
-        solver_backward_error(s, anorm, nrhs, b, ldb, x, ldx, r);
         for (cint k = 0; k < nrhs; k++) {
-            double m[2] = {col_inf_norm(s->A.arith, n, r, (size_t)k * n), col_inf_norm(s->A.arith, n, b, (size_t)k * ldb)};
+            double m[2] = {col_inf_norm(s->A.arith, n, x, (size_t)k * ldx), col_inf_norm(s->A.arith, n, b, (size_t)k * ldb)};
             if (s->rhalo != NULL) api_reduce(s, m, 2, true);
-            double q = m[1] > 0 ? m[0] / m[1] : (m[0] > 0 ? INFINITY : 0);
-            if (!(q <= rres)) rres = q;
+            double q = m[1] > 0 ? DBL_EPSILON * anorm * m[0] / m[1] : (m[0] > 0 ? INFINITY : 0);
+            if (!(q <= rounding)) rounding = q;
         }
     }
     canopy_free(r);
@@ -412,20 +416,20 @@ canopy_status refine_run(canopy_solver *s, cint nrhs, const void *b, cint ldb, v
     s->stats.backward_error = berr;
     s->stats.refinement_steps = steps;
     if (s->err.status < 0) return s->err.status;
-    bool solved = berr <= tol && rres <= REFINE_SINGULAR_RESIDUAL;
+    bool solved = berr <= tol && rounding < REFINE_SINGULAR_ROUNDING;
     if (!solved && s->opts.strict && s->stats.perturbed_pivots > 0)
         return canopy_err_set(&s->err, CANOPY_ERR_SINGULAR,
                               "the factorization perturbed %" PRId64 " pivots and %s: the matrix is numerically "
                               "singular and b is not in its range (option strict=on)",
-                              s->stats.perturbed_pivots, berr <= tol ? "the residual stays large against b" :
+                              s->stats.perturbed_pivots, berr <= tol ? "x is too large for its residual to tell it from rounding" :
                               "refinement did not reach its tolerance");
     if (!(berr <= tol))
         return canopy_err_set(&s->err, CANOPY_WARN_NOT_CONVERGED,
                               "refinement stopped after %d steps at backward error %.3g (tolerance %.3g)", steps, berr, tol);
     if (!solved)
         return canopy_err_set(&s->err, CANOPY_WARN_NOT_CONVERGED,
-                              "the factorization perturbed %" PRId64 " pivots and the residual is %.3g times b: the "
+                              "the factorization perturbed %" PRId64 " pivots and A x rounds off by %.3g times b: the "
                               "matrix is numerically singular and b is not in its range (backward error %.3g, reached "
-                              "only by a huge x)", s->stats.perturbed_pivots, rres, berr);
+                              "only by a huge x)", s->stats.perturbed_pivots, rounding, berr);
     return CANOPY_SUCCESS;
 }
