@@ -8,6 +8,7 @@ import weakref
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import MatrixRankWarning
 
 from ._lib import INT_BYTES, ffi, lib
 
@@ -16,6 +17,7 @@ KINDS = {"general": 0, "symmetric": 1, "spd": 2, "hermitian": 3}
 FACTORIZATIONS = {0: "auto", 1: "llt", 2: "ldlt", 3: "lu"}
 _REAL, _COMPLEX = 0, 1
 _TRIANGLE_BOTH, _TRIANGLE_LOWER = 0, 1
+_ERR_SINGULAR = -6
 _ERR_INTERRUPTED = -14
 _ERR_BUSY = -15
 
@@ -253,6 +255,7 @@ class Solver:
         self.kind = None
         self._analyzed = False
         self._factorized = False
+        self._perturbed = False
         if self.distributed:
             self._set_distributed(A, kind)
             return
@@ -290,17 +293,24 @@ class Solver:
             raise CanopyError(-8, "canopy: the solver was closed")
         return self._s[0]
 
-    def _check(self, st, call):
+    def _message(self):
+        return ffi.string(lib.canopy_last_error(self._handle())).decode(errors="replace")
+
+    def _warn(self, category, message=None, stacklevel=3):
+        """A warning (Canopy's last message by default), at the line that called the method
+        calling this (stacklevel=3) or its caller's (4)."""
+        warnings.warn(message or self._message(), category, stacklevel=stacklevel + 1)
+
+    def _check(self, st, call, warn=True):
         if st < 0:
             if st == _ERR_INTERRUPTED:
                 raise KeyboardInterrupt("canopy: %s interrupted" % call)
             if st == _ERR_BUSY:   # the message belongs to the call that runs: not read here
                 raise CanopyError(st, "canopy: %s: another call on this solver is still running "
                                       "(one call at a time per solver)" % call)
-            raise CanopyError(st, ffi.string(lib.canopy_last_error(self._handle())).decode(errors="replace"))
-        if st > 0:
-            warnings.warn(ffi.string(lib.canopy_last_error(self._handle())).decode(errors="replace"), CanopyWarning,
-                          stacklevel=3)
+            raise CanopyError(st, self._message())
+        if st > 0 and warn:
+            warnings.warn(self._message(), CanopyWarning, stacklevel=3)
         return st
 
     def _run(self, fn, *args, keep=()):
@@ -542,6 +552,8 @@ class Solver:
             self.analyze()
         self._factorized = False   # until this factorization has succeeded
         self._check(self._run(lib.canopy_factorize, self._handle()), "canopy_factorize")
+        # from the figures (global, on every rank): on several ranks the status does not say it
+        self._perturbed = lib.canopy_f_stat(self._handle(), b"perturbed_pivots") > 0
         self._factorized = True
         return self
 
@@ -550,7 +562,7 @@ class Solver:
             return None, 1, False
         b = np.asarray(b)
         one = b.ndim == 1
-        if b.shape[0] != self.n or b.ndim > 2:
+        if b.ndim not in (1, 2) or b.shape[0] != self.n:
             raise ValueError("canopy: b must have %d rows (1-D or 2-D), not shape %s" % (self.n, b.shape))
         dtype = np.complex128 if (np.iscomplexobj(b) or self.dtype == np.complex128) else np.float64
         if np.iscomplexobj(b) and self.dtype != np.complex128:
@@ -569,26 +581,81 @@ class Solver:
             return None
         return x[:, 0] if one else x
 
-    def refine(self, b, x=None):
-        """Iterative refinement of x (solve(b) when None) to the backward error of option
-        refine-tolerance; returns the refined x (stats['backward_error'] says how good)."""
+    def _refine(self, b, x):
+        """canopy_refine on b (rank 0's; None elsewhere) from x (solve(b) when None): (x as an
+        (n, k) array, canopy_refine's status, whether b was 1-D); a warning is the caller's."""
         if not self._factorized:
             self.factorize()
         bb, k, one = self._rhs(b)
-        if x is None:
+        given = x is not None
+        if self.ranks > 1:   # rank 0's x (the others pass None): the solve below is collective
+            given = lib.canopy_f_bcast_int(self._comm, 1 if given else 0) == 1
+        if not given:
             x = self.solve(b)
         xx = None
         if bb is not None:
             xx = np.array(np.asarray(x, dtype=bb.dtype).reshape(self.n, -1), order="F", copy=True)
-        self._check(lib.canopy_refine(self._handle(), k, _ptr(bb) if bb is not None else ffi.NULL,
-                                      max(self.n, 1), _ptr(xx) if xx is not None else ffi.NULL,
-                                      max(self.n, 1)), "canopy_refine")
+        st = self._check(lib.canopy_refine(self._handle(), k, _ptr(bb) if bb is not None else ffi.NULL,
+                                           max(self.n, 1), _ptr(xx) if xx is not None else ffi.NULL,
+                                           max(self.n, 1)), "canopy_refine", warn=False)
+        return xx, st, one
+
+    def refine(self, b, x=None):
+        """Iterative refinement of x (solve(b) when None) to the backward error of option
+        refine-tolerance; returns the refined x (stats['backward_error'] says how good; a
+        CanopyWarning when it stopped short, a CanopyError with strict=True when the matrix
+        is singular and b outside its range)."""
+        xx, st, one = self._refine(b, x)
+        if st > 0:
+            self._warn(CanopyWarning)
         if xx is None:
             return None
         return xx[:, 0] if one else xx
 
+    def _answer(self, b, refine):
+        """x as spsolve and factorized's function give it, with SciPy's convention for singular
+        matrices: refined when asked, and always after perturbed pivots (only refinement tells a
+        solution from garbage then); a column that refinement, after perturbed pivots, leaves
+        without a solution (canopy_refine's rule: backward error above refine-tolerance, or x
+        too large to tell from rounding) is NaN, with a MatrixRankWarning; strict=True raises
+        CanopyError instead. A consistent singular system that refinement solves keeps its x."""
+        if not self._factorized:
+            self.factorize()
+        if not (refine or self._perturbed):
+            return self.solve(b)
+        x, st, one = self._refine(b, None)
+        if st > 0 and self._perturbed:
+            why = self._message()
+            # which columns have no solution: canopy_refine judges all together, so one by one
+            k = x.shape[1] if x is not None else 0
+            if self.ranks > 1:
+                k = lib.canopy_f_bcast_int(self._comm, k)
+            bad = np.ones(k, dtype=bool)
+            if k > 1:
+                B = self._rhs(b)[0]
+                for j in range(k):
+                    xj, stj, _ = self._refine(B[:, j] if B is not None else None, x[:, j] if x is not None else None)
+                    if stj == 0:
+                        bad[j] = False
+                        if x is not None:
+                            x[:, j] = xj[:, 0]
+            if x is not None:
+                x[:, bad] = np.nan
+            self._warn(MatrixRankWarning, "canopy: the factorization perturbed pivots and refinement found no solution "
+                                          "(%s): x is NaN%s, as SciPy's for a singular matrix (strict=True raises "
+                                          "CanopyError)" % (why, "" if k == 1 else " in columns %s" % np.flatnonzero(bad).tolist()),
+                       stacklevel=4)
+        elif st > 0:
+            self._warn(CanopyWarning, stacklevel=4)
+        if x is None:
+            return None
+        return x[:, 0] if one else x
+
     def __call__(self, b):
-        return self.solve(b)
+        """x with A x = b as the function of scipy.sparse.linalg.factorized gives it: solve(b),
+        and on a matrix whose factorization perturbed pivots, refined with SciPy's convention for
+        singular matrices (NaN and MatrixRankWarning where there is no solution: see spsolve)."""
+        return self._answer(b, refine=False)
 
     @property
     def stats(self):
@@ -648,16 +715,39 @@ class Solver:
         raise ValueError("canopy: selinv(what=...) is 'diag', 'pattern' or 'entries', not %r" % (what,))
 
 
+def _strict(options):
+    v = options.get("strict")
+    return v is True or str(v).lower() in ("on", "1")
+
+
 def spsolve(A, b, kind=None, comm=None, refine=True, **options):
     """x with A x = b, like scipy.sparse.linalg.spsolve (b: (n,) or (n, k)); refined to the
-    backward error of option refine-tolerance unless refine=False."""
+    backward error of option refine-tolerance unless refine=False (and no pivot was perturbed).
+    A singular matrix, as SciPy: MatrixRankWarning and NaN where there is no solution (the
+    factorization finds it structurally singular, or refinement after perturbed pivots finds no
+    x); a consistent singular system that refinement solves returns its x, with the
+    CanopyWarning of the perturbed pivots. strict=True raises CanopyError instead of NaN."""
     with Solver(A, kind=kind, comm=comm, **options) as s:
-        return s.refine(b) if refine else s.solve(b)
+        try:
+            s.factorize()
+        except CanopyError as e:
+            if e.status != _ERR_SINGULAR or _strict(options):
+                raise
+            x, _, one = s._rhs(b)
+            warnings.warn("canopy: %s: x is NaN (as SciPy; strict=True raises CanopyError)" % e, MatrixRankWarning,
+                          stacklevel=2)
+            if x is None:
+                return None
+            x[:] = np.nan
+            return x[:, 0] if one else x
+        return s._answer(b, refine)
 
 
 def factorized(A, kind=None, comm=None, **options):
     """A function solving A x = b with A's factors, like scipy.sparse.linalg.factorized (the
-    solver is freed with the function)."""
+    solver is freed with the function; CanopyError, a RuntimeError as SciPy's, for a matrix
+    found structurally singular). Calls on a matrix whose factorization perturbed pivots are
+    refined, with spsolve's convention for singular matrices."""
     s = Solver(A, kind=kind, comm=comm, **options)
     s.factorize()
     return s

@@ -2,11 +2,13 @@
 rank 0 gives the matrix and the right-hand sides, every rank takes part, rank 0 gets x; the
 result against SciPy, and the selected inversion's diagonal over the ranks."""
 import sys
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 from mpi4py import MPI
+from scipy.sparse.linalg import MatrixRankWarning
 
 import canopy
 
@@ -99,6 +101,36 @@ with canopy.Solver(A if rank == 0 else None, kind="spd" if rank == 0 else None, 
     x5 = s5.solve(b[:, 0] if rank == 0 else None)
     if rank == 0 and not np.abs(2 * x5 - sla.spsolve(A, b[:, 0])).max() <= 1e-10 * np.abs(x5).max():
         print("FAIL: factorize(A_new) after a refused matrix")
+        fails += 1
+# a singular matrix (row 57 a copy of row 23) on several ranks: the column whose b is outside the
+# range is NaN with a MatrixRankWarning, the others solved; strict=True raises on every rank
+d10, I10 = sp.diags([-np.ones(9), 2 * np.ones(10), -np.ones(9)], [-1, 0, 1]), sp.identity(10)
+U = (sp.kron(d10, I10) + sp.kron(I10, d10) + sp.diags(0.3 * np.ones(99), 1)).tolil()
+U[57, :] = U[23, :]
+U = U.tocsc()
+x0 = np.random.default_rng(5).standard_normal(100)
+B = np.column_stack([U @ x0, np.arange(100.0), 2 * (U @ x0)])   # row 57 of b is not row 23's: no solution
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    X = canopy.spsolve(U if rank == 0 else None, B if rank == 0 else None, comm=comm, threads=1)
+    X1 = canopy.factorized(U if rank == 0 else None, comm=comm, threads=1)(B[:, 1] if rank == 0 else None)
+if not any(issubclass(q.category, MatrixRankWarning) for q in w):
+    print("FAIL: rank %d: no MatrixRankWarning for a singular matrix" % rank)
+    fails += 1
+if rank == 0:
+    r = [np.abs(U @ X[:, j] - B[:, j]).max() / np.abs(B[:, j]).max() for j in (0, 2)]
+    if not (np.isnan(X[:, 1]).all() and np.isnan(X1).all() and max(r) <= 1e-6):
+        print("FAIL: the singular matrix on several ranks: NaN %s, residuals %s" % (np.isnan(X).any(axis=0), r))
+        fails += 1
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        canopy.spsolve(U if rank == 0 else None, B[:, 1] if rank == 0 else None, comm=comm, threads=1, strict=True)
+    print("FAIL: rank %d: strict=True returned" % rank)
+    fails += 1
+except canopy.CanopyError as e:
+    if e.status != -6:
+        print("FAIL: rank %d: strict=True raised %d" % (rank, e.status))
         fails += 1
 fails = comm.allreduce(fails)
 if rank == 0:

@@ -5,11 +5,13 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
+from scipy.sparse.linalg import MatrixRankWarning
 
 import canopy
 import hostile_input
@@ -231,8 +233,8 @@ def test_bad_input():
     with pytest.raises(canopy.CanopyError) as e:
         canopy.Solver(A, no_such_option=1)
     assert e.value.status < 0
-    with pytest.raises(canopy.CanopyError):
-        canopy.spsolve(sp.csc_matrix((3, 3)), np.ones(3))                       # zero matrix
+    with pytest.raises(canopy.CanopyError, match="structurally singular"):
+        canopy.Solver(sp.csc_matrix((3, 3))).factorize()                        # zero matrix
     N = A.copy()
     N.data[3] = np.nan
     with pytest.raises(canopy.CanopyError, match="(?i)nan|finite"):
@@ -255,6 +257,88 @@ def test_hostile_index_arrays(case):
                        universal_newlines=True, timeout=120)
     assert p.returncode == 0, "exit status %d:\n%s" % (p.returncode, p.stdout)
     assert p.stdout.count("canopy: ") == 7, p.stdout
+
+
+def caught(call):
+    """call()'s result (or the CanopyError it raised) and the categories of its warnings."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            out = call()
+        except canopy.CanopyError as e:
+            out = e
+    return out, {q.category for q in w}
+
+
+def rank_deficient():
+    """(name, A, a b in A's range, a b outside it): a 2 x 2 of rank 1, real symmetric, real
+    unsymmetric and complex symmetric; a 100 x 100 unsymmetric matrix with row 57 a copy of row
+    23 (SciPy's LU meets an exact zero pivot); the 100 x 100 graph Laplacian (Neumann boundary,
+    constants in its null space; SciPy meets no exact zero there)."""
+    rng = np.random.default_rng(7)
+    U = (laplacian(10, 10) + sp.diags(0.3 * np.ones(99), 1)).tolil()
+    U[57, :] = U[23, :]
+    U = U.tocsc()
+    G = laplacian(10, 10).tolil()
+    G.setdiag(0)
+    G = G.tocsc()
+    G = (G - sp.diags(np.asarray(G.sum(axis=1)).ravel())).tocsc()
+    x0 = rng.standard_normal(100)
+    out = [("2x2", sp.csc_matrix([[1., 2], [2, 4]]), np.array([1., 2]), np.array([1., 1])),
+           ("2x2 unsymmetric", sp.csc_matrix([[1., 2], [3, 6]]), np.array([1., 3]), np.array([1., 1])),
+           ("2x2 complex", sp.csc_matrix(np.array([[1, 2j], [2j, -4]])), np.array([1 + 2j, 2j - 4]), np.array([1, 1j])),
+           ("row copied", U, U @ x0, rng.standard_normal(100)),
+           ("graph Laplacian", G, G @ x0, np.ones(100) + rng.standard_normal(100))]
+    return out
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_rank_deficient_like_scipy(case):
+    """spsolve and factorized on singular matrices, beside SciPy's spsolve: b outside the range
+    gives NaN and MatrixRankWarning, as SciPy's on an exactly singular matrix; b in the range
+    gives a solution (backward error <= 1e-14, residual tiny: where Canopy differs from SciPy's
+    NaN) with the CanopyWarning of the perturbed pivots; strict=True raises CanopyError instead
+    of the NaN; several right-hand sides: NaN only in the columns without a solution."""
+    name, A, good, bad = rank_deficient()[case]
+    ref, ref_warned = caught(lambda: sla.spsolve(A, bad))
+    if name != "graph Laplacian":   # exactly singular for SciPy: NaN
+        assert np.isnan(ref).all() and MatrixRankWarning in ref_warned
+    else:                           # not exactly: a number that solves nothing
+        assert np.abs(A @ ref - bad).max() > 1e-3 * np.abs(bad).max()
+    for f in (lambda b: canopy.spsolve(A, b), lambda b: canopy.factorized(A)(b),
+              lambda b: canopy.spsolve(A, b, refine=False), lambda b: canopy.spsolve(A, b, kind="general")):
+        x, warned = caught(lambda: f(bad))
+        assert np.isnan(x).all() and MatrixRankWarning in warned, name
+        x, warned = caught(lambda: f(good))
+        assert MatrixRankWarning not in warned and canopy.CanopyWarning in warned
+        check(A, x, good, tol=1e-14)
+        assert np.abs(A @ x - good).max() <= 1e-6 * np.abs(good).max()
+    e, _ = caught(lambda: canopy.spsolve(A, bad, strict=True))
+    assert isinstance(e, canopy.CanopyError) and e.status == -6 and "singular" in str(e)
+    x, _ = caught(lambda: canopy.spsolve(A, good, strict=True))
+    check(A, x, good, tol=1e-14)
+    X, warned = caught(lambda: canopy.spsolve(A, np.column_stack([good, bad, 2 * good])))
+    assert MatrixRankWarning in warned and np.isnan(X[:, 1]).all() and not np.isnan(X[:, [0, 2]]).any()
+    check(A, X[:, 0], good, tol=1e-14)
+    check(A, X[:, 2], 2 * good, tol=1e-14)
+
+
+def test_structurally_singular_like_scipy():
+    """A zero column: spsolve warns MatrixRankWarning and returns NaN as SciPy's does;
+    strict=True and factorized raise CanopyError (a RuntimeError, as SciPy's splu raises)."""
+    A = sp.csc_matrix(np.array([[2., 1, 0], [1, 3, 0], [0, 1, 0]]))
+    b = np.ones(3)
+    ref, ref_warned = caught(lambda: sla.spsolve(A, b))
+    x, warned = caught(lambda: canopy.spsolve(A, b))
+    assert np.isnan(ref).all() and MatrixRankWarning in ref_warned
+    assert x.shape == (3,) and np.isnan(x).all() and MatrixRankWarning in warned
+    X, _ = caught(lambda: canopy.spsolve((A * 1j).tocsc(), np.ones((3, 2))))
+    assert X.shape == (3, 2) and X.dtype == np.complex128 and np.isnan(X).all()
+    for call in (lambda: canopy.spsolve(A, b, strict=True), lambda: canopy.factorized(A)):
+        e, _ = caught(call)
+        assert isinstance(e, RuntimeError) and e.status == -6
+    with pytest.raises(RuntimeError):
+        sla.factorized(A)
 
 
 def test_stats():
