@@ -5,6 +5,7 @@
     solve = canopy.factorized(A, threads=4)       # factors kept: solve(b1), solve(b2), ...
     s = canopy.Solver(A, kind="spd", ordering="scotch")
     s.analyze(); s.factorize(); x = s.solve(b); s.factorize(A2)   # A2: same pattern
+    y = s.solve(b, trans="T")                     # A^T y = b ("H": A^H), as SciPy's splu
     d = s.selinv("diag")                          # the diagonal of A^-1
 """
 from .solver import (CanopyError, CanopyWarning, Solver, factorized, spsolve)  # noqa: F401

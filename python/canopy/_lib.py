@@ -60,10 +60,17 @@ int canopy_solve_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc,
                              canopy_int ldb);
 int canopy_refine_distributed(canopy_solver *s, canopy_int nrhs, canopy_int nloc, const canopy_int *rows,
                               const void *b, canopy_int ldb, void *x, canopy_int ldx);
+int canopy_solve_distributed_trans(canopy_solver *s, int trans, canopy_int nrhs, canopy_int nloc, const canopy_int *rows,
+                                   void *b, canopy_int ldb);
+int canopy_refine_distributed_trans(canopy_solver *s, int trans, canopy_int nrhs, canopy_int nloc,
+                                    const canopy_int *rows, const void *b, canopy_int ldb, void *x, canopy_int ldx);
 int canopy_analyze(canopy_solver *s);
 int canopy_factorize(canopy_solver *s);
 int canopy_solve(canopy_solver *s, canopy_int nrhs, void *b, canopy_int ldb);
 int canopy_refine(canopy_solver *s, canopy_int nrhs, const void *b, canopy_int ldb, void *x, canopy_int ldx);
+int canopy_solve_trans(canopy_solver *s, int trans, canopy_int nrhs, void *b, canopy_int ldb);
+int canopy_refine_trans(canopy_solver *s, int trans, canopy_int nrhs, const void *b, canopy_int ldb, void *x,
+                        canopy_int ldx);
 int canopy_selinv(canopy_solver *s, int what, canopy_selinv_request *req);
 void canopy_csc_free(canopy_csc *A);
 int canopy_interrupt(canopy_solver *s);

@@ -18,6 +18,7 @@ FACTORIZATIONS = {0: "auto", 1: "llt", 2: "ldlt", 3: "lu"}
 _REAL, _COMPLEX = 0, 1
 _TRIANGLE_BOTH, _TRIANGLE_LOWER = 0, 1
 _ERR_SINGULAR = -6
+_TRANS = {"N": 0, "T": 1, "H": 2}   # canopy_trans: A, A^T, A^H
 _ERR_INTERRUPTED = -14
 _ERR_BUSY = -15
 
@@ -47,6 +48,15 @@ def _indices(x, what):
         raise ValueError("canopy: %s hold values outside 0..%d (Canopy's index type; build it with "
                          "--enable-int64 for more)" % (what, np.iinfo(INDEX).max))
     return np.ascontiguousarray(a, dtype=INDEX)
+
+
+def _trans(trans):
+    """canopy_trans of 'N' (A x = b), 'T' (A^T x = b) or 'H' (A^H x = b; A^T for real A), as
+    SciPy's splu(A).solve(b, trans) takes them."""
+    t = _TRANS.get(trans.upper() if isinstance(trans, str) else trans)
+    if t is None:
+        raise ValueError("canopy: trans must be 'N', 'T' or 'H', not %r" % (trans,))
+    return t
 
 
 def _index_array(a, what):
@@ -485,31 +495,35 @@ class Solver:
         self._layout = (colptr, cols, rows)
         self._analyzed = self._factorized = False
 
-    def solve_distributed(self, rows, b):
+    def solve_distributed(self, rows, b, trans="N"):
         """x's rows @p rows (global, 0-based; each row on exactly one rank) from b's same rows
-        (shape (len(rows),) or (len(rows), k)), every rank its own. Collective."""
+        (shape (len(rows),) or (len(rows), k)), every rank its own; trans 'T' or 'H' solves
+        A^T x = b or A^H x = b (the same on every rank). Collective."""
+        t = _trans(trans)
         if not self._factorized:
             self.factorize()
         r = _indices(rows, "rows").ravel()
         b = np.asarray(b)
         one = b.ndim == 1
         x = np.array(b.reshape(r.size, -1), dtype=self.dtype, order="F", copy=True)
-        self._check(lib.canopy_solve_distributed(self._handle(), x.shape[1], r.size,
-                                                 ffi.cast("canopy_int *", ffi.from_buffer(r)), _ptr(x), max(r.size, 1)),
-                    "canopy_solve_distributed")
+        self._check(lib.canopy_solve_distributed_trans(self._handle(), t, x.shape[1], r.size,
+                                                       ffi.cast("canopy_int *", ffi.from_buffer(r)), _ptr(x),
+                                                       max(r.size, 1)), "canopy_solve_distributed_trans")
         return x[:, 0] if one else x
 
-    def refine_distributed(self, rows, b, x=None):
+    def refine_distributed(self, rows, b, x=None, trans="N"):
         """Iterative refinement of x's rows against b's (as solve_distributed). Collective."""
+        t = _trans(trans)
         if not self._factorized:
             self.factorize()
         r = _indices(rows, "rows").ravel()
         bb = np.array(np.asarray(b).reshape(r.size, -1), dtype=self.dtype, order="F", copy=True)
-        xx = np.array((self.solve_distributed(r, b) if x is None else np.asarray(x)).reshape(r.size, -1),
+        xx = np.array((self.solve_distributed(r, b, trans) if x is None else np.asarray(x)).reshape(r.size, -1),
                       dtype=self.dtype, order="F", copy=True)
-        self._check(lib.canopy_refine_distributed(self._handle(), bb.shape[1], r.size,
-                                                  ffi.cast("canopy_int *", ffi.from_buffer(r)), _ptr(bb),
-                                                  max(r.size, 1), _ptr(xx), max(r.size, 1)), "canopy_refine_distributed")
+        self._check(lib.canopy_refine_distributed_trans(self._handle(), t, bb.shape[1], r.size,
+                                                        ffi.cast("canopy_int *", ffi.from_buffer(r)), _ptr(bb),
+                                                        max(r.size, 1), _ptr(xx), max(r.size, 1)),
+                    "canopy_refine_distributed_trans")
         return xx[:, 0] if np.asarray(b).ndim == 1 else xx
 
     # ---- the phases ---------------------------------------------------------------------------
@@ -570,20 +584,24 @@ class Solver:
         x = np.array(b.reshape(self.n, -1), dtype=dtype, order="F", copy=True)
         return x, x.shape[1], one
 
-    def solve(self, b):
-        """x with A x = b for b of shape (n,) or (n, k) (rank 0; the other ranks pass None)."""
+    def solve(self, b, trans="N"):
+        """x with A x = b for b of shape (n,) or (n, k) (rank 0; the other ranks pass None);
+        trans 'T' or 'H' solves A^T x = b or A^H x = b with the same factors, as SciPy's
+        splu(A).solve(b, trans)."""
+        t = _trans(trans)
         if not self._factorized:
             self.factorize()
         x, k, one = self._rhs(b)
-        self._check(lib.canopy_solve(self._handle(), k, _ptr(x) if x is not None else ffi.NULL, max(self.n, 1)),
-                    "canopy_solve")
+        self._check(lib.canopy_solve_trans(self._handle(), t, k, _ptr(x) if x is not None else ffi.NULL,
+                                           max(self.n, 1)), "canopy_solve_trans")
         if x is None:
             return None
         return x[:, 0] if one else x
 
-    def _refine(self, b, x):
-        """canopy_refine on b (rank 0's; None elsewhere) from x (solve(b) when None): (x as an
-        (n, k) array, canopy_refine's status, whether b was 1-D); a warning is the caller's."""
+    def _refine(self, b, x, trans):
+        """canopy_refine_trans on b (rank 0's; None elsewhere) from x (solve(b) when None): (x as
+        an (n, k) array, canopy_refine's status, whether b was 1-D); a warning is the caller's."""
+        t = _trans(trans)
         if not self._factorized:
             self.factorize()
         bb, k, one = self._rhs(b)
@@ -591,28 +609,28 @@ class Solver:
         if self.ranks > 1:   # rank 0's x (the others pass None): the solve below is collective
             given = lib.canopy_f_bcast_int(self._comm, 1 if given else 0) == 1
         if not given:
-            x = self.solve(b)
+            x = self.solve(b, trans)
         xx = None
         if bb is not None:
             xx = np.array(np.asarray(x, dtype=bb.dtype).reshape(self.n, -1), order="F", copy=True)
-        st = self._check(lib.canopy_refine(self._handle(), k, _ptr(bb) if bb is not None else ffi.NULL,
-                                           max(self.n, 1), _ptr(xx) if xx is not None else ffi.NULL,
-                                           max(self.n, 1)), "canopy_refine", warn=False)
+        st = self._check(lib.canopy_refine_trans(self._handle(), t, k, _ptr(bb) if bb is not None else ffi.NULL,
+                                                 max(self.n, 1), _ptr(xx) if xx is not None else ffi.NULL,
+                                                 max(self.n, 1)), "canopy_refine_trans", warn=False)
         return xx, st, one
 
-    def refine(self, b, x=None):
-        """Iterative refinement of x (solve(b) when None) to the backward error of option
-        refine-tolerance; returns the refined x (stats['backward_error'] says how good; a
-        CanopyWarning when it stopped short, a CanopyError with strict=True when the matrix
-        is singular and b outside its range)."""
-        xx, st, one = self._refine(b, x)
+    def refine(self, b, x=None, trans="N"):
+        """Iterative refinement of x (solve(b, trans) when None) to the backward error of option
+        refine-tolerance, against A (trans 'N'), A^T ('T') or A^H ('H'); returns the refined x
+        (stats['backward_error'] says how good; a CanopyWarning when it stopped short, a
+        CanopyError with strict=True when the matrix is singular and b outside its range)."""
+        xx, st, one = self._refine(b, x, trans)
         if st > 0:
             self._warn(CanopyWarning)
         if xx is None:
             return None
         return xx[:, 0] if one else xx
 
-    def _answer(self, b, refine):
+    def _answer(self, b, refine, trans="N"):
         """x as spsolve and factorized's function give it, with SciPy's convention for singular
         matrices: refined when asked, and always after perturbed pivots (only refinement tells a
         solution from garbage then); a column that refinement, after perturbed pivots, leaves
@@ -622,8 +640,8 @@ class Solver:
         if not self._factorized:
             self.factorize()
         if not (refine or self._perturbed):
-            return self.solve(b)
-        x, st, one = self._refine(b, None)
+            return self.solve(b, trans)
+        x, st, one = self._refine(b, None, trans)
         if st > 0 and self._perturbed:
             why = self._message()
             # which columns have no solution: canopy_refine judges all together, so one by one
@@ -634,7 +652,8 @@ class Solver:
             if k > 1:
                 B = self._rhs(b)[0]
                 for j in range(k):
-                    xj, stj, _ = self._refine(B[:, j] if B is not None else None, x[:, j] if x is not None else None)
+                    xj, stj, _ = self._refine(B[:, j] if B is not None else None, x[:, j] if x is not None else None,
+                                              trans)
                     if stj == 0:
                         bad[j] = False
                         if x is not None:
@@ -651,11 +670,13 @@ class Solver:
             return None
         return x[:, 0] if one else x
 
-    def __call__(self, b):
-        """x with A x = b as the function of scipy.sparse.linalg.factorized gives it: solve(b),
-        and on a matrix whose factorization perturbed pivots, refined with SciPy's convention for
-        singular matrices (NaN and MatrixRankWarning where there is no solution: see spsolve)."""
-        return self._answer(b, refine=False)
+    def __call__(self, b, trans="N"):
+        """x with A x = b (A^T x = b, A^H x = b with trans 'T', 'H') as the function of
+        scipy.sparse.linalg.factorized gives it (SciPy's is splu(A).solve(b, trans)): solve(b,
+        trans), and on a matrix whose factorization perturbed pivots, refined with SciPy's
+        convention for singular matrices (NaN and MatrixRankWarning where there is no solution:
+        see spsolve)."""
+        return self._answer(b, False, trans)
 
     @property
     def stats(self):
@@ -744,7 +765,8 @@ def spsolve(A, b, kind=None, comm=None, refine=True, **options):
 
 
 def factorized(A, kind=None, comm=None, **options):
-    """A function solving A x = b with A's factors, like scipy.sparse.linalg.factorized (the
+    """A function solving A x = b with A's factors, like scipy.sparse.linalg.factorized:
+    solve(b) or solve(b, trans) with trans 'N', 'T' or 'H' as SciPy's (the
     solver is freed with the function; CanopyError, a RuntimeError as SciPy's, for a matrix
     found structurally singular). Calls on a matrix whose factorization perturbed pivots are
     refined, with spsolve's convention for singular matrices."""

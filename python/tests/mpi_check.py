@@ -132,6 +132,31 @@ except canopy.CanopyError as e:
     if e.status != -6:
         print("FAIL: rank %d: strict=True raised %d" % (rank, e.status))
         fails += 1
+# transposed solves on several ranks, centralized and distributed: A^T x = b and A^H x = b of an
+# unsymmetric complex matrix, with the factors of A
+G = (A + sp.diags(0.5 * np.ones(n - 1), 1) + 0.3j * sp.diags(np.ones(n - 7), -7)).tocsc()
+Bc = b[:, :2] + 1j * b[:, 1:]
+parts = sp.lil_matrix((n, n), dtype=complex)
+parts[:, c0:c1] = G[:, c0:c1]
+s6 = canopy.Solver(G if rank == 0 else None, kind="general" if rank == 0 else None, comm=comm, threads=1)
+f6 = canopy.factorized(G if rank == 0 else None, comm=comm, threads=1)
+s7 = canopy.Solver(parts.tocsc(), kind="general", comm=comm, distributed=True, threads=1)
+for t, M in (("T", G.T.tocsc()), ("H", G.conj().T.tocsc())):
+    ref = sla.spsolve(M, Bc)
+    y = s6.solve(Bc if rank == 0 else None, trans=t)
+    z = s6.refine(Bc[:, 0] if rank == 0 else None, trans=t)
+    w = f6(Bc if rank == 0 else None, t)
+    if rank == 0 and not max(np.abs(y - ref).max(), np.abs(z - ref[:, 0]).max(), np.abs(w - ref).max()) <= \
+            1e-10 * np.abs(ref).max():
+        print("FAIL: trans=%s on several ranks, centralized" % t)
+        fails += 1
+    y = s7.solve_distributed(mine, Bc[c0:c1], trans=t)
+    z = s7.refine_distributed(mine, Bc[c0:c1, 0], trans=t)
+    if not max(np.abs(y - ref[c0:c1]).max(), np.abs(z - ref[c0:c1, 0]).max()) <= 1e-10 * np.abs(ref).max():
+        print("FAIL: rank %d: trans=%s on several ranks, distributed" % (rank, t))
+        fails += 1
+for solver in (s6, f6, s7):
+    solver.close()
 fails = comm.allreduce(fails)
 if rank == 0:
     print("canopy with mpi4py on %d ranks: %s" % (comm.Get_size(), "FAILED" if fails else "passed"))

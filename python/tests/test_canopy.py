@@ -159,6 +159,58 @@ def test_complex_kinds():
         s.solve(b[:25])
 
 
+def trans_cases():
+    """(kind, A) for every kind and arithmetic (complex positive definite is kind='hermitian',
+    LL^H), each A's transpose and conjugate transpose distinct from A where the kind allows."""
+    L = laplacian(6, 5)
+    n = L.shape[0]
+    R = sp.random(n, n, density=0.1, random_state=4, format="csc")
+    G = (L + R + sp.diags(0.4 * np.ones(n - 1), 1)).tocsc()
+    Gc = (G + 1j * sp.random(n, n, density=0.1, random_state=5) + 0.5j * sp.identity(n)).tocsc()
+    S = (L - 3 * sp.identity(n) + R + R.T).tocsc()                        # symmetric indefinite
+    Sc = (S * (1 + 0.5j) + 1j * sp.diags([np.ones(n - 2), np.ones(n - 2)], [-2, 2])).tocsc()   # complex symmetric
+    Hpd = (L * (1 + 0j) + 0.3j * (sp.triu(L, 1) - sp.tril(L, -1))).tocsc()   # Hermitian positive definite
+    Hin = (Hpd - 3 * sp.identity(n)).tocsc()                               # Hermitian indefinite
+    return [("general", G), ("general", Gc), ("symmetric", S), ("symmetric", Sc), ("spd", L), ("hermitian", Hpd),
+            ("hermitian", Hin), ("hermitian", L)]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_transposed_solves(case):
+    """solve/refine/__call__/factorized with trans 'N', 'T', 'H' against SciPy's
+    splu(A).solve(b, trans) and against the exact solution of A^T x = b, A^H x = b: every kind,
+    real and complex, one and several right-hand sides, the same factors throughout."""
+    kind, A = trans_cases()[case]
+    n = A.shape[0]
+    cx = np.iscomplexobj(A.data)
+    rng = np.random.default_rng(case)
+    B = rng.standard_normal((n, 3)) + (1j * rng.standard_normal((n, 3)) if cx else 0)
+    lu = sla.splu(A.tocsc())
+    ops = {"N": A, "T": A.T.tocsc(), "H": A.conj().T.tocsc()}
+    with canopy.Solver(A, kind=kind) as s:
+        f = canopy.factorized(A, kind=kind)
+        for t, M in ops.items():
+            X = np.linalg.solve(M.toarray(), B)      # the exact solution of op(A) X = B
+            ref = lu.solve(B, trans=t)
+            for got in (s.solve(B, trans=t), s.refine(B, trans=t), s(B, trans=t), f(B, trans=t)):
+                assert got.shape == B.shape
+                for j in range(3):
+                    check(M, got[:, j], B[:, j], X[:, j], tol=1e-12, ftol=1e-9)
+                assert np.abs(got - ref).max() <= 1e-9 * np.abs(ref).max()
+            x1 = s.refine(B[:, 1], x=s.solve(B[:, 1], trans=t), trans=t)
+            check(M, x1, B[:, 1], X[:, 1], tol=1e-14, ftol=1e-9)
+            assert s.stats["backward_error"] <= 1e-14
+            assert f(B[:, 0], t).shape == (n,)
+        f.close()
+        # the operators differ where they should: the test above means something
+        if kind == "general":
+            assert np.abs(s.solve(B, "T") - s.solve(B)).max() > 1e-3 * np.abs(s.solve(B)).max()
+        if cx and kind in ("general", "symmetric"):
+            assert np.abs(s.solve(B, "H") - s.solve(B, "T")).max() > 1e-3 * np.abs(s.solve(B)).max()
+        with pytest.raises(ValueError, match="trans"):
+            s.solve(B, trans="C")
+
+
 def test_refactorization_and_many_rhs():
     A = laplacian(10, 9, 8)
     n = A.shape[0]
