@@ -516,7 +516,11 @@ static canopy_status factorize_call(canopy_solver *s)
         if (s->have_rt) sched_pool_progress_reset(s->rt.pool); /* before the phase says so */
         api_progress_phase(s, CANOPY_PHASE_FACTORIZE);
         if (s->nranks > 1) {
-            dist_factorize(s);
+            /* the warning, as on one rank (every rank holds the sum over the ranks) */
+            canopy_status fs = dist_factorize(s);
+            if (fs > 0 && s->err.status == CANOPY_SUCCESS)
+                canopy_err_set(&s->err, fs, "%" PRId64 " pivots were perturbed (static pivoting, all ranks)",
+                               s->F.perturbed);
             note_memory(s);
         } else {
             factorize_rank0(s);

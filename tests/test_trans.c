@@ -12,7 +12,8 @@
  *   - the same with the rows of B spread over the ranks (canopy_solve_distributed_trans, refined),
  *     and with the matrix itself given in pieces (canopy_set_matrix_distributed: the transposed
  *     products of the refinement then cross the ranks).
- * An unknown trans is refused on every rank.
+ * An unknown trans is refused on every rank. A singular matrix is reported as such on every rank
+ * count (check_singular).
  */
 #include "config.h"
 
@@ -415,6 +416,55 @@ static void run_case(const tcase *c)
     }
 }
 
+/*
+ * A singular matrix on every rank count: the Neumann Laplacian of a path made unsymmetric (rows
+ * scaled by 1 + i/n: still singular, ones span its kernel; A^T's kernel is another vector).
+ * canopy_factorize says that pivots were perturbed on every rank; with strict=on a right-hand
+ * side outside the range of op(A) is CANOPY_ERR_SINGULAR for A and A^T alike, on every rank,
+ * while one inside the range of A (b = A y) is solved.
+ */
+static void check_singular(void)
+{
+    enum { N = 40 };
+    canopy_int cp[N + 1], ri[3 * N], q = 0;
+    double v[3 * N];
+    for (canopy_int j = 0; j < N; j++) {
+        cp[j] = q;
+        for (canopy_int i = j > 0 ? j - 1 : 0; i <= j + 1 && i < N; i++) {
+            double a = i == j ? (j == 0 || j == N - 1 ? 1 : 2) : -1;
+            ri[q] = i, v[q++] = a * (1 + (double)i / N);
+        }
+    }
+    cp[N] = q;
+    canopy_csc A = {.n = N, .colptr = cp, .rowind = ri, .values = v, .base = 0, .arith = CANOPY_REAL,
+                    .kind = CANOPY_KIND_GENERAL, .triangle = CANOPY_TRIANGLE_BOTH};
+    const tcase c = {"singular path", GEN_FILE, "strict=on"};
+    canopy_solver *s = make_solver(&c, "", 2);
+    if (!s) return;
+    canopy_status st = canopy_set_matrix(s, rank == 0 ? &A : NULL);
+    if (st == CANOPY_SUCCESS) st = canopy_analyze(s);
+    if (st >= 0) st = canopy_factorize(s);
+    if (st != CANOPY_WARN_PIVOTS_PERTURBED)
+        fail("singular path: canopy_factorize returned %d, not the perturbed-pivots warning (%s)", st, canopy_last_error(s));
+    double b[N], x[N], y[N];
+    for (int trans = 0; trans <= 1; trans++) {
+        for (canopy_int i = 0; i < N; i++) b[i] = 1, x[i] = 1;
+        canopy_solve_trans(s, (canopy_trans)trans, 1, rank == 0 ? x : NULL, N);
+        st = canopy_refine_trans(s, (canopy_trans)trans, 1, rank == 0 ? b : NULL, N, rank == 0 ? x : NULL, N);
+        if (st != CANOPY_ERR_SINGULAR)
+            fail("singular path op %s, b outside the range: refine returned %d (%s)", op_name[trans], st, canopy_last_error(s));
+    }
+    /* b = A y: consistent */
+    for (canopy_int i = 0; i < N; i++) y[i] = sin((double)i), b[i] = 0;
+    for (canopy_int j = 0; j < N; j++)
+        for (canopy_int p = cp[j]; p < cp[j + 1]; p++) b[ri[p]] += v[p] * y[j];
+    memcpy(x, b, sizeof x);
+    canopy_solve(s, 1, rank == 0 ? x : NULL, N);
+    st = canopy_refine(s, 1, rank == 0 ? b : NULL, N, rank == 0 ? x : NULL, N);
+    if (st != CANOPY_SUCCESS) fail("singular path, b = A y: refine returned %d (%s)", st, canopy_last_error(s));
+    canopy_destroy(&s);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -422,6 +472,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) run_case(&cases[c]);
+    check_singular();
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("%s: %d failure(s) on %d rank(s)\n", all ? "FAIL" : "PASS", all, size);
