@@ -41,17 +41,23 @@ typedef struct ffmt {
     int scale;
 } ffmt;
 
+/* Largest repeat count, width, decimals or scale factor accepted in a format: far beyond any
+ * real file, and small enough that no column or exponent arithmetic can overflow. */
+#define FF_MAX_NUMBER 100000
+
+/* An unsigned number of a format; *ok false when there is none or it exceeds FF_MAX_NUMBER. */
 static int ff_number(const char **ps, bool *ok)
 {
     const char *s = *ps;
     int v = 0;
     *ok = false;
     while (*s == ' ') s++;
-    while (isdigit((unsigned char)*s)) {
-        if (v > 100000) return 0;
-        v = 10 * v + (*s++ - '0');
-        *ok = true;
+    if (!isdigit((unsigned char)*s)) return 0;
+    for (; isdigit((unsigned char)*s); s++) {
+        if (v > (FF_MAX_NUMBER - (*s - '0')) / 10) return 0;
+        v = 10 * v + (*s - '0');
     }
+    *ok = true;
     *ps = s;
     return v;
 }
@@ -70,7 +76,10 @@ static bool ff_list(const char **ps, ffmt *F, int depth)
         if (*s == '\0') return false;
         bool neg = false, has;
         if (*s == '-' || *s == '+') neg = *s++ == '-';
+        while (*s == ' ') s++;
+        bool digits = isdigit((unsigned char)*s);
         int rep = ff_number(&s, &has);
+        if (digits && !has) return false;     /* a repeat count or scale beyond FF_MAX_NUMBER */
         while (*s == ' ') s++;
         char c = (char)toupper((unsigned char)*s);
         if (c == 'P') {                       /* kP scale factor (sign allowed only here) */
@@ -264,18 +273,35 @@ static const char *hb_line(hb_state *h, const char *what)
 }
 
 /*
- * Read @p count numbers of one section, integers into @p iv or reals into @p dv, one pass of the
- * format per record. The record count was checked against the format beforehand.
+ * Read @p count numbers of one section, integers into *iv or reals into *dv, one pass of the
+ * format per record. The record count was checked against the format beforehand. The array grows
+ * with the numbers actually read, never ahead of them: the header may announce anything (a
+ * file of a few hundred bytes announcing 2^31 columns must not reserve gigabytes): memory follows
+ * the data, as in the Matrix Market reader, for compressed files too, whose size says nothing.
  */
-static bool hb_section(hb_state *h, const ffmt *F, int64_t count, int64_t *iv, double *dv, const char *what)
+static bool hb_section(hb_state *h, const ffmt *F, int64_t count, int64_t **iv, double **dv, const char *what)
 {
+    const size_t elsz = iv ? sizeof **iv : sizeof **dv;
+    int64_t cap = CANOPY_MIN(count, (int64_t)4096) + 1;
+    void *arr = canopy_alloc((size_t)cap, elsz, what, h->e);
+    if (arr == NULL) return false;
+    if (iv) *iv = arr;
+    else *dv = arr;
     int64_t k = 0;
     while (k < count) {
         const char *line = hb_line(h, what);
         if (line == NULL) return false;
+        if (k + F->nf > cap) {
+            int64_t c = CANOPY_MIN(CANOPY_MAX(2 * cap, k + F->nf), count + 1);
+            arr = canopy_realloc(arr, (size_t)c, elsz, what, h->e);
+            if (arr == NULL) return false;
+            if (iv) *iv = arr;
+            else *dv = arr;
+            cap = c;
+        }
         size_t len = strlen(line);
         for (int q = 0; q < F->nf && k < count; q++, k++) {
-            bool ok = iv ? ff_int(line, len, &F->f[q], &iv[k]) : ff_real(line, len, &F->f[q], &dv[k]);
+            bool ok = iv ? ff_int(line, len, &F->f[q], &(*iv)[k]) : ff_real(line, len, &F->f[q], &(*dv)[k]);
             if (!ok) {
                 const ffield *f = &F->f[q];
                 size_t from = CANOPY_MIN((size_t)f->start, len);
@@ -290,20 +316,47 @@ static bool hb_section(hb_state *h, const ffmt *F, int64_t count, int64_t *iv, d
     return true;
 }
 
-/* Whitespace-separated integers of a header line: up to max, returns how many (-1 on junk). */
-static int header_ints(const char *s, int64_t *v, int max)
+/*
+ * The header's integers are I14 fields: no count of a real file has more than 14 digits, and with
+ * that bound no sum or product of counts below can overflow (saturating at INT64_MAX, as strtoll
+ * does, let a wrapped sum of line counts pass the check).
+ */
+#define HB_MAX_HEADER_INT INT64_C(99999999999999)
+
+enum { HDR_JUNK = -1, HDR_RANGE = -2 };
+
+/*
+ * Whitespace-separated integers of a header line: up to max, returns how many, HDR_JUNK on text
+ * that is not an integer, HDR_RANGE on one beyond HB_MAX_HEADER_INT in magnitude (*bad then points
+ * at the offending token).
+ */
+static int header_ints(const char *s, int64_t *v, int max, const char **bad)
 {
     int n = 0;
     for (;;) {
         while (*s == ' ' || *s == '\t') s++;
         if (*s == '\0') return n;
-        if (n == max) return -1;
-        char *end;
-        long long x = strtoll(s, &end, 10);
-        if (end == s || (*end && *end != ' ' && *end != '\t')) return -1;
-        v[n++] = x;
-        s = end;
+        *bad = s;
+        if (n == max) return HDR_JUNK;
+        bool neg = false;
+        if (*s == '+' || *s == '-') neg = *s++ == '-';
+        if (!isdigit((unsigned char)*s)) return HDR_JUNK;
+        int64_t x = 0;
+        for (; isdigit((unsigned char)*s); s++) {
+            if (x > (HB_MAX_HEADER_INT - (*s - '0')) / 10) return HDR_RANGE;
+            x = 10 * x + (*s - '0');
+        }
+        if (*s && *s != ' ' && *s != '\t') return HDR_JUNK;
+        v[n++] = neg ? -x : x;
     }
+}
+
+/* Length of the token at s (up to a blank), for quoting it in a message. */
+static int token_len(const char *s)
+{
+    int k = 0;
+    while (s[k] && s[k] != ' ' && s[k] != '\t' && k < 40) k++;
+    return k;
 }
 
 /* The next "( ... )" group of line 4, copied into out; false when there is none. */
@@ -351,7 +404,13 @@ canopy_status io_read_hb(const char *path, canopy_csc *A, canopy_err *err)
     char type[4];
     if ((line = hb_line(&h, "the header (title line)")) == NULL) goto done;
     if ((line = hb_line(&h, "the header (line counts)")) == NULL) goto done;
-    int nc = header_ints(line, cnt, 5);
+    const char *tok = line;
+    int nc = header_ints(line, cnt, 5, &tok);
+    if (nc == HDR_RANGE) {
+        canopy_err_set(e, CANOPY_ERR_FORMAT, "%s:2: line count \"%.*s\" out of range (the header's I14 fields hold at most 14 digits)",
+                       path, token_len(tok), tok);
+        goto done;
+    }
     if (nc < 4 || cnt[0] < 0 || cnt[1] < 0 || cnt[2] < 0 || cnt[3] < 0 || cnt[4] < 0) {
         canopy_err_set(e, CANOPY_ERR_FORMAT, "%s:2: bad line counts \"%.60s\": expected TOTCRD PTRCRD INDCRD VALCRD [RHSCRD]", path, line);
         goto done;
@@ -366,13 +425,18 @@ canopy_status io_read_hb(const char *path, canopy_csc *A, canopy_err *err)
         size_t len = strlen(line);
         for (int i = 0; i < 3; i++) type[i] = (char)((size_t)i < len ? toupper((unsigned char)line[i]) : ' ');
         type[3] = '\0';
-        int ns = len > 3 ? header_ints(line + 3, sz, 4) : 0;
+        int ns = len > 3 ? header_ints(line + 3, sz, 4, &tok) : 0;
         if (strchr("RCPI", type[0]) == NULL || strchr("SUHZR", type[1]) == NULL || strchr("AE", type[2]) == NULL) {
             canopy_err_set(e, CANOPY_ERR_FORMAT, "%s:3: bad matrix type \"%s\": expected [RCP][SUHZR][AE]", path, type);
             goto done;
         }
+        if (ns == HDR_RANGE) {
+            canopy_err_set(e, CANOPY_ERR_FORMAT, "%s:3: size \"%.*s\" out of range (the header's I14 fields hold at most 14 digits)",
+                           path, token_len(tok), tok);
+            goto done;
+        }
         if (ns < 3 || sz[0] < 0 || sz[1] < 0 || sz[2] < 0) {
-            canopy_err_set(e, CANOPY_ERR_FORMAT, "%s:3: bad sizes \"%.60s\": expected NROW NCOL NNZERO [NELTVL]", path, line + 3);
+            canopy_err_set(e, CANOPY_ERR_FORMAT, "%s:3: bad sizes \"%.60s\": expected NROW NCOL NNZERO [NELTVL]", path, line + CANOPY_MIN(len, 3));
             goto done;
         }
         if (type[2] == 'E') {
@@ -455,18 +519,12 @@ canopy_status io_read_hb(const char *path, canopy_csc *A, canopy_err *err)
         }
     }
 
-    ptr = canopy_alloc((size_t)n + 1, sizeof *ptr, "column pointers", e);
-    ind = canopy_alloc((size_t)nnz + 1, sizeof *ind, "row indices", e);
-    if (!ptr || !ind) goto done;
     long ptr_line = io_line_number(h.r) + 1;
-    if (!hb_section(&h, fp, (int64_t)n + 1, ptr, NULL, "column pointers")) goto done;
+    if (!hb_section(&h, fp, (int64_t)n + 1, &ptr, NULL, "column pointers")) goto done;
     long ind_line = io_line_number(h.r) + 1;
-    if (!hb_section(&h, fi, nnz, ind, NULL, "row indices")) goto done;
+    if (!hb_section(&h, fi, nnz, &ind, NULL, "row indices")) goto done;
     long val_line = io_line_number(h.r) + 1;
-    if (!pattern) {
-        val = canopy_alloc((size_t)nnz + 1, (size_t)vsz * sizeof(double), "values", e);
-        if (!val || !hb_section(&h, fv, vsz * nnz, NULL, val, "values")) goto done;
-    }
+    if (!pattern && !hb_section(&h, fv, vsz * nnz, NULL, &val, "values")) goto done;
 
     for (cint j = 0; j <= n; j++) {
         int64_t want = j == 0 ? 1 : ptr[j - 1];

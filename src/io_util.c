@@ -15,9 +15,15 @@
 #include <string.h>
 #include <zlib.h>
 
+/* The fuzz targets (tests/fuzz) build with a tiny chunk and line limit, so that refills in the
+ * middle of a line, buffer growth and the line limit are reached by inputs of a few KiB. */
+#ifndef IO_MAX_LINE
 #define IO_MAX_LINE (1 << 26)
+#endif
 
+#ifndef IO_CHUNK
 #define IO_CHUNK (1u << 18)
+#endif
 
 struct io_reader {
     gzFile gz;

@@ -228,6 +228,10 @@ static const struct bad_file {
     {"bad_hb_pointers.rua", CANOPY_ERR_FORMAT, 5},
     {"bad_hb_truncated.rua", CANOPY_ERR_FORMAT, 10},
     {"bad_hb_header.rua", CANOPY_ERR_FORMAT, 2},
+    {"bad_hb_count_overflow.rua", CANOPY_ERR_FORMAT, 2},
+    {"bad_hb_huge_order.rsa", CANOPY_ERR_FORMAT, 6},
+    {"bad_hb_huge_order.rsa.gz", CANOPY_ERR_FORMAT, 6},
+    {"bad_hb_size_range.rua", CANOPY_ERR_FORMAT, 3},
 };
 
 START_TEST(read_malformed)
@@ -245,6 +249,46 @@ START_TEST(read_malformed)
         ck_assert_msg(strstr(msg, want) != NULL, "%s: message \"%s\" lacks \"%s\"", b->name, msg, want);
     }
     ck_assert_uint_eq(canopy_mem_current(), mem0);
+}
+END_TEST
+
+/*
+ * Hostile Harwell-Boeing headers found by fuzzing: line counts beyond the I14 fields (strtoll
+ * saturated and their sum overflowed: undefined behaviour, and a wrapped sum could pass the
+ * check), and a 357-byte file announcing n = 2^31-2 whose arrays (24 GiB) were reserved before any
+ * data was read. Each must fail with CANOPY_ERR_FORMAT and a "file:line: reason" message, whole or
+ * in parts, without allocating more than the data it holds justify.
+ */
+START_TEST(read_hostile_hb)
+{
+    static const struct {
+        const char *name;
+        long line;
+        const char *reason;
+    } files[] = {
+        {"bad_hb_count_overflow.rua", 2, "line count \"11111111111111111111\" out of range"},
+        {"bad_hb_huge_order.rsa", 6, "unexpected end of file in column pointers"},
+        {"bad_hb_huge_order.rsa.gz", 6, "unexpected end of file in column pointers"},
+        {"bad_hb_size_range.rua", 3, "size \"123456789012345\" out of range"},
+    };
+    size_t mem0 = canopy_mem_current();
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        for (int parts = 0; parts <= 3; parts++) {
+            canopy_csc A;
+            char msg[512], want[600];
+            canopy_mem_reset_peak();
+            canopy_status st = parts == 0 ? read_file(files[f].name, &A, msg, sizeof msg)
+                                          : canopy_read_matrix_part(data_path(files[f].name), parts - 1, parts, &A, msg, sizeof msg);
+            ck_assert_msg(st == CANOPY_ERR_FORMAT, "%s: status %d (%s)", files[f].name, st, msg);
+            ck_assert_ptr_null(A.colptr);
+            snprintf(want, sizeof want, "%s:%ld: %s", files[f].name, files[f].line, files[f].reason);
+            ck_assert_msg(strstr(msg, want) != NULL, "%s: message \"%s\" lacks \"%s\"", files[f].name, msg, want);
+            /* the line buffer and a few small arrays, not what the header announces */
+            ck_assert_msg(canopy_mem_peak() - mem0 < ((size_t)4 << 20), "%s: %zu bytes allocated", files[f].name,
+                          canopy_mem_peak() - mem0);
+            ck_assert_uint_eq(canopy_mem_current(), mem0);
+        }
+    }
 }
 END_TEST
 
@@ -675,6 +719,7 @@ int main(void)
     tcase_add_test(tc, read_complex);
     tcase_add_test(tc, read_skew_and_fortran);
     tcase_add_test(tc, read_malformed);
+    tcase_add_test(tc, read_hostile_hb);
     tcase_add_test(tc, read_errors);
     tcase_add_test(tc, read_alloc_failures);
     tcase_add_test(tc, import_invalid);

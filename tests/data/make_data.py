@@ -150,3 +150,23 @@ with open("bad_hb_truncated.rua") as f:
     lines = f.read().split("\n")
 write("bad_hb_truncated.rua", "\n".join(lines[:-3]) + "\n")  # drop the last two value lines
 write("bad_hb_header.rua", "title only\n")
+
+# hostile headers (found by fuzzing the reader):
+# - line counts beyond the header's I14 fields: strtoll saturated at INT64_MAX and the sum of the
+#   counts overflowed (a first line empty, then the counts);
+# - a header announcing n = 2^31-2 and 2^30-1 entries over a few bytes of data: the pointer and
+#   index arrays (24 GiB) were reserved before any data was read; also compressed, whose size says
+#   nothing about what it holds;
+# - a size beyond the I14 fields on line 3.
+write("bad_hb_count_overflow.rua", "\n1 11111111111111111111 5 0")
+hn, hnz = 2**31 - 2, 2**30 - 1
+hcnt = [-(-(hn + 1) // 8), -(-hnz // 8), -(-hnz // 4)]
+huge = "\n".join([f"{'hostile header: order 2^31-2, one line of data':<72}{'HUGE':<8}",
+                  "".join(f"{c:>14d}" for c in [sum(hcnt)] + hcnt + [0]),
+                  f"{'RSA':<3}{'':11}{hn:>14d}{hn:>14d}{hnz:>14d}{0:>14d}",
+                  f"{'(8I10)':<16}{'(8I10)':<16}{'(4E20.12)':<20}",
+                  "".join(f"{p:>10d}" for p in range(1, 9))]) + "\n"
+write("bad_hb_huge_order.rsa", huge)
+gz("bad_hb_huge_order.rsa.gz", huge)
+write("bad_hb_size_range.rua", f"{'test matrix':<72}{'KEY':<8}\n" + "".join(f"{c:>14d}" for c in [3, 1, 1, 1, 0]) + "\n"
+      + f"RUA{'':11}{4:>14d}{4:>14d} 123456789012345{0:>14d}\n")
