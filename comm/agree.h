@@ -6,7 +6,7 @@
 #define CANOPY_AGREE_H
 
 #include <mpi.h>
-#include "common.h"
+#include "base/common.h"
 
 /**
  * Agree on @p err across @p comm: the result is the most severe status of any rank (any error

@@ -7,7 +7,7 @@
  * MPI_Testsome reports completions, which are counted per peer and, for receives, passed to the
  * callback. The step that sees the last completion ends the exchange.
  */
-#include "config.h"
+#include "base/config.h"
 #include "exchange.h"
 
 #include <pthread.h>

@@ -28,7 +28,7 @@
 
 #include <mpi.h>
 #include <stdatomic.h>
-#include "common.h"
+#include "base/common.h"
 
 /** One message of the exchange. */
 typedef struct comm_msg {

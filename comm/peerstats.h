@@ -8,7 +8,7 @@
 #ifndef CANOPY_PEERSTATS_H
 #define CANOPY_PEERSTATS_H
 
-#include "common.h" /* first: config.h feature macros */
+#include "base/common.h" /* first: config.h feature macros */
 #include <stdatomic.h>
 #include <mpi.h>
 

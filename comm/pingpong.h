@@ -7,7 +7,7 @@
 #define CANOPY_COMM_PINGPONG_H
 
 #include <mpi.h>
-#include "common.h"
+#include "base/common.h"
 
 /** Collective. With one rank: latency = byte_time = 0. */
 canopy_status comm_pingpong(MPI_Comm comm, double *latency, double *byte_time, canopy_err *err);

@@ -6,8 +6,8 @@
 #define CANOPY_COMM_SHARE_H
 
 #include <mpi.h>
-#include "common.h"
-#include "symbolic.h"
+#include "base/common.h"
+#include "base/structure.h"
 
 /**
  * Broadcast rank 0's block structure: other ranks' @p S is replaced (freed first). Collective.

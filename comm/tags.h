@@ -9,7 +9,7 @@
 #define CANOPY_COMM_TAGS_H
 
 #include <mpi.h>
-#include "common.h"
+#include "base/common.h"
 
 enum { COMM_ID_FANIN_L = 0, COMM_ID_FANIN_U = 1, COMM_ID_FORWARD = 2, COMM_ID_BACKWARD = 3, COMM_IDS_PER_CBLK = 4 };
 

@@ -8,7 +8,7 @@
 #define CANOPY_TREE_H
 
 #include <mpi.h>
-#include "common.h"
+#include "base/common.h"
 
 /**
  * One member's view of a tree. Children of the binary shapes are stored inline; the root of a flat

@@ -3,11 +3,11 @@
  * papers/numa-scheduler-pastix.txt §3.1-3.2 (the measurement itself lives in numa/probe.c).
  * Prints both experiments as tables; --svg / --png write the heat map of the pair experiment.
  */
-#include "config.h"
+#include "base/config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "common.h"
+#include "base/common.h"
 #include "numa/topology.h"
 #include "numa/probe.h"
 

@@ -1,6 +1,6 @@
 /*
  * canopy-simulate: what Canopy would do on P nodes x T cores, without factorizing. It runs the
- * real analysis and the real plan for that layout (src/predict.h) on this machine and prints the
+ * real analysis and the real plan for that layout (src/predict/predict.h) on this machine and prints the
  * predicted factorization and solve, efficiency, where the threads idle, memory and messages per
  * rank. Uses the internals: linked to the convenience library.
  */
@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "canopy.h"
-#include "predict.h"
+#include "api/api.h"
+#include "predict/predict.h"
 
 typedef struct cli {
     canopy_options opts;

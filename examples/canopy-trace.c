@@ -6,7 +6,7 @@
  *
  * Exit status: 0 done, 1 bad or unreadable input or an output that cannot be written, 2 usage.
  */
-#include "common.h"
+#include "base/common.h"
 #include "sched/trace.h"
 #include "trace_render.h"
 

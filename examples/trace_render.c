@@ -16,7 +16,7 @@
  * bounded by about twice the plot width whatever the number of tasks. Steal strips merge the same
  * way (a merged strip takes the colour of its worst steal: another node).
  */
-#include "common.h"
+#include "base/common.h"
 #include "trace_render.h"
 #include "numa/probe.h"
 

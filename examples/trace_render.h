@@ -8,7 +8,7 @@
 #ifndef CANOPY_TRACE_RENDER_H
 #define CANOPY_TRACE_RENDER_H
 
-#include "common.h"
+#include "base/common.h"
 #include "sched/trace.h"
 
 #define SCHED_TRACE_RENDER_MIN_WIDTH 640

@@ -5,7 +5,7 @@
 #ifndef CANOPY_PLACEMENT_H
 #define CANOPY_PLACEMENT_H
 
-#include "common.h"
+#include "base/common.h"
 #include "topology.h"
 
 /**

@@ -10,7 +10,7 @@
 #ifndef CANOPY_PROBE_H
 #define CANOPY_PROBE_H
 
-#include "common.h" /* first: config.h feature macros */
+#include "base/common.h" /* first: config.h feature macros */
 #include <stdio.h>
 #include "topology.h"
 

@@ -10,7 +10,7 @@
 #ifndef CANOPY_TOPOLOGY_H
 #define CANOPY_TOPOLOGY_H
 
-#include "common.h"
+#include "base/common.h"
 
 typedef struct numa_topo numa_topo;
 struct hwloc_topology; /* hwloc_topology_t, for the modules of numa/ only */

@@ -4,7 +4,6 @@
  * calibration on later runs. Owns no task logic: sched/plan.c decides which calls a task makes.
  */
 #include "cost.h"
-#include "numeric.h"
 
 #include <errno.h>
 #include <math.h>
@@ -110,6 +109,7 @@ typedef struct cost_bench {
     double *F0, *F;     /* d x d factorization input, pristine and working copy */
     double *W;          /* LDL^T: dsub, then the kernel's work */
     cint *ipiv;
+    const cost_kernels *kern; /* the factorization's LU and LDL^T (GETRF, SYTRF) */
 } cost_bench;
 
 /* The square operands for size d (leading dimension d). The TRSM triangle is unit-diagonal with
@@ -145,13 +145,13 @@ static void cost_run(cost_bench *b, int k, int d)
         memcpy(b->F, b->F0, (size_t)d * d * sizeof(double));
         (void)LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', d, b->F, d);
         break;
-    case COST_GETRF: /* the LU kernel the panels run (src/kernels_template.c) */
+    case COST_GETRF: /* the LU kernel the panels run (src/numeric/factor_template.c) */
         memcpy(b->F, b->F0, (size_t)d * d * sizeof(double));
-        (void)numeric_dense_lu_d(d, b->F, d, b->ipiv, 1e-300);
+        (void)b->kern->lu(d, b->F, d, b->ipiv, 1e-300);
         break;
     case COST_SYTRF:
         memcpy(b->F, b->F0, (size_t)d * d * sizeof(double));
-        (void)numeric_dense_ldlt_d(d, b->F, d, b->ipiv, b->W, 1e-300, b->W + d);
+        (void)b->kern->ldlt(d, b->F, d, b->ipiv, b->W, 1e-300, b->W + d);
         break;
     case COST_SCATTER: { /* the inner loop of the update scatter: runs of 32 rows, target stride m */
         for (int c = 0; c < d; c++) {
@@ -384,9 +384,10 @@ void cost_model_under_load(sched_cost_model *m, int busy)
     m->load_gemm = m->load_scatter = 1;
 }
 
-canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
+canopy_status cost_model_calibrate(sched_cost_model *m, const cost_kernels *kern, canopy_err *err)
 {
-    if (m == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_calibrate: NULL model");
+    if (m == NULL || kern == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_calibrate: NULL model or kernels");
     cost_bench b = {0};
     size_t big = (size_t)cost_rows(COST_GEMM_DMAX) * COST_GEMM_DMAX;
     b.A = canopy_alloc(big, sizeof(double), "calibration operand", err);
@@ -406,7 +407,8 @@ canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
     for (size_t i = 0; i < big; i++) b.A[i] = b.C[i] = 1e-3 * (double)(i % 13 + 1);
     for (size_t i = 0; i < (size_t)COST_GEMM_DMAX * COST_GEMM_DMAX; i++) b.B[i] = 1e-3 * (double)(i % 7 + 1);
 
-    int old = numeric_blas_single();
+    b.kern = kern;
+    int old = kern->blas_single();
     sched_cost_model r;
     memset(&r, 0, sizeof r);
     cost_run(&b, -1, 1); /* warm up the library (lazy initialization, page faults) */
@@ -437,7 +439,7 @@ canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err)
         }
     }
     if (st == CANOPY_SUCCESS) cost_calibrate_load(&r);
-    numeric_blas_restore(old);
+    kern->blas_restore(old);
     if (st == CANOPY_SUCCESS) {
         for (int k = 0; k < COST_NKERNELS; k++)
             if (!isfinite(r.peak[k]) || !(r.peak[k] > 0) || !isfinite(r.d_half[k]) || r.d_half[k] < 0)
@@ -625,7 +627,7 @@ int cost_model_default_path(char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-canopy_status cost_model_load(sched_cost_model *m, const char *where, canopy_err *err)
+canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost_kernels *kern, canopy_err *err)
 {
     if (m == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_load: NULL model");
     if (where == NULL) where = "";
@@ -650,7 +652,7 @@ canopy_status cost_model_load(sched_cost_model *m, const char *where, canopy_err
     canopy_err local = {0};
     if (use_file && cost_model_read(m, path, &local) == CANOPY_SUCCESS) return CANOPY_SUCCESS;
     canopy_err_clear(&local);
-    if (cost_model_calibrate(m, &local) != CANOPY_SUCCESS) {
+    if (cost_model_calibrate(m, kern, &local) != CANOPY_SUCCESS) {
         cost_model_fixed(m);
         return CANOPY_SUCCESS;
     }

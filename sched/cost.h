@@ -14,7 +14,7 @@
 #ifndef CANOPY_SCHED_COST_H
 #define CANOPY_SCHED_COST_H
 
-#include "common.h"
+#include "base/common.h"
 
 enum sched_kernel { COST_GEMM = 0, COST_TRSM, COST_POTRF, COST_GETRF, COST_SYTRF, COST_SCATTER, COST_NKERNELS };
 
@@ -29,6 +29,17 @@ typedef struct sched_cost_model {
     char source[CANOPY_PATH_MAX]; /**< "fixed", "calibrated" or the cache file read */
 } sched_cost_model;
 
+/*
+ * The factorization's own dense kernels and BLAS thread control, which the calibration times: they
+ * live above sched/ (src/numeric/, numeric_cost_kernels), which hands them down here.
+ */
+typedef struct cost_kernels {
+    cint (*lu)(cint n, double *A, cint lda, cint *ipiv, double threshold);
+    cint (*ldlt)(cint n, double *A, cint lda, cint *ipiv, double *dsub, double threshold, double *work);
+    int (*blas_single)(void);       /**< one BLAS thread; returns what to restore */
+    void (*blas_restore)(int old);
+} cost_kernels;
+
 /** The built-in fallback (a 2020s x86 core, ~50 GFlop/s DGEMM). */
 void cost_model_fixed(sched_cost_model *m);
 
@@ -38,14 +49,14 @@ void cost_model_fixed(sched_cost_model *m);
  * string = that cache file. A cache is read if it exists and parses, else calibrated and written
  * (a write failure is not an error). Calibration failure falls back to fixed.
  */
-canopy_status cost_model_load(sched_cost_model *m, const char *where, canopy_err *err);
+canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost_kernels *kern, canopy_err *err);
 
 /**
  * Measure now (about 0.3 s): each kernel alone on one core, then a dense kernel and the scatter
  * on every usable core at once (the slowdown a kernel suffers when all workers compute: shared
  * caches, memory bandwidth, lower clocks; 1.8x on 16 Sapphire Rapids cores).
  */
-canopy_status cost_model_calibrate(sched_cost_model *m, canopy_err *err);
+canopy_status cost_model_calibrate(sched_cost_model *m, const cost_kernels *kern, canopy_err *err);
 
 /**
  * @p m as it predicts kernels while @p busy threads of the node compute (the plan's view):

@@ -3,7 +3,7 @@
  * before it runs a graph. Builds nothing: sched/plan.c makes the graphs.
  */
 #include "dag.h"
-#include "common.h"
+#include "base/common.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -13,9 +13,9 @@
 #ifndef CANOPY_SCHED_DISTRIBUTE_H
 #define CANOPY_SCHED_DISTRIBUTE_H
 
-#include "common.h"
+#include "base/common.h"
 #include "plan.h"
-#include "symbolic.h"
+#include "base/structure.h"
 
 typedef struct sched_local {
     int rank, nranks;

@@ -55,7 +55,7 @@
  * relies on (counts equal to the edges, acyclic, static lists free of deadlock, Snode paths) and
  * returns CANOPY_ERR_ARGUMENT instead. Everything is allocated before the workers start.
  */
-#include "config.h"
+#include "base/config.h"
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>

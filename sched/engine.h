@@ -18,7 +18,7 @@
 #define CANOPY_SCHED_ENGINE_H
 
 #include <stdatomic.h>
-#include "common.h"
+#include "base/common.h"
 #include "dag.h"
 
 typedef struct sched_pool sched_pool;

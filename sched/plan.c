@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Column chunk of the symmetric update's diagonal square: K_SQUARE_CHUNK of kernels_template.c. */
+/* Column chunk of the symmetric update's diagonal square: K_SQUARE_CHUNK of factor_template.c. */
 #define PLAN_SQUARE_CHUNK 192
 
 /* What running one more task costs the engine (queue, dependencies, wake-up), seconds: charged
@@ -138,7 +138,7 @@ static int plan_contiguous(const symbolic *S, cint k, cint sb, cint se, cint j)
     return r0 >= 0 && r1 >= 0 && r1 - r0 + 1 == count;
 }
 
-/* What kdiag of src/kernels_template.c calls for cblk k. */
+/* What kdiag of src/numeric/factor_template.c calls for cblk k. */
 static double plan_diag_cost(const plan_build *B, cint k)
 {
     double w = (double)(B->S->cblk_fcol[k + 1] - B->S->cblk_fcol[k]);

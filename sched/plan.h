@@ -30,8 +30,8 @@
 #ifndef CANOPY_SCHED_PLAN_H
 #define CANOPY_SCHED_PLAN_H
 
-#include "common.h"
-#include "symbolic.h"
+#include "base/common.h"
+#include "base/structure.h"
 #include "cost.h"
 #include "dag.h"
 

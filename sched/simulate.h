@@ -6,7 +6,7 @@
 #ifndef CANOPY_SCHED_SIMULATE_H
 #define CANOPY_SCHED_SIMULATE_H
 
-#include "common.h"
+#include "base/common.h"
 #include "dag.h"
 
 /**

@@ -7,9 +7,9 @@
  * accepts: an engine bug (a task recorded twice, two tasks overlapping on one thread) is reported
  * to the caller instead of surfacing later as an unreadable trace.
  */
-#include "common.h"
+#include "base/common.h"
 #include "trace.h"
-#include "io_util.h"
+#include "base/lines.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -233,7 +233,7 @@ done:
 #define SCHED_TRACE_MAXTOK 16
 
 typedef struct sched_trace_rd {
-    io_reader *io;
+    lines_reader *io;
     const char *path;
     canopy_err e;                       /* local, so checks work whatever the caller passed */
     int ntok;
@@ -249,7 +249,7 @@ static canopy_status sched_trace_bad(sched_trace_rd *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    return canopy_err_set(&r->e, CANOPY_ERR_FORMAT, "%s:%ld: %s", r->path, io_line_number(r->io), why);
+    return canopy_err_set(&r->e, CANOPY_ERR_FORMAT, "%s:%ld: %s", r->path, lines_number(r->io), why);
 }
 
 /*
@@ -259,7 +259,7 @@ static canopy_status sched_trace_bad(sched_trace_rd *r, const char *fmt, ...)
 static int sched_trace_next(sched_trace_rd *r)
 {
     for (;;) {
-        const char *line = io_next_line(r->io, &r->e);
+        const char *line = lines_next(r->io, &r->e);
         if (line == NULL) return r->e.status != CANOPY_SUCCESS ? -1 : 0;
         const char *p = line + strspn(line, " \t\r");
         if (*p == '\0' || *p == '#') continue;
@@ -423,7 +423,7 @@ static canopy_status sched_trace_read_phase(sched_trace_rd *r, sched_trace_phase
         (st = sched_trace_num(r, 9, "wall", &p->wall)) != CANOPY_SUCCESS ||
         (st = sched_trace_num(r, 11, "predicted", &p->predicted)) != CANOPY_SUCCESS)
         return st;
-    long phase_line = io_line_number(r->io);
+    long phase_line = lines_number(r->io);
     size_t T = (size_t)p->nthreads;
     p->core_os = canopy_alloc(T, sizeof *p->core_os, "trace cores", &r->e);
     p->node = canopy_alloc(T, sizeof *p->node, "trace nodes", &r->e);
@@ -469,7 +469,7 @@ static canopy_status sched_trace_read_phase(sched_trace_rd *r, sched_trace_phase
         }
         if (sched_trace_task_line(r, p, k) != CANOPY_SUCCESS) goto fail;
         ids[k].id = p->tasks[k].id;
-        ids[k].line = io_line_number(r->io);
+        ids[k].line = lines_number(r->io);
         p->thread_ptr[p->tasks[k].thread + 1]++;
         if (p->tasks[k].level > p->max_level) p->max_level = p->tasks[k].level;
     }
@@ -498,7 +498,7 @@ canopy_status sched_trace_read(const char *path, sched_trace_file **out, canopy_
     sched_trace_rd r = {.path = path};
     canopy_err_clear(&r.e);
     sched_trace_file *f = NULL;
-    canopy_status st = io_open(path, &r.io, &r.e);
+    canopy_status st = lines_open(path, &r.io, &r.e);
     if (st != CANOPY_SUCCESS) goto done;
     f = canopy_calloc(1, sizeof *f, "trace", &r.e);
     if (f == NULL) goto done;
@@ -540,7 +540,7 @@ canopy_status sched_trace_read(const char *path, sched_trace_file **out, canopy_
     }
     if (got == 0 && f->nphases == 0) sched_trace_bad(&r, "no phase in the trace");
 done:
-    if (r.io != NULL) io_close(r.io);
+    if (r.io != NULL) lines_close(r.io);
     if (r.e.status != CANOPY_SUCCESS) {
         sched_trace_file_free(f);
         return canopy_err_set(err, r.e.status, "%s", r.e.msg);

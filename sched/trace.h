@@ -38,7 +38,7 @@
 #ifndef CANOPY_SCHED_TRACE_H
 #define CANOPY_SCHED_TRACE_H
 
-#include "common.h"
+#include "base/common.h"
 #include "dag.h"
 #include "engine.h"
 

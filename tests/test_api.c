@@ -4,7 +4,7 @@
  * allocation failures injected at every allocation of a whole cycle.
  */
 #include "testutil.h"
-#include "solver.h" /* s->F.exec.stop: an interruption that does not depend on timing */
+#include "solver/solver.h" /* s->F.exec.stop: an interruption that does not depend on timing */
 
 #include <complex.h>
 #include <mpi.h>

@@ -1,10 +1,10 @@
 /*
- * Block structure builder (src/blocks.c) against a dense boolean symbolic factorization:
+ * Block structure builder (src/symbolic/blocks.c) against a dense boolean symbolic factorization:
  * with one column per cblk the bloks must reproduce the exact structure of L; with random
  * partitions the structure must contain L's and be closed under updates.
  */
 #include "testutil.h"
-#include "symbolic.h"
+#include "symbolic/symbolic.h"
 
 /* Dense reference: L's pattern by eliminating a boolean matrix. */
 static unsigned char *dense_structure(const canopy_csc *G)

@@ -1,6 +1,6 @@
 /* Errors, checked allocation (overflow, injected failures, accounting) and option parsing. */
 #include "testutil.h"
-#include "options.h"
+#include "api/options.h"
 
 START_TEST(alloc_overflow_and_injection)
 {

@@ -5,6 +5,7 @@
  */
 #include "testutil.h"
 #include "sched/cost.h"
+#include "numeric/numeric.h"
 
 #include <ftw.h>
 #include <sys/stat.h>
@@ -134,9 +135,9 @@ START_TEST(fixed_is_sane_and_monotone)
     }
     sched_cost_model l;
     canopy_err err = {0};
-    ck_assert_int_eq(cost_model_load(&l, "fixed", &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&l, "fixed", &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     ck_assert(same_values(&l, &m));
-    ck_assert_int_eq(cost_model_load(NULL, "fixed", &err), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(cost_model_load(NULL, "fixed", &numeric_cost_kernels, &err), CANOPY_ERR_ARGUMENT);
 }
 END_TEST
 
@@ -166,7 +167,7 @@ START_TEST(write_read_round_trip)
     ck_assert_int_ne(access(tmp, F_OK), 0);
     /* load reads the cache as it is (no calibration) */
     sched_cost_model l;
-    ck_assert_int_eq(cost_model_load(&l, path, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&l, path, &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     ck_assert(same_values(&m, &l));
     ck_assert_str_eq(l.source, path);
     /* comments, blank lines, any key order are accepted */
@@ -251,7 +252,7 @@ START_TEST(garbled_cache_is_recalibrated_and_rewritten)
     write_text(path, "peak_gemm nan\nthis is not a cost model\n");
     sched_cost_model m, r;
     canopy_err err = {0};
-    ck_assert_int_eq(cost_model_load(&m, path, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&m, path, &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     ck_assert_int_eq(err.status, CANOPY_SUCCESS);
     assert_sane(&m);
     ck_assert_int_eq(m.calibrated, 1);
@@ -284,7 +285,7 @@ START_TEST(unwritable_cache_keeps_model_in_memory)
     canopy_err err = {0};
     ck_assert_int_ne(cost_model_write(&m, path, &err), CANOPY_SUCCESS);
     canopy_err_clear(&err);
-    ck_assert_int_eq(cost_model_load(&m, path, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&m, path, &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     ck_assert_int_eq(err.status, CANOPY_SUCCESS);
     assert_sane(&m);
     ck_assert_int_eq(m.calibrated, 1);
@@ -309,12 +310,12 @@ START_TEST(default_path_and_calibration)
     /* first load calibrates and writes the cache, the second reads it */
     sched_cost_model a, b;
     canopy_err err = {0};
-    ck_assert_int_eq(cost_model_load(&a, "", &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&a, "", &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     assert_sane(&a);
     ck_assert_int_eq(a.calibrated, 1);
     ck_assert_int_eq(cost_model_default_path(got, sizeof got), 0);
     ck_assert_int_eq(access(got, R_OK), 0);
-    ck_assert_int_eq(cost_model_load(&b, "", &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&b, "", &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     ck_assert(same_values(&a, &b));
     ck_assert_str_eq(b.source, got);
     remove(got);
@@ -328,13 +329,13 @@ START_TEST(default_path_and_calibration)
     unsetenv("XDG_CACHE_HOME");
     unsetenv("HOME");
     ck_assert_int_eq(cost_model_default_path(got, sizeof got), -1);
-    ck_assert_int_eq(cost_model_load(&a, "none", &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&a, "none", &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     assert_sane(&a);
     ck_assert_int_eq(a.calibrated, 1);
     /* direct calibration */
-    ck_assert_int_eq(cost_model_calibrate(&b, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_calibrate(&b, &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     assert_sane(&b);
-    ck_assert_int_eq(cost_model_calibrate(NULL, &err), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(cost_model_calibrate(NULL, &numeric_cost_kernels, &err), CANOPY_ERR_ARGUMENT);
     if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
     if (old_home) setenv("HOME", old_home, 1);
     free(old_xdg);
@@ -350,12 +351,12 @@ START_TEST(calibration_survives_allocation_failure)
     canopy_err err = {0};
     size_t before = canopy_mem_current();
     canopy_alloc_fail_after(0);
-    ck_assert_int_eq(cost_model_load(&m, "none", &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(cost_model_load(&m, "none", &numeric_cost_kernels, &err), CANOPY_SUCCESS);
     canopy_alloc_fail_after(-1);
     ck_assert_int_eq(m.calibrated, 0);
     ck_assert_str_eq(m.source, "fixed");
     canopy_alloc_fail_after(3);
-    ck_assert_int_eq(cost_model_calibrate(&m, &err), CANOPY_ERR_NOMEM);
+    ck_assert_int_eq(cost_model_calibrate(&m, &numeric_cost_kernels, &err), CANOPY_ERR_NOMEM);
     canopy_alloc_fail_after(-1);
     ck_assert_uint_eq(canopy_mem_current(), before);
 }

@@ -13,7 +13,7 @@
  * scaling=equilibrate on the block columns: bitwise the centralized vectors, the same messages.
  * Every rank builds the same global matrix and cuts its own piece, so nothing is exchanged.
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,8 +23,8 @@
 #include <string.h>
 #include <mpi.h>
 #include "canopy.h"
-#include "common.h" /* canopy_mem_current: the library's own allocation count */
-#include "solver.h" /* s->sc: the scaling vectors, compared across inputs */
+#include "base/common.h" /* canopy_mem_current: the library's own allocation count */
+#include "solver/solver.h" /* s->sc: the scaling vectors, compared across inputs */
 
 static int rank, size, failures;
 
@@ -697,7 +697,7 @@ static void check_ptscotch_slices(const char *name, const canopy_csc *G)
 /* ---- refinement over the ranks' own rows ------------------------------------------------ */
 
 /*
- * Refinement of a distributed matrix runs on every rank over its own rows (src/dist_vector.c).
+ * Refinement of a distributed matrix runs on every rank over its own rows (src/refine/dist_vector.c).
  * With pivot-threshold 0.5 most pivots of LDL^T are perturbed, classical refinement stalls and
  * flexible GMRES takes over (its dot products and norms reduced over the ranks): the backward
  * error must still reach 1e-12, and the solution must match the centralized run's, for every

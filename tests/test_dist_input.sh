@@ -1,5 +1,5 @@
 #!/bin/sh
-# Distributed matrix input and distributed right-hand sides (src/api_dist.c) on 1 to 4 ranks,
+# Distributed matrix input and distributed right-hand sides (src/api/api_dist.c) on 1 to 4 ranks,
 # against the centralized path; bad input on one rank must give every rank the same error, never
 # a hang (hence the timeout).
 bin="${top_builddir:-.}/tests/test_dist_input"

@@ -11,7 +11,7 @@
  * one-rank solve: residuals only.) The per-rank memory figures of the factorization are checked
  * against each other and against the OS's peak resident set.
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <complex.h>
 #include <math.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "canopy.h"
-#include "solver.h" /* s->F.exec.pool: the same factors solved without the workers */
+#include "solver/solver.h" /* s->F.exec.pool: the same factors solved without the workers */
 
 static int rank, size, failures;
 static long long split_cblks; /* shared cblks whose products the workers ran, summed over the ranks */
@@ -221,7 +221,7 @@ static void check_file(const char *file, const char *fact)
 
 
 /*
- * canopy_solve_distributed sends the rows straight to their owners (src/solve_direct.c): with one
+ * canopy_solve_distributed sends the rows straight to their owners (src/solve/solve_direct.c): with one
  * allocation made to fail on one rank at each step, every rank returns the same status, and once
  * nothing fails the solution is right (each rank holds an interleaved set of rows, so that rows
  * travel both ways between every pair of ranks).

@@ -6,7 +6,7 @@
  * against MANIFEST.md.
  */
 #include "testutil.h"
-#include "io_util.h"
+#include "io/io.h"
 
 #include <sys/stat.h>
 

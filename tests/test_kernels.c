@@ -6,7 +6,7 @@
  * on blocks with planted zero pivots.
  */
 #include "testutil.h"
-#include "numeric.h"
+#include "numeric/numeric.h"
 
 #include <cblas.h>
 #include <lapacke.h>

@@ -1,13 +1,13 @@
 /*
- * Supernodal factorization and solve (src/numeric.c, src/kernels_template.c) against dense
+ * Supernodal factorization and solve (src/numeric/numeric.c, src/numeric/factor_template.c) against dense
  * LAPACK solves: every kind (LL^T, LDL^T, LU), identity and random orderings, several column
  * partitions, nrhs 1 and 3 with ldb > n; saddle-point (KKT) matrices solved by LDL^T with 2x2
  * pivots and no perturbation; errors, perturbation, refactorization; a performance print on a 3D
  * Laplacian.
  */
 #include "testutil.h"
-#include "numeric.h"
-#include "symbolic.h"
+#include "numeric/numeric.h"
+#include "symbolic/symbolic.h"
 
 #include <cblas.h>
 #include <lapacke.h>

@@ -1,11 +1,11 @@
 /*
- * Orderings (src/order.c): natural, user (validation), SCOTCH nested dissection (validity,
+ * Orderings (src/order/order.c): natural, user (validation), SCOTCH nested dissection (validity,
  * determinism, edge cases, and fill quality on model Laplacians, with the analysis figures the
  * performance targets are stated in).
  */
 #include "testutil.h"
-#include "order.h"
-#include "symbolic.h"
+#include "order/order.h"
+#include "symbolic/symbolic.h"
 
 /* internal hook of order.c: SCOTCH with a given leaf size and leaf method letter */
 canopy_status order_scotch_with(const canopy_csc *G, int leaf, char method, int threads, cint *perm, cint *iperm,

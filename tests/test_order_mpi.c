@@ -10,7 +10,7 @@
  * on every rank, and nobody hangs (the script's timeout). Skipped (77) in a build without PT-SCOTCH, after checking that the option is
  * refused with a message that says why.
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <complex.h>
 #include <math.h>
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "canopy.h"
-#include "solver.h" /* s->S: the block structure each analysis built */
+#include "solver/solver.h" /* s->S: the block structure each analysis built */
 
 static int rank, size, failures;
 

@@ -7,7 +7,7 @@
  * single rank must make every rank return the same error, not hang. The same runs again on the
  * communicators of the even and of the odd ranks.
  */
-#include "config.h"
+#include "base/config.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

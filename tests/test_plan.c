@@ -8,7 +8,7 @@
 #include "testutil.h"
 #include "sched/plan.h"
 #include "sched/distribute.h"
-#include "symbolic.h"
+#include "symbolic/symbolic.h"
 
 static const int thread_counts[] = {1, 2, 3, 4, 8, 16};
 #define NTC ((int)(sizeof thread_counts / sizeof thread_counts[0]))

@@ -24,7 +24,7 @@
 #include "testutil.h"
 #include "sched/plan.h"
 #include "sched/distribute.h"
-#include "symbolic.h"
+#include "symbolic/symbolic.h"
 
 static const int P_list[] = {1, 2, 3, 4, 5, 7, 8, 16, 64, 256, 1024};
 static const int T_list[] = {1, 2, 3, 4, 6, 8, 16, 32, 64};

@@ -1,12 +1,13 @@
 /*
- * canopy-simulate's predictions (src/predict.c): schedules small enough to compute by hand from
+ * canopy-simulate's predictions (src/predict/predict.c): schedules small enough to compute by hand from
  * the cost model's kernel formulas, agreement with what the real run plans on the same layout,
  * per-rank messages and memory against sched_plan_local and numeric_predict_bytes rank by rank,
  * and virtual machines up to 1,024 x 64 threads. All with the fixed cost model.
  */
 #include "testutil.h"
 #include "canopy.h"
-#include "predict.h"
+#include "api/api.h"
+#include "predict/predict.h"
 #include "sched/trace.h"
 
 #include <unistd.h>

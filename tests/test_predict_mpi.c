@@ -1,17 +1,18 @@
 /*
  * canopy-simulate agrees with the real run on several ranks, run by tests/test_predict_mpi.sh
  * under mpiexec -n 2..4: the real analysis on the world communicator (2 threads per rank) and, on
- * rank 0, the virtual layout of the same size planned by src/predict.c with the network figures
+ * rank 0, the virtual layout of the same size planned by src/predict/predict.c with the network figures
  * the real run measured and its cost model. Same structure, same split width and 2D levels, same
  * owner rank and thread of every column block, same predicted time, same fan-in messages.
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <mpi.h>
 #include "canopy.h"
-#include "predict.h"
+#include "api/api.h"
+#include "predict/predict.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                                                    \

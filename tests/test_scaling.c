@@ -1,12 +1,12 @@
 /*
- * Check suite for src/scaling.c: the maximum-product matching (permutation, optimality against
+ * Check suite for src/matrix/scaling.c: the maximum-product matching (permutation, optimality against
  * brute force, the |diag| = 1 / |entries| <= 1 property of its scaling), Ruiz equilibration, the
  * symmetric scalings (exact symmetry kept), structural singularity, the right-hand-side and
  * solution transforms (real and complex), allocation failures, and the real test matrices when
  * the readers are available.
  */
 #include "testutil.h"
-#include "scaling.h"
+#include "matrix/scaling.h"
 
 #include <inttypes.h>
 

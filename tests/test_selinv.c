@@ -7,7 +7,7 @@
  * them); perturbed pivots give the warning and their count; bad requests get clear errors.
  */
 #include "testutil.h"
-#include "solver.h" /* s->F.exec.pool: the same structure inverted without the workers */
+#include "solver/solver.h" /* s->F.exec.pool: the same structure inverted without the workers */
 
 #include <complex.h>
 #include <lapacke.h>

@@ -11,7 +11,7 @@
  * (own subtrees in any order, the shared column blocks' products in pieces) give the same bits.
  * On larger shared matrices, sampled columns of the pattern against refined unit solves.
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <complex.h>
 #include <lapacke.h>
@@ -24,8 +24,8 @@
 #include <string.h>
 #include <mpi.h>
 #include "canopy.h"
-#include "common.h" /* canopy_alloc_fail_after */
-#include "solver.h" /* s->F: the same factors inverted with and without the workers */
+#include "base/common.h" /* canopy_alloc_fail_after */
+#include "solver/solver.h" /* s->F: the same factors inverted with and without the workers */
 
 typedef double complex zdouble;
 static int rank, size, failures, quick;

@@ -16,7 +16,7 @@
  * layouts.
  */
 #include "testutil.h"
-#include "solver.h"
+#include "solver/solver.h"
 
 #include <complex.h>
 #include <mpi.h>

@@ -1,11 +1,11 @@
 /*
- * Symbolic factorization pieces (src/symbolic.c) and the analysis driver (src/amalgamate.c)
+ * Symbolic factorization pieces (src/symbolic/symbolic.c) and the analysis driver (src/symbolic/amalgamate.c)
  * against a dense boolean elimination: etree, postorder, column counts, fundamental supernodes,
  * and the block structure produced by symbolic_analyze with and without amalgamation/splitting.
  */
 #include "testutil.h"
-#include "symbolic.h"
-#include "order.h"
+#include "symbolic/symbolic.h"
+#include "order/order.h"
 
 /* Dense reference: M[j*n+i] = 1 iff L(i,j) != 0 (i > j) after symbolic elimination. */
 static unsigned char *dense_structure(const canopy_csc *G)

@@ -1,5 +1,5 @@
 /*
- * The symbolic factorization over the ranks (src/symbolic_dist.c), run by
+ * The symbolic factorization over the ranks (src/symbolic/symbolic_dist.c), run by
  * tests/test_symbolic_mpi.sh on 1 to 4 ranks and on 8 oversubscribed ones. Every rank holds the
  * whole graph here only to cut its slice and to compute the one-rank answer itself:
  *  - the etree and the column counts equal symbolic_etree / symbolic_colcounts on G(perm, perm);
@@ -11,7 +11,7 @@
  * rank, and nobody hangs (the script's timeout). The quick passes check less on more than 2
  * ranks (see main).
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,9 +21,9 @@
 #include <mpi.h>
 
 #include "canopy.h"
-#include "matrix.h"
-#include "order.h"
-#include "symbolic_dist.h"
+#include "matrix/matrix.h"
+#include "order/order.h"
+#include "symbolic/symbolic_dist.h"
 
 static int rank, size, failures;
 static bool quick; /* CANOPY_TEST_QUICK on more than 2 ranks: see main */

@@ -8,7 +8,7 @@
  * threads (sanitizer runs).
  */
 #include "testutil.h"
-#include "solver.h"
+#include "solver/solver.h"
 
 #include <complex.h>
 #include <mpi.h>

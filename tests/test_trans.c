@@ -15,7 +15,7 @@
  * An unknown trans is refused on every rank. A singular matrix is reported as such on every rank
  * count (check_singular).
  */
-#include "config.h"
+#include "base/config.h"
 
 #include <complex.h>
 #include <math.h>

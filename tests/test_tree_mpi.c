@@ -3,7 +3,7 @@
  * tests/test_tree_mpi.sh under mpiexec -n 1..4. Every rank derives the same schedule of
  * collectives (roots, member subsets, seeds) from the communicator size, so no setup is exchanged.
  */
-#include "config.h"
+#include "base/config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <mpi.h>

@@ -14,7 +14,7 @@
  * CANOPY_TEST_QUICK=1 keeps fewer layouts (sanitizer runs).
  */
 #include "testutil.h"
-#include "solver.h"
+#include "solver/solver.h"
 
 #include <complex.h>
 #include <lapacke.h>

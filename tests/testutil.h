@@ -5,16 +5,16 @@
 #ifndef CANOPY_TESTUTIL_H
 #define CANOPY_TESTUTIL_H
 
-#include "config.h" /* first: feature macros */
+#include "base/config.h" /* first: feature macros */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
-#include "common.h"
-#include "matrix.h"
-#include "order.h"
+#include "base/common.h"
+#include "matrix/matrix.h"
+#include "order/order.h"
 
 /** Run a suite; returns the process exit status (0 when every test passed). */
 static inline int testutil_run(Suite *s)

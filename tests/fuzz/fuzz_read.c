@@ -18,7 +18,7 @@
  *    compressed here) allocates more than FUZZ_BYTES_PER_BYTE per byte of the file plus a fixed
  *    allowance: a header must not make the reader reserve what the data do not hold.
  */
-#include "common.h"
+#include "base/common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

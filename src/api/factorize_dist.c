@@ -1,0 +1,167 @@
+/*
+ * canopy_factorize on several ranks: the memory check, the entries to their owners, the fan-in
+ * factorization of the distributed plan, and its figures.
+ */
+#include "api/api.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/agree.h"
+#include "comm/peerstats.h"
+#include "comm/share.h"
+#include "matrix/dist_matrix.h"
+#include "matrix/matrix.h"
+
+/* Memory this process may use: the option, else MemAvailable shared by the ranks of the node. */
+static double memory_limit(const canopy_solver *s)
+{
+    if (s->opts.memory_limit > 0) return s->opts.memory_limit;
+    double avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &avail) == 1) {
+                avail *= 1024;
+                break;
+            }
+        fclose(f);
+    }
+    if (!(avail > 0)) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        avail = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+    }
+    /* the memory already held by our factors is reusable */
+    avail += (double)numeric_bytes(&s->F);
+    return avail > 0 ? avail / (s->ranks_on_node > 0 ? s->ranks_on_node : 1) : INFINITY;
+}
+
+/* The scaled copy of A (rank 0's, or every rank's block columns of a distributed matrix), rebuilt
+ * when the last factorization released it; a distributed matrix that is not scaled needs none. */
+static void scaled_matrix(canopy_solver *s)
+{
+    if ((s->rank == 0 || distm_active(s)) && api_factor_source(s) == &s->As && s->As.colptr == NULL &&
+        s->err.status == CANOPY_SUCCESS)
+        scaling_apply(&s->A, &s->sc, &s->As, &s->err);
+}
+
+static canopy_status factorize_once(canopy_solver *s, double threshold)
+{
+    numeric_exec x;
+    scaled_matrix(s);
+    runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->arith == CANOPY_COMPLEX, &s->err);
+    canopy_status st = comm_agree(s->comm, &s->err);
+    if (st < 0) return st;
+    runtime_exec(&s->rt, &s->opts, &x);
+    numeric_set_exec(&s->F, &x);
+    /* the scaled copy goes once its entries are out: it is not needed again until the next
+     * factorization, and the peak is the factor's time */
+    canopy_csc *src = s->rank == 0 || distm_active(s) ? api_factor_source(s) : NULL;
+    numeric_factorize_dist(&s->F, &s->S, src, src == &s->As, s->arith, s->fact, threshold, &s->err);
+    return comm_agree(s->comm, &s->err);
+}
+
+canopy_status api_factorize_dist(canopy_solver *s)
+{
+    double t0 = canopy_wtime();
+    /* memory: refuse before allocating, on every rank, when some rank would not fit */
+    double limit = memory_limit(s);
+    s->stats.memory_limit_rank = limit;
+    if (s->opts.memory_check && s->predicted_bytes > limit)
+        canopy_err_set(&s->err, CANOPY_ERR_NOMEM,
+                       "the factorization needs about %.3g GB on rank %d but only %.3g GB are available to it "
+                       "(option memory-limit, or memory-check=off to proceed anyway)",
+                       s->predicted_bytes * 1e-9, s->rank, limit * 1e-9);
+    canopy_status st = comm_agree(s->comm, &s->err);
+    if (st < 0) return st;
+    double threshold = 0;
+    scaled_matrix(s);
+    if (distm_active(s)) {
+        /* the norms of a distributed matrix: row sums over every rank's columns */
+        if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+        canopy_csc *src = api_factor_source(s);
+        s->anorm = distm_norm_inf(s, src);
+        if (!isfinite(s->anorm)) s->anorm = distm_abs_max(s, src);
+        s->anorm_input = src == &s->A ? s->anorm : distm_norm_inf(s, &s->A);
+        if (!(s->anorm > 0)) canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
+        threshold = fmax(s->opts.pivot_threshold * s->anorm, DBL_MIN);
+    } else if (s->rank == 0 && s->err.status == CANOPY_SUCCESS) {
+        s->anorm = matrix_norm_inf(&s->As);
+        if (!isfinite(s->anorm)) s->anorm = matrix_abs_max(&s->As);
+        if (!(s->anorm > 0)) canopy_err_set(&s->err, CANOPY_ERR_SINGULAR, "the matrix is zero");
+        threshold = fmax(s->opts.pivot_threshold * s->anorm, DBL_MIN);
+    }
+    if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+    MPI_Bcast(&threshold, 1, MPI_DOUBLE, 0, s->comm);
+    st = factorize_once(s, threshold);
+    if (st == CANOPY_ERR_NOT_SPD && s->opts.factorization == CANOPY_FACT_AUTO) {
+        /* the documented fallback of the one-rank path (api.c), agreed: every rank switches */
+        canopy_err_clear(&s->err);
+        numeric_free(&s->F);
+        int herm = 0;
+        if (s->rank == 0) herm = s->A.kind == CANOPY_KIND_HERMITIAN && s->A.arith == CANOPY_COMPLEX;
+        MPI_Bcast(&herm, 1, MPI_INT, 0, s->comm);
+        s->fact = herm ? CANOPY_FACT_LU : CANOPY_FACT_LDLT;
+        st = factorize_once(s, threshold);
+    }
+    if (st < 0) return st;
+    canopy_stats *sts = &s->stats;
+    int64_t perturbed = s->F.perturbed, all = 0;
+    MPI_Allreduce(&perturbed, &all, 1, MPI_INT64_T, MPI_SUM, s->comm);
+    s->F.perturbed = all;
+    sts->time_factorize = canopy_wtime() - t0;
+    sts->factorization = s->fact;
+    sts->perturbed_pivots = all;
+    sts->flops = s->F.flops;
+    sts->gflops_factorize = sts->time_factorize > 0 ? s->F.flops / sts->time_factorize * 1e-9 : 0;
+    sts->factor_bytes = numeric_bytes(&s->F);
+    runtime_report_factorize(&s->rt, &s->opts, &s->F, sts);
+    sts->comm_threads = s->opts.comm_threads;
+    sts->tree = s->opts.tree;
+    /* communication: per peer on rank 0 (heat map), per rank summaries, totals */
+    int R = s->nranks;
+    const int64_t *pc = s->F.peer_counts;
+    int64_t msent = 0, bsent = 0;
+    for (int r = 0; r < R; r++) {
+        msent += pc[r];
+        bsent += pc[R + r];
+    }
+    if (s->rank == 0 && s->comm_bytes == NULL) {
+        s->comm_bytes = canopy_calloc((size_t)R * R, sizeof(int64_t), "communication matrix", &s->err);
+        s->comm_msgs = canopy_calloc((size_t)R * R, sizeof(int64_t), "communication matrix", &s->err);
+    }
+    int64_t dummy[2];
+    int have = s->comm_bytes && s->comm_msgs;
+    MPI_Gather(pc + R, R, MPI_INT64_T, s->rank == 0 && have ? s->comm_bytes : dummy, s->rank == 0 && have ? R : 0,
+               MPI_INT64_T, 0, s->comm);
+    MPI_Gather(pc, R, MPI_INT64_T, s->rank == 0 && have ? s->comm_msgs : dummy, s->rank == 0 && have ? R : 0,
+               MPI_INT64_T, 0, s->comm);
+    solver_summary_stats(s->comm, (double)bsent, &sts->comm_bytes_rank_min, &sts->comm_bytes_rank_max,
+                  &sts->comm_bytes_rank_median, &sts->comm_bytes_rank_stddev);
+    solver_summary_stats(s->comm, (double)msent, &sts->comm_msgs_rank_min, &sts->comm_msgs_rank_max,
+                  &sts->comm_msgs_rank_median, &sts->comm_msgs_rank_stddev);
+    int64_t tot[2] = {msent, bsent}, sum[2] = {0, 0};
+    MPI_Allreduce(tot, sum, 2, MPI_INT64_T, MPI_SUM, s->comm);
+    sts->comm_msgs = sum[0];
+    sts->comm_bytes = sum[1];
+    double sb = s->arith == CANOPY_COMPLEX ? 16.0 : 8.0;
+    sts->comm_msgs_without_fanin = s->rt.local.update_msgs;
+    sts->comm_bytes_without_fanin = (int64_t)((double)s->rt.local.update_entries * sb);
+    solver_summary_stats(s->comm, (double)sts->factor_bytes, &sts->factor_bytes_rank_min, &sts->factor_bytes_rank_max, NULL,
+                  NULL);
+    size_t peak = canopy_mem_peak();
+    double used = peak > s->mem_base ? (double)(peak - s->mem_base) : 0;
+    solver_summary_stats(s->comm, used, &sts->peak_memory_rank_min, &sts->peak_memory_rank_max, NULL, NULL);
+    solver_memory_figures(s, used);
+    if (s->rank == 0 && have && s->opts.comm_heatmap[0]) {
+        canopy_err herr = {0};
+        if (comm_heatmap_write(s->opts.comm_heatmap, R, s->comm_bytes, "bytes sent, last factorization", &herr) !=
+            CANOPY_SUCCESS)
+            fprintf(stderr, "canopy: warning: %s\n", herr.msg);
+    }
+    return s->F.perturbed > 0 ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
+}

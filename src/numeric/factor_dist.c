@@ -1,0 +1,345 @@
+/*
+ * The factors over several ranks (numeric.h): the memory each rank will hold, the layout of its own
+ * panels and fan-in buffers, its share of A's entries, and the fan-in factorization's exchange.
+ */
+#include "numeric/numeric.h"
+#include "numeric/numeric_parts.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "comm/agree.h"
+#include "comm/share.h"
+#include "matrix/matrix.h"
+#include "numa/placement.h"
+
+/* Scalars of cblk j's panel. */
+static inline int64_t panel_size(const symbolic *S, cint j)
+{
+    return S->cblk_coef[j + 1] - S->cblk_coef[j];
+}
+
+double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
+                                    double panel_entries, int nthreads, int64_t local_entries)
+{
+    double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    double wbuf = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        double w = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        if (w > wbuf) wbuf = w;
+    }
+    double work = (double)S->max_update_buf * parts + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
+    double spares = (double)CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
+    return sb * (parts * panel_entries + work * (nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
+           (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
+}
+
+double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
+                             int64_t local_entries)
+{
+    double held = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
+        held += (double)(L->recv_ptr[k + 1] - L->recv_ptr[k]) * (double)panel_size(S, k);
+    }
+    for (cint q = 0; q < L->nsend; q++) held += (double)panel_size(S, L->send_cblk[q]);
+    return numeric_predict_bytes_counts(S, kind, arith, held, L->nthreads, local_entries);
+}
+
+/* The layout of this rank's factor (offsets, fan-in slots, entry map pointers): the small arrays
+ * the entry distribution needs; the panels come after it (numeric_panels_dist). */
+static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_arith arith, canopy_factorization kind,
+                                         canopy_err *err)
+{
+    const sched_local *L = F->exec.local;
+    F->S = S;
+    F->kind = kind;
+    F->arith = arith;
+    F->scalar_bytes = arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
+    size_t wbuf = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        if (S->cblk_stride[k] > INT_MAX || panel_size(S, k) * (arith == CANOPY_COMPLEX ? 2 : 1) > INT_MAX)
+            return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT " is too large for BLAS or MPI", k);
+        size_t s = (size_t)S->cblk_stride[k] * (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        wbuf = s > wbuf ? s : wbuf;
+    }
+    F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
+    if (F->work_scalars == 0) F->work_scalars = 1;
+    F->spare_scalars = CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
+    int parts = kind == CANOPY_FACT_LU ? 2 : 1;
+    F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
+    F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);
+    F->recv_off = canopy_alloc((size_t)L->recv_ptr[S->ncblk] + 1, sizeof(int64_t), "fan-in offsets", err);
+    F->peer_counts = canopy_calloc(4 * (size_t)L->nranks, sizeof(int64_t), "communication counts", err);
+    if (!F->lcoef || !F->send_slot || !F->recv_off || !F->peer_counts) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    int64_t off = 0, roff = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        F->send_slot[k] = -1;
+        F->lcoef[k] = -1;
+        if (L->cblk_rank[k] == L->rank) {
+            F->lcoef[k] = off;
+            off += panel_size(S, k);
+        }
+        for (cint q = L->recv_ptr[k]; q < L->recv_ptr[k + 1]; q++) {
+            F->recv_off[q] = roff;
+            roff += panel_size(S, k) * parts;
+        }
+    }
+    for (cint q = 0; q < L->nsend; q++) {
+        cint j = L->send_cblk[q];
+        F->lcoef[j] = off;
+        off += panel_size(S, j);
+        F->send_slot[j] = (int)q * parts;
+    }
+    F->coef = F->lcoef;
+    F->ncoef = off;
+    F->nrecv_scalars = roff;
+    if (!canopy_mul_ok((size_t)(off ? off : 1), F->scalar_bytes, &F->coef_bytes))
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %lld entries is too large", (long long)off);
+    F->amap_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(int64_t), "entry map", err);
+    return F->amap_ptr ? CANOPY_SUCCESS : err && err->status ? err->status : CANOPY_ERR_NOMEM;
+}
+
+/* The panels, fan-in buffers and workspaces of the layout (the bulk of this rank's memory). */
+static canopy_status numeric_panels_dist(numeric *F, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    canopy_factorization kind = F->kind;
+    F->L = numa_alloc_pages(F->coef_bytes, "factor L", err);
+    if (kind == CANOPY_FACT_LU) F->U = numa_alloc_pages(F->coef_bytes, "factor U", err);
+    F->fresh = 1;
+    F->R = canopy_alloc((size_t)(F->nrecv_scalars ? F->nrecv_scalars : 1), F->scalar_bytes, "received fan-in buffers",
+                        err);
+    if (kind != CANOPY_FACT_LLT) F->ipiv = canopy_calloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
+    if (kind == CANOPY_FACT_LDLT) F->dsub = canopy_calloc((size_t)S->n + 1, F->scalar_bytes, "2x2 pivots", err);
+    F->work = canopy_alloc(F->work_scalars, F->scalar_bytes, "update buffer", err);
+    if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || !F->R || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
+        (kind == CANOPY_FACT_LDLT && !F->dsub) || !F->work)
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    return numeric_build_fan(F, err);
+}
+
+/*
+ * Every rank holding a part of A (rank 0 all of it with centralized input, every rank a block of
+ * columns with distributed input; NULL or no columns: nothing) maps its entries and sends each
+ * owner the entries of its cblks: once their places (cblk, offset inside the panel; U entries
+ * encoded as in amap_dst), then at every factorization their values, in the same order. An
+ * owner receives the parts in rank order.
+ */
+static canopy_status numeric_share_map(numeric *F, const canopy_csc *A, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
+    const symbolic *S = F->S;
+    int R = L->nranks;
+    /* (cblk, place in its panel) pairs: a place fits a cint, panels being checked against INT_MAX */
+    cint *pairs = NULL, *mine = NULL;
+    int64_t *fill = NULL;
+    canopy_status st = CANOPY_SUCCESS;
+    F->send_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+    F->recv_counts = canopy_calloc((size_t)R, sizeof(int64_t), "entry distribution", err);
+    fill = canopy_calloc((size_t)R + 1, sizeof(int64_t), "entry distribution", err);
+    if (!F->send_counts || !F->recv_counts || !fill) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    if (st == CANOPY_SUCCESS && A != NULL && A->colptr != NULL && A->n == S->n) {
+        int64_t nnz = matrix_nnz(A);
+        /* the map of the part held, in the single-rank layout, then regrouped rank by rank */
+        F->amap_src = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
+        F->amap_dst = canopy_alloc((size_t)nnz + 1, sizeof(int64_t), "entry map", err);
+        if (F->amap_src && F->amap_dst) st = numeric_build_amap(F, A, err);
+        else st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        if (st == CANOPY_SUCCESS) {
+            F->send_order = canopy_alloc((size_t)F->amap_nnz + 1, sizeof(int64_t), "entry distribution", err);
+            pairs = canopy_alloc(2 * (size_t)F->amap_nnz + 2, sizeof(cint), "entry distribution", err);
+            if (!F->send_order || !pairs) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        }
+        if (st == CANOPY_SUCCESS) {
+            for (cint k = 0; k < S->ncblk; k++) F->send_counts[L->cblk_rank[k]] += F->amap_ptr[k + 1] - F->amap_ptr[k];
+            for (int r = 0; r < R; r++) fill[r + 1] = fill[r] + F->send_counts[r];
+            for (cint k = 0; k < S->ncblk; k++) {
+                int r = L->cblk_rank[k];
+                for (int64_t e = F->amap_ptr[k]; e < F->amap_ptr[k + 1]; e++) {
+                    int64_t q = fill[r]++, d = F->amap_dst[e];
+                    F->send_order[q] = F->amap_src[e];
+                    pairs[2 * q] = k;
+                    pairs[2 * q + 1] = (cint)(d >= 0 ? d - S->cblk_coef[k] : -((-d - 2) - S->cblk_coef[k]) - 2);
+                }
+            }
+        }
+        canopy_free(F->amap_src);
+        canopy_free(F->amap_dst);
+        F->amap_src = F->amap_dst = NULL;
+    }
+    canopy_free(fill);
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    if ((st = comm_share_counts(x->comm, F->send_counts, F->recv_counts, err)) != CANOPY_SUCCESS) goto out;
+    int64_t cnt = 0;
+    for (int r = 0; r < R; r++) cnt += F->recv_counts[r];
+    mine = canopy_alloc(2 * (size_t)cnt + 2, sizeof(cint), "entry map", err);
+    F->aval = canopy_alloc((size_t)cnt + 1, F->scalar_bytes, "local entries", err);
+    if (!(mine && F->aval) && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry map");
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    st = comm_share_alltoallv(x->comm, pairs, F->send_counts, mine, F->recv_counts, 2 * sizeof(cint), err);
+    if (st != CANOPY_SUCCESS) goto out;
+    canopy_free(pairs);
+    pairs = NULL;
+    F->amap_src = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
+    F->amap_dst = canopy_alloc((size_t)cnt + 1, sizeof(int64_t), "entry map", err);
+    if (!(F->amap_src && F->amap_dst) && err->status == CANOPY_SUCCESS) canopy_err_set(err, CANOPY_ERR_NOMEM, "entry map");
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
+    /* the parts of several senders interleave the cblks: group the entries by cblk again (counting
+     * sort; amap_src[x] is the entry's place in aval) */
+    memset(F->amap_ptr, 0, ((size_t)S->ncblk + 1) * sizeof(int64_t));
+    for (int64_t e = 0; e < cnt; e++) F->amap_ptr[mine[2 * e] + 1]++;
+    for (cint k = 0; k < S->ncblk; k++) F->amap_ptr[k + 1] += F->amap_ptr[k];
+    for (int64_t e = 0; e < cnt; e++) {
+        cint k = mine[2 * e];
+        int64_t rel = mine[2 * e + 1], at = F->amap_ptr[k]++;
+        F->amap_src[at] = e;
+        F->amap_dst[at] = rel >= 0 ? rel + F->lcoef[k] : -((-rel - 2) + F->lcoef[k]) - 2;
+    }
+    /* amap_ptr[k] now holds the end of cblk k: shift back to starts */
+    for (cint k = S->ncblk; k > 0; k--) F->amap_ptr[k] = F->amap_ptr[k - 1];
+    F->amap_ptr[0] = 0;
+    F->amap_nnz = cnt;
+    F->amap_nnz_in = cnt;
+out:
+    canopy_free(pairs);
+    canopy_free(mine);
+    return st;
+}
+
+/* The values of this factorization, from the ranks holding A to the owners (collective). */
+static canopy_status numeric_share_values(numeric *F, const canopy_csc *A, canopy_err *err)
+{
+    const sched_local *L = F->exec.local;
+    int R = L->nranks, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    int64_t nsend = 0;
+    for (int r = 0; r < R; r++) nsend += F->send_counts[r];
+    if (nsend > 0 && (A == NULL || A->values == NULL))
+        canopy_err_set(err, CANOPY_ERR_INTERNAL, "the entries to send are gone (no matrix on this rank)");
+    double *send = canopy_alloc((size_t)nsend * (size_t)dps + 1, sizeof(double), "entry distribution", err);
+    if (send != NULL && err->status == CANOPY_SUCCESS) {
+        const double *v = A != NULL ? A->values : NULL;
+        for (int64_t q = 0; q < nsend; q++)
+            for (int c = 0; c < dps; c++) send[q * dps + c] = v[F->send_order[q] * dps + c];
+    }
+    canopy_status st = comm_agree(F->exec.comm, err);
+    if (st >= 0)
+        st = comm_share_alltoallv(F->exec.comm, send, F->send_counts, F->aval, F->recv_counts, (size_t)dps * sizeof(double),
+                                  err);
+    canopy_free(send);
+    return st < 0 ? st : CANOPY_SUCCESS;
+}
+
+canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *A, bool release, canopy_arith arith,
+                                     canopy_factorization kind, double threshold, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    if (x->local == NULL || x->local->nranks < 2 || x->pool == NULL || x->tags == NULL)
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "numeric_factorize_dist without a distributed plan");
+    numeric_forget_inverse(F);
+    if (F->L != NULL && (F->S != S || F->kind != kind || F->arith != arith)) numeric_free(F);
+    canopy_status st = CANOPY_SUCCESS;
+    int first = F->L == NULL;
+    /* a first factorization moves the entries before the panels exist, and the caller's copy
+     * goes before they are allocated: the map's transient arrays and the matrix never add to
+     * the factor's peak */
+    if (first) {
+        numeric_free(F); /* what a failed first attempt left */
+        st = numeric_layout_dist(F, S, arith, kind, err);
+    }
+    if (comm_agree(x->comm, err) < 0) {
+        numeric_free(F);
+        return err->status;
+    }
+    if (first && (st = numeric_share_map(F, A, err)) != CANOPY_SUCCESS) {
+        numeric_free(F);
+        return st;
+    }
+    if ((st = numeric_share_values(F, A, err)) != CANOPY_SUCCESS) {
+        if (first) numeric_free(F);
+        return st;
+    }
+    if (release && A) matrix_free(A);
+    if (first) numeric_panels_dist(F, err);
+    if (comm_agree(x->comm, err) < 0) {
+        if (first) numeric_free(F);
+        return err->status;
+    }
+    st = numeric_prepare_threads(F, err);
+    if (comm_agree(x->comm, err) < 0) return err->status;
+    F->threshold = threshold;
+    F->stress = comm_stress_enabled();
+    F->flops = kind == CANOPY_FACT_LU ? S->flops_lu : S->flops_llt;
+    canopy_csc Al = {.n = S->n, .values = F->aval, .arith = arith};
+    int old = numeric_blas_single();
+    st = arith == CANOPY_COMPLEX ? numeric_factorize_z(F, &Al, err) : numeric_factorize_d(F, &Al, err);
+    numeric_blas_restore(old);
+    return st;
+}
+
+canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err)
+{
+    const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
+    const symbolic *S = F->S;
+    int parts = F->U ? 2 : 1, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
+    int nrecv = (int)L->recv_ptr[S->ncblk] * parts, nsend = (int)L->nsend * parts;
+    comm_msg *rv = canopy_alloc((size_t)nrecv + 1, sizeof(comm_msg), "messages", err);
+    comm_msg *sd = canopy_alloc((size_t)nsend + 1, sizeof(comm_msg), "messages", err);
+    canopy_status st = CANOPY_SUCCESS;
+    if (!rv || !sd) {
+        st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        goto out;
+    }
+    for (cint j = 0, i = 0; j < S->ncblk; j++)
+        for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++)
+            for (int p = 0; p < parts; p++, i++) {
+                comm_msg *m = &rv[i];
+                m->buf = (char *)F->R + (size_t)(F->recv_off[q] + p * panel_size(S, j)) * F->scalar_bytes;
+                m->count = (int)(panel_size(S, j) * dps);
+                m->peer = L->recv_rank[q];
+                comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
+                m->cookie = L->cblk_task[j];
+            }
+    for (cint q = 0; q < L->nsend; q++) {
+        cint j = L->send_cblk[q];
+        for (int p = 0; p < parts; p++) {
+            comm_msg *m = &sd[q * parts + p];
+            m->buf = (char *)(p == 0 ? F->L : F->U) + (size_t)F->lcoef[j] * F->scalar_bytes;
+            m->count = (int)(panel_size(S, j) * dps);
+            m->peer = L->cblk_rank[j];
+            comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
+            m->cookie = -1;
+        }
+    }
+    st = comm_exchange_create(x->comm_threads, L->nranks, rv, nrecv, sd, nsend, arrived, arg, &F->xch, err);
+out:
+    canopy_free(rv);
+    canopy_free(sd);
+    return st;
+}
+
+canopy_status numeric_exchange_end(numeric *F, canopy_err *err)
+{
+    if (F->xch == NULL) return CANOPY_SUCCESS;
+    canopy_status st = comm_exchange_finish(F->xch, err);
+    int R = F->exec.local->nranks;
+    comm_exchange_counts(F->xch, F->peer_counts, F->peer_counts + R, F->peer_counts + 2 * R, F->peer_counts + 3 * R);
+    F->comm_idle = comm_exchange_idle_time(F->xch);
+    comm_exchange_free(F->xch);
+    F->xch = NULL;
+    return st;
+}

@@ -1,0 +1,401 @@
+/*
+ * Part of factor_template.c (included in its middle, compiled once per arithmetic): the
+ * threaded factorization, with the ticket protocol of numeric.h and the fan-in buffers and
+ * messages of several ranks (comm/README.md). Not compiled on its own.
+ */
+/* ---- threaded factorization (protocol in numeric.h) -------------------------------------- */
+
+typedef struct kpar {
+    kctx c;
+    numeric *F;
+    const sched_local *loc;
+    const sched_dag *dag;
+    int dynamic;
+    int dist;                        /* several ranks: fan-in messages, never abort (see drain) */
+    comm_exchange *x;
+    atomic_int drain;                /* several ranks, after a failure: run every task without
+                                        computing, so that every message is still sent */
+    atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
+    atomic_llong failed_info;
+} kpar;
+
+static _Thread_local unsigned kstress_seed = 987654321u;
+
+/* End of the facing group of cblk k that starts at blok b (its bloks all face one cblk). */
+static cint kgroup_end(const symbolic *S, cint k, cint b)
+{
+    cint e = b + 1, bend = S->cblk_fblok[k + 1];
+    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+    return e;
+}
+
+/* The fan-in buffers of remote cblk j are complete: hand them to the communication. */
+static void ksend_fanin(kpar *pc, cint j)
+{
+    int slot = pc->F->send_slot[j];
+    comm_exchange_send(pc->x, slot);
+    if (pc->F->U) comm_exchange_send(pc->x, slot + 1);
+}
+
+/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order. */
+static void kfanin_add(kpar *pc, cint j)
+{
+    const sched_local *L = pc->loc;
+    const symbolic *S = pc->c.S;
+    int64_t size = S->cblk_coef[j + 1] - S->cblk_coef[j];
+    SCALAR *Lj = pc->c.L + pc->c.coef[j], *Uj = pc->c.U ? pc->c.U + pc->c.coef[j] : NULL;
+    for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++) {
+        const SCALAR *B = (const SCALAR *)pc->F->R + pc->F->recv_off[q];
+        for (int64_t i = 0; i < size; i++) Lj[i] += B[i];
+        if (Uj)
+            for (int64_t i = 0; i < size; i++) Uj[i] += B[size + i];
+    }
+}
+
+/* Scalars of the product kupdate_rows computes into its buffer (LU: both sides). */
+static size_t kproduct_scalars(const kpar *pc, cint k, cint fb0, cint fb1, cint rb0, cint rb1)
+{
+    const symbolic *S = pc->c.S;
+    cint q1 = rb1 < S->cblk_fblok[k + 1] ? S->blok_coefrow[rb1] : S->cblk_stride[k];
+    cint hb = 0;
+    for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
+    return (size_t)(q1 - S->blok_coefrow[rb0]) * (size_t)hb * (pc->c.U ? 2 : 1);
+}
+
+/*
+ * Ticket `next` of target j is due: publish it and, while the contribution holding it was handed
+ * over, apply that one here (its turn, so this worker holds the lock for it) and go on. The last
+ * contribution into a target of another rank completes this rank's fan-in buffer: send it.
+ */
+static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
+{
+    numeric *F = pc->F;
+    int n = pc->loc->cblk_ncontrib[j];
+    for (;;) {
+        /* seq_cst store, then load of the slot: with a hand-over's seq_cst store of the slot, then
+           load of serving, at least one of the two sees the other (and the CAS picks one) */
+        atomic_store(&F->serving[j], next);
+        sched_wake(wk);
+        if (next >= n) {
+            if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank) ksend_fanin(pc, j);
+            return;
+        }
+        numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + next];
+        numeric_handover *h = atomic_load(slot);
+        if (h == NULL || !atomic_compare_exchange_strong(slot, &h, NULL)) return;
+        if (h->compute) kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, W, h->buf, KC_APPLY);
+        atomic_store_explicit(&h->busy, 0, memory_order_release); /* its owner may reuse the buffer */
+        next++;
+    }
+}
+
+/*
+ * One contribution under the ticket lock of its target. Static runs hold the plan's number and
+ * always compute the product into the worker's buffer first, then subtract it in ticket order: the
+ * same arithmetic whatever the timing or the thread, so the factors are bitwise reproducible.
+ * Dynamic runs draw the next ticket; when the lock is free at once they update the target directly
+ * (the cheapest path), otherwise they compute their product into the buffer first.
+ * A product whose turn has not come is handed over instead of waited for: computed in a free spare
+ * buffer (when it fits one), the buffer is left in the target's slot for that ticket, the worker
+ * goes on, and whoever applies the ticket before it applies it (kadvance). Products too large for
+ * a spare, or with every spare still in use, wait for their turn.
+ * Handed-over products are all applied once every contributing task has ended (induction on the
+ * tickets: whoever ends ticket t - 1 or hands over t sees the other), so the task factoring the
+ * target, which follows them all in the graph, sees them applied.
+ * A target on another rank is this rank's fan-in buffer of it: the last contribution sends it.
+ * Returns nonzero if the run was aborted while waiting.
+ */
+static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb1, cint rb0, cint rb1, int contrib,
+                           SCALAR *W)
+{
+    cint j = pc->c.S->blok_fcblk[fb0];
+    numeric *F = pc->F;
+    int t = sched_worker_id(wk);
+    numeric_handover *mine = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
+    SCALAR *buf = mine[0].buf; /* the full-size buffer: never handed over */
+    int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
+    int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
+    if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
+        if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_ALL);
+        kadvance(pc, wk, j, ticket + 1, W);
+        return 0;
+    }
+    /* a product that fits a free spare is computed there, so that it can be handed over */
+    int spare = 0;
+    if (kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) <= F->spare_scalars)
+        for (int i = 1; i <= NUMERIC_SPARES && spare == 0; i++)
+            if (!atomic_load_explicit(&mine[i].busy, memory_order_acquire)) spare = i;
+    if (spare) buf = mine[spare].buf;
+    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_COMPUTE);
+    if (atomic_load(&F->serving[j]) != ticket) {
+        if (spare) {
+            numeric_handover *h = &mine[spare];
+            h->k = k;
+            h->fb0 = fb0;
+            h->fb1 = fb1;
+            h->rb0 = rb0;
+            h->rb1 = rb1;
+            h->compute = compute;
+            atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+            numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + ticket];
+            atomic_store(slot, h);
+            numeric_handover *expected = h;
+            if (atomic_load(&F->serving[j]) != ticket || !atomic_compare_exchange_strong(slot, &expected, NULL)) {
+                F->run.handed[t]++; /* handed over: whoever applies the ticket before it applies it */
+                return 0;
+            }
+            atomic_store_explicit(&h->busy, 0, memory_order_relaxed); /* its turn came meanwhile */
+        } else {
+            /* measured, so that the lock's cost against fan-in buffers is known (numeric_run.lock_wait) */
+            double t0 = canopy_wtime();
+            int aborted = sched_wait_equal(wk, &F->serving[j], ticket);
+            F->run.lock_wait[t] += canopy_wtime() - t0;
+            if (aborted) return 1;
+        }
+    }
+    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_APPLY);
+    kadvance(pc, wk, j, ticket + 1, W);
+    return 0;
+}
+
+/* Panel of cblk k by worker t; nonzero aborts the run (one rank only: with several, a failure
+ * switches to draining so that the other ranks still get every message). */
+static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W, int diag_only)
+{
+    if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) return 0;
+    int64_t r = diag_only ? kdiag(&pc->c, k, W) : kpanel(&pc->c, k, W);
+    if (r < 0) {
+        int none = -1;
+        if (atomic_compare_exchange_strong(&pc->failed_cblk, &none, (int)k))
+            atomic_store(&pc->failed_info, (long long)(-r - 1));
+        if (!pc->dist) return 1;
+        atomic_store(&pc->drain, 1);
+        return 0;
+    }
+    pc->F->thread_perturbed[t] += r;
+    return 0;
+}
+
+static inline double ksub_weight(const symbolic *S, cint q)
+{
+    double w = (double)(S->cblk_fcol[q + 1] - S->cblk_fcol[q]), m = (double)S->cblk_stride[q];
+    return w * m * m;
+}
+
+#define KSTOPPED 77 /* a task's result when canopy_interrupt asked the run to stop */
+
+static int ktask(void *ctx, int task, sched_worker *wk)
+{
+    kpar *pc = ctx;
+    const symbolic *S = pc->c.S;
+    const sched_dag *d = pc->dag;
+    int t = sched_worker_id(wk);
+    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + S->max_update_buf;
+    cint k = d->cblk[task];
+    if (pc->F->exec.stop && atomic_load_explicit(pc->F->exec.stop, memory_order_relaxed)) return KSTOPPED;
+    if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
+    switch (d->kind[task]) {
+    case SCHED_TASK_PANEL:
+    case SCHED_TASK_DIAG:
+        if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k] &&
+            !atomic_load_explicit(&pc->drain, memory_order_relaxed))
+            kfanin_add(pc, k);
+        return kpar_panel(pc, k, t, W, d->kind[task] == SCHED_TASK_DIAG);
+    case SCHED_TASK_TRSM: {
+        cint b = d->first[task], e = kgroup_end(S, k, b);
+        if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
+            koffdiag(&pc->c, k, S->blok_coefrow[b], e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]);
+        return 0;
+    }
+    case SCHED_TASK_UPDATE: {
+        cint fb0 = d->first[task];
+        return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), fb0, S->cblk_fblok[k + 1],
+                               pc->loc->blok_contrib[fb0], W);
+    }
+    case SCHED_TASK_UPDATE2D: {
+        cint fb0 = d->first[task], rb0 = d->tile[task];
+        return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), rb0, kgroup_end(S, k, rb0),
+                               pc->loc->task_contrib[task], W);
+    }
+    case SCHED_TASK_SUBTREE: {
+        /* progress as the subtree goes (the whole tree is one task on one thread): each cblk
+         * weighs its panel's rows squared times its width, about its flops */
+        double all = 0, done = 0;
+        for (cint q = d->first[task]; q <= k; q++) all += ksub_weight(S, q);
+        for (cint q = d->first[task]; q <= k; q++) {
+            if (kpar_panel(pc, q, t, W, 0) != 0) return 1;
+            for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
+                cint e = b + 1;
+                while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+                int contrib = pc->loc->blok_contrib[b];
+                if (contrib < 0) { /* target inside this subtree */
+                    if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
+                        kupdate(&pc->c, q, b, e, W, pc->F->thread_work[t], KC_ALL);
+                } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W) != 0) {
+                    return 1;
+                }
+                b = e;
+            }
+            done += ksub_weight(S, q);
+            if (all > 0) sched_worker_progress(wk, done / all);
+        }
+        return 0;
+    }
+    default:
+        return 1;
+    }
+}
+
+typedef struct kfill {
+    numeric *F;
+    const SCALAR *Ax;
+} kfill;
+
+/* First touch: worker t zeroes and assembles the cblks it owns, and zeroes its share of the
+ * fan-in buffers this rank sends. */
+static void kfill_owned(void *arg, int t)
+{
+    kfill *kf = arg;
+    numeric *F = kf->F;
+    const sched_local *L = F->exec.local;
+    const int64_t *cc = F->S->cblk_coef;
+    int64_t r0 = 0, r1 = 0; /* a run of owned cblks contiguous in the factor, populated at once */
+    for (cint k = 0; k < F->S->ncblk; k++) {
+        if (L->cblk_owner[k] != t) continue;
+        int64_t c0 = F->coef[k], c1 = c0 + (cc[k + 1] - cc[k]);
+        if (c0 != r1) {
+            kpopulate(F, r0, r1);
+            r0 = c0;
+        }
+        r1 = c1;
+    }
+    kpopulate(F, r0, r1);
+    for (cint k = 0; k < F->S->ncblk; k++)
+        if (L->cblk_owner[k] == t) kassemble(F, kf->Ax, k);
+    int T = L->nthreads;
+    for (cint q = t; q < L->nsend; q += T) {
+        cint j = L->send_cblk[q];
+        int64_t c0 = F->coef[j], c1 = c0 + (F->S->cblk_coef[j + 1] - F->S->cblk_coef[j]);
+        kpopulate(F, c0, c1);
+        kzero(F->L, c0, c1, F->fresh);
+        if (F->U) kzero(F->U, c0, c1, F->fresh);
+    }
+}
+
+/* Arrival of a fan-in message: one external dependency of the panel task less. */
+static void karrived(void *arg, int64_t task)
+{
+    sched_release(arg, (int)task);
+}
+
+static int kstarving(void *run)
+{
+    return sched_run_sleepers(run);
+}
+
+static void knudge(void *arg)
+{
+    comm_exchange_nudge(*(comm_exchange **)arg);
+}
+
+/* MPI at MPI_THREAD_FUNNELED: the calling thread is the communication thread */
+static void kdrive(void *arg)
+{
+    comm_exchange_drive(*(comm_exchange **)arg);
+}
+
+static void kpoll(void *arg, int thread)
+{
+    (void)thread;
+    comm_exchange_poll(*(comm_exchange **)arg); /* created after the run was prepared */
+}
+
+static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, canopy_err *err)
+{
+    const symbolic *S = F->S;
+    const numeric_exec *x = &F->exec;
+    const sched_local *L = x->local;
+    if (x->numa == CANOPY_NUMA_INTERLEAVE && x->topo) {
+        canopy_status st = numa_interleave(x->topo, F->L, F->coef_bytes, err);
+        if (st == CANOPY_SUCCESS && F->U) st = numa_interleave(x->topo, F->U, F->coef_bytes, err);
+        if (st != CANOPY_SUCCESS) return st;
+    }
+    double tf0 = canopy_wtime();
+    if (x->numa == CANOPY_NUMA_GLOBAL) {
+        /* the "V0" baseline: the calling thread allocates and fills everything */
+        for (int t = 0; t < L->nthreads; t++) {
+            kfill kf = {F, Ax};
+            kfill_owned(&kf, t);
+        }
+    } else {
+        kfill kf = {F, Ax};
+        sched_pool_run_all(x->pool, kfill_owned, &kf);
+    }
+    F->run.fill = canopy_wtime() - tf0;
+    F->fresh = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);
+        atomic_store_explicit(&F->tickets[k], 0, memory_order_relaxed);
+    }
+    for (int t = 0; t < F->nthreads; t++) {
+        F->thread_perturbed[t] = 0;
+        F->run.lock_wait[t] = 0;
+        F->run.handed[t] = 0;
+    }
+    /* an aborted run may have left products behind */
+    for (int64_t i = 0; i < F->pending_off[S->ncblk]; i++) atomic_store_explicit(&F->pending[i], NULL, memory_order_relaxed);
+    for (size_t i = 0; i < (size_t)F->nthreads * (NUMERIC_SPARES + 1); i++)
+        atomic_store_explicit(&F->hand[i].busy, 0, memory_order_relaxed);
+    kpar pc = {.c = *c, .F = F, .loc = L, .dag = &L->factor, .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC,
+               .dist = L->nranks > 1, .x = F->xch};
+    atomic_init(&pc.drain, 0);
+    atomic_init(&pc.failed_cblk, -1);
+    atomic_init(&pc.failed_info, 0);
+    numeric_run *r = &F->run;
+    sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
+    int result = 0;
+    sched_run *run = NULL;
+    sched_run_opts ro = {.ext = pc.dist ? L->ext : NULL,
+                         .idle = pc.dist && x->comm_threads == 0 ? kpoll : NULL, .idle_arg = &F->xch,
+                         .on_wait = pc.dist && x->comm_threads > 0 ? knudge : NULL, .on_wait_arg = &F->xch,
+                         .drive = pc.dist && x->comm_threads == COMM_FUNNELED ? kdrive : NULL, .drive_arg = &F->xch};
+    canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
+    if (pc.dist) {
+        /* everything allocated (run, messages, threads) before any rank sends: agree first */
+        if (st == CANOPY_SUCCESS) st = numeric_exchange_create(F, karrived, run, err);
+        pc.x = F->xch;
+        comm_exchange_set_urgency(F->xch, kstarving, run);
+        if (comm_agree(x->comm, err) < 0) {
+            sched_discard(run);
+            comm_exchange_free(F->xch);
+            F->xch = NULL;
+            return err->status;
+        }
+        /* the receives are posted before any worker can send */
+        st = comm_exchange_start(F->xch, err);
+    }
+    if (st != CANOPY_SUCCESS) {
+        sched_discard(run);
+        comm_exchange_free(F->xch); /* an MPI failure: its threads stop on the failed flag */
+        F->xch = NULL;
+        return st;
+    }
+    st = sched_go(run, &result);
+    r->wall = rs.wall;
+    if (pc.dist) {
+        /* the communication thread may look at the run until the exchange ends */
+        canopy_status fs = numeric_exchange_end(F, err);
+        if (st == CANOPY_SUCCESS) st = fs;
+    }
+    sched_discard(run);
+    if (st != CANOPY_SUCCESS) return st;
+    int bad = atomic_load(&pc.failed_cblk);
+    if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);
+    if (result == KSTOPPED) return canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_factorize: interrupted (canopy_interrupt)");
+    if (result != 0) return canopy_err_set(err, CANOPY_ERR_INTERNAL, "factorization task failed (%d)", result);
+    int64_t perturbed = 0;
+    for (int t = 0; t < F->nthreads; t++) perturbed += F->thread_perturbed[t];
+    F->perturbed = perturbed;
+    return perturbed > 0 ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
+}
+

@@ -1,0 +1,101 @@
+/*
+ * The node runtime of one solver: topology, worker placement and pool, the cost model, the static
+ * plan and the solve graph, and the figures a threaded run reports (per thread, per NUMA node,
+ * traces). The phase driver (api.c) owns one; the numerical code only sees numeric_exec.
+ */
+#ifndef CANOPY_RUNTIME_H
+#define CANOPY_RUNTIME_H
+
+#include "base/common.h"
+#include "numeric/numeric.h"
+#include "symbolic/symbolic.h"
+#include "sched/cost.h"
+#include "sched/engine.h"
+#include "sched/plan.h"
+#include "sched/distribute.h"
+#include "numa/topology.h"
+#include "comm/tags.h"
+
+typedef struct runtime {
+    int nthreads;
+    int ranks_on_node;              /**< ranks sharing this node (the plan's cores under load) */
+    numa_topo *topo;
+    numa_workers workers;
+    sched_pool *pool;               /**< started at the first plan */
+    sched_cost_model cost;
+    int have_cost;
+    sched_plan plan;
+    sched_local local;              /**< this rank's share of the plan */
+    sched_dag solve;                /**< one rank: the threaded solve graph */
+    int nranks, rank;               /**< set by the phase driver before runtime_plan */
+    MPI_Comm comm;
+    double comm_latency, comm_byte_time; /**< ping-pong model (several ranks) */
+    int virt_threads;               /**< > 0: plans are for nodes of this many threads, one rank each, instead
+                                         of this node's workers (canopy-simulate); no pool is started */
+    comm_tags tags;                 /**< several ranks: message ids */
+    int have_tags;
+    int have_plan;
+    canopy_factorization plan_kind;
+    int plan_complex;
+    /* placement of the last factorization */
+    int nnodes;
+    int64_t *node_planned;          /**< [nnodes] */
+    int64_t *node_found;            /**< [nnodes] */
+    int64_t unlocated;
+    int64_t *thread_bytes;          /**< [nthreads] */
+    char warning[512];              /**< what the user should know about the placement ("" if nothing) */
+} runtime;
+
+/**
+ * Topology and worker placement for @p o (threads, bind); no thread is started yet.
+ * @p ranks_on_node: ranks of the communicator sharing this node (for the oversubscription warning);
+ * @p node_rank: this rank's index among them. When the launcher left every rank the whole node
+ * and bind=core, rank i of the node keeps the i-th consecutive share of the cores.
+ */
+canopy_status runtime_init(runtime *rt, const canopy_options *o, int ranks_on_node, int node_rank, canopy_err *err);
+
+/** Load the cost model (once: the calibration or its cache, see options.cost_cache). */
+canopy_status runtime_cost(runtime *rt, const canopy_options *o, canopy_err *err);
+
+/**
+ * The plan of @p S on @p nranks ranks of rt's threads (rt->virt_threads when set), priced with
+ * rt's cost model under the load of a node whose workers all compute: the plan the real run builds.
+ */
+canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                               int complex_arith, int nranks, sched_plan *P, canopy_err *err);
+
+/** The threads each rank plans for: rt->virt_threads when set, else the workers. */
+int runtime_plan_threads(const runtime *rt);
+
+/** The factorization time the plan predicts for @p S on @p nranks ranks of rt's threads (nothing kept). */
+canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                              int complex_arith, int nranks, double *predicted, canopy_err *err);
+
+/** Cost model (once), plan and solve graph for @p S factorized with @p kind; starts the pool. */
+canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                           int complex_arith, canopy_err *err);
+
+/** The execution settings for the numerical code (the plan must be current). */
+void runtime_exec(const runtime *rt, const canopy_options *o, numeric_exec *x);
+
+/** Fill the threading and placement figures of @p st after a factorization; write the trace. */
+void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeric *F, canopy_stats *st);
+
+/** Append the solve's trace (if a trace file is set). */
+void runtime_report_solve(runtime *rt, const canopy_options *o, const numeric *F);
+
+/** Per-thread and per-node figures (after runtime_report_factorize). */
+canopy_status runtime_thread_stats(const runtime *rt, const numeric *F, int t, canopy_thread_stats *ts);
+canopy_status runtime_node_stats(const runtime *rt, int node, canopy_node_stats *ns);
+
+/**
+ * Several ranks: every rank must plan from the same inputs. The phase driver sets nranks, rank,
+ * comm, the ping-pong figures and rank 0's cost model (runtime_set_cost) first.
+ */
+void runtime_set_cost(runtime *rt, const sched_cost_model *cm);
+
+/** Drop the plan (a new analysis follows). */
+void runtime_drop_plan(runtime *rt);
+void runtime_free(runtime *rt);
+
+#endif

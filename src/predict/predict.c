@@ -1,0 +1,415 @@
+/*
+ * canopy-simulate's figures (see predict.h): the plan of a virtual layout and what it implies,
+ * read off the same structures the real run uses. Nothing here is a second model of Canopy: the
+ * times are the plan's simulation, the messages are the fan-in pairs sched_plan_local derives,
+ * the memory is numeric_predict_bytes' formula, the solve's trees are comm_tree_build's.
+ */
+#include "predict/predict.h"
+#include "api/api.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/tree.h"
+#include "sched/trace.h"
+
+static canopy_status nomem(canopy_solver *s)
+{
+    return s->err.status ? s->err.status : canopy_err_set(&s->err, CANOPY_ERR_NOMEM, "out of memory in the prediction");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* min, max, median, standard deviation and total of v[0..n-1] (sorted in place) */
+static predict_spread spread(double *v, int n)
+{
+    predict_spread p = {0};
+    if (n < 1) return p;
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; i++) sum += v[i];
+    double mean = sum / n;
+    for (int i = 0; i < n; i++) sq += (v[i] - mean) * (v[i] - mean);
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    p.min = v[0];
+    p.max = v[n - 1];
+    p.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    p.stddev = sqrt(sq / n);
+    p.total = sum;
+    return p;
+}
+
+static inline double panel_entries(const symbolic *S, cint j)
+{
+    return (double)(S->cblk_coef[j + 1] - S->cblk_coef[j]);
+}
+
+/* Idle and busy thread-seconds per depth of the thread tree, from each thread's simulated list. */
+static canopy_status levels(canopy_solver *s, const sched_plan *P, predict_report *r)
+{
+    const sched_dag *G = &P->factor;
+    int depth = 0;
+    for (int q = 0; q < G->nsnodes; q++) depth = CANOPY_MAX(depth, G->snode_depth[q]);
+    r->nlevels = depth + 1;
+    r->levels = canopy_calloc((size_t)r->nlevels, sizeof(predict_level), "prediction levels", &s->err);
+    if (!r->levels) return nomem(s);
+    for (int l = 0; l < r->nlevels; l++) r->levels[l].threads_min = P->nthreads;
+    for (int q = 0; q < G->nsnodes; q++) {
+        predict_level *L = &r->levels[G->snode_depth[q]];
+        int w = G->snode_t1[q] - G->snode_t0[q];
+        L->snodes++;
+        L->threads_min = CANOPY_MIN(L->threads_min, w);
+        L->threads_max = CANOPY_MAX(L->threads_max, w);
+    }
+    double T = G->predicted_time;
+    for (int t = 0; t < P->nthreads; t++) {
+        double at = 0;
+        for (int x = G->list_ptr[t]; x < G->list_ptr[t + 1]; x++) {
+            int i = G->list[x];
+            predict_level *L = &r->levels[G->snode_depth[G->snode[i]]];
+            L->tasks++;
+            L->idle += fmax(0, P->task_start[i] - at);
+            L->busy += P->task_end[i] - P->task_start[i];
+            at = fmax(at, P->task_end[i]);
+        }
+        r->levels[0].idle += fmax(0, T - at);
+    }
+    return CANOPY_SUCCESS;
+}
+
+/* The (target cblk, sending rank) fan-in pairs, sorted and unique: exactly sched_plan_local's. */
+static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
+{
+    const symbolic *S = &s->S;
+    int R = P->nranks;
+    int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "fan-in pairs", &s->err);
+    if (!pairs) return NULL;
+    size_t n = 0;
+    for (cint k = 0; k < S->ncblk; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (P->cblk_rank[k] != P->cblk_rank[j]) pairs[n++] = (int64_t)j * R + P->cblk_rank[k];
+        }
+    qsort(pairs, n, sizeof *pairs, cmp_i64);
+    size_t u = 0;
+    for (size_t q = 0; q < n; q++)
+        if (u == 0 || pairs[q] != pairs[u - 1]) pairs[u++] = pairs[q];
+    *np = u;
+    return pairs;
+}
+
+/*
+ * Messages, memory and the solve's trees per rank. Per rank: fan-in buffers sent (msgs, bytes),
+ * panels held, buffers received; then numeric_predict_bytes' formula.
+ */
+static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predict_opts *o, const int64_t *pairs,
+                              size_t np, double *hop, predict_report *r)
+{
+    const symbolic *S = &s->S;
+    int R = P->nranks, T = P->threads_per_rank;
+    double sb = s->arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = s->fact == CANOPY_FACT_LU ? 2.0 : 1.0;
+    double *v = canopy_calloc(11 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
+    int *mem = canopy_alloc((size_t)R + 1, sizeof(int), "prediction per rank", &s->err);
+    if (!v || !mem) {
+        canopy_free(v);
+        canopy_free(mem);
+        return nomem(s);
+    }
+    double *own = v, *held = v + R, *msgs = v + 2 * R, *bytes = v + 3 * R, *fanin = v + 4 * R, *smsgs = v + 5 * R,
+           *sbytes = v + 6 * R, *memory = v + 7 * R, *factor = v + 8 * R,
+           *imsgs = v + 9 * R, *ibytes = v + 10 * R;
+    double tot = (double)S->cblk_coef[S->ncblk];
+    for (cint k = 0; k < S->ncblk; k++) own[P->cblk_rank[k]] += panel_entries(S, k);
+    for (int q = 0; q < R; q++) held[q] = own[q];
+    /* remote updates without fan-in, for comparison */
+    for (cint k = 0; k < S->ncblk; k++)
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            for (e = b + 1; e < S->cblk_fblok[k + 1] && S->blok_fcblk[e] == S->blok_fcblk[b]; e++) {}
+            cint j = S->blok_fcblk[b];
+            if (P->cblk_rank[k] == P->cblk_rank[j]) continue;
+            double rows = (double)(S->cblk_stride[k] - S->blok_coefrow[b]);
+            double h = (double)(S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b]);
+            r->update_msgs += (int64_t)parts;
+            r->update_bytes += (int64_t)(rows * h * parts * sb);
+        }
+    canopy_status st = CANOPY_SUCCESS;
+    for (size_t q = 0; q < np && st == CANOPY_SUCCESS;) {
+        cint j = (cint)(pairs[q] / R);
+        int owner = P->cblk_rank[j], p = 0;
+        double e = panel_entries(S, j);
+        mem[p++] = owner;
+        for (; q < np && pairs[q] / R == j; q++) {
+            int src = (int)(pairs[q] % R);
+            mem[p++] = src;
+            msgs[src] += parts;
+            bytes[src] += e * parts * sb;
+            held[src] += e;
+            held[owner] += e;
+            fanin[src] += e * parts * sb;
+            fanin[owner] += e * parts * sb;
+        }
+        /* the solve: j's members reduce a w x nrhs block to the owner, then the owner broadcasts
+         * x_j back, along the tree the solve builds (heap order over the positions) */
+        comm_tree t;
+        st = comm_tree_build(mem, p, owner, s->opts.tree, (unsigned)j, &t, &s->err);
+        double blk = (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * o->nrhs * sb;
+        if (st == CANOPY_SUCCESS) hop[j] = t.depth * (o->latency + blk / o->bandwidth);
+        for (int pos = 0; pos < p && st == CANOPY_SUCCESS; pos++) {
+            int rk = comm_tree_rank_at(&t, mem, pos);
+            int kids = t.shape == CANOPY_TREE_FLAT ? (pos == 0 ? p - 1 : 0)
+                                                   : (2 * (int64_t)pos + 1 < p) + (2 * (int64_t)pos + 2 < p);
+            double sends = (pos > 0) + kids;
+            smsgs[rk] += sends;
+            sbytes[rk] += sends * blk;
+            /* the selected inversion broadcasts j's finished panel(s) down the same tree */
+            imsgs[rk] += kids * parts;
+            ibytes[rk] += kids * e * parts * sb;
+        }
+    }
+    for (int q = 0; q < R; q++) {
+        int64_t local = (int64_t)(tot > 0 ? (double)s->stats.nnz * own[q] / tot : 0);
+        memory[q] = numeric_predict_bytes_counts(S, s->fact, s->arith, held[q], T, local);
+        factor[q] = own[q] * parts * sb;
+    }
+    if (st == CANOPY_SUCCESS) {
+        r->factor_bytes = spread(factor, R);
+        r->fanin_bytes = spread(fanin, R);
+        r->memory_bytes = spread(memory, R);
+        r->msgs = spread(msgs, R);
+        r->bytes = spread(bytes, R);
+        r->solve_msgs = spread(smsgs, R);
+        r->solve_bytes = spread(sbytes, R);
+        r->selinv_msgs = spread(imsgs, R);
+        r->selinv_bytes = spread(ibytes, R);
+        r->solve_rhs_bytes = R > 1 ? (double)S->n * o->nrhs * sb * R : 0;
+    }
+    canopy_free(v);
+    canopy_free(mem);
+    return st;
+}
+
+/*
+ * One solve as the code runs it. One rank: the plan's threaded solve graph, each thread running
+ * its static list (forward in unit order, backward in reverse), each unit a memory-bound pass
+ * over its panels at the scatter rate. Several ranks: each rank's own subtrees on its T threads,
+ * then the rest of its cblks, forward in cblk order and backward in reverse (and the own subtrees
+ * last), their diagonal blocks on one thread and their panels' products in pieces on T threads
+ * (charged to the cblk itself, as the backward solve does them); a cblk waits for the partial sums (forward) or the solution block
+ * (backward) of the other ranks, delivered through the members' tree: hop[j] = its depth x
+ * (latency + w_j x nrhs scalars / bandwidth).
+ */
+static canopy_status solve_time(canopy_solver *s, const sched_plan *P, const sched_cost_model *cm,
+                                const predict_opts *o, const double *hop, predict_report *r)
+{
+    const symbolic *S = &s->S;
+    double parts = s->fact == CANOPY_FACT_LU ? 2.0 : 1.0;
+    cint n = S->ncblk;
+    if (n == 0) return CANOPY_SUCCESS;
+    /* a pass reads each entry once per right-hand side block: the scatter's rate for entries */
+    double *unit = canopy_alloc((size_t)n, sizeof(double), "solve prediction", &s->err);
+    if (!unit) return nomem(s);
+    for (cint k = 0; k < n; k++)
+        unit[k] = cost_scatter(cm, panel_entries(S, k) * o->nrhs) * (s->fact == CANOPY_FACT_LU ? parts : 1.0);
+    canopy_status st = CANOPY_SUCCESS;
+    if (P->nranks <= 1) {
+        sched_dag D;
+        st = sched_plan_solve_dag(S, P, &D, &s->err);
+        double *ready = NULL, *fin = NULL, *free_at = NULL;
+        if (st == CANOPY_SUCCESS) {
+            ready = canopy_calloc((size_t)D.ntasks + 1, sizeof(double), "solve prediction", &s->err);
+            fin = canopy_calloc((size_t)D.ntasks + 1, sizeof(double), "solve prediction", &s->err);
+            free_at = canopy_calloc((size_t)D.nthreads + 1, sizeof(double), "solve prediction", &s->err);
+            if (!ready || !fin || !free_at) st = nomem(s);
+        }
+        if (st == CANOPY_SUCCESS) {
+            int u = D.ntasks / 2;
+            double end = 0;
+            for (int x = 0; x < 2 * u; x++) {
+                int i = x < u ? x : u + (2 * u - 1 - x); /* forward ascending, then backward descending */
+                double c = 0;
+                for (cint k = D.first[i]; k <= D.cblk[i]; k++) c += unit[k];
+                int t = D.owner[i];
+                fin[i] = fmax(free_at[t], ready[i]) + c;
+                free_at[t] = fin[i];
+                end = fmax(end, fin[i]);
+                for (int e = D.succ_ptr[i]; e < D.succ_ptr[i + 1]; e++) ready[D.succ[e]] = fmax(ready[D.succ[e]], fin[i]);
+            }
+            r->time_solve = end;
+        }
+        canopy_free(ready);
+        canopy_free(fin);
+        canopy_free(free_at);
+        if (st == CANOPY_SUCCESS) sched_dag_free(&D);
+    } else {
+        int R = P->nranks, T = P->threads_per_rank;
+        double *ready = canopy_calloc((size_t)n, sizeof(double), "solve prediction", &s->err);
+        double *fin = canopy_calloc((size_t)n, sizeof(double), "solve prediction", &s->err);
+        double *free_at = canopy_calloc((size_t)R, sizeof(double), "solve prediction", &s->err);
+        double *own = canopy_calloc((size_t)R * 2 + 1, sizeof(double), "solve prediction", &s->err);
+        unsigned char *local = canopy_alloc((size_t)n, 1, "solve prediction", &s->err);
+        double *chain = canopy_calloc((size_t)n, sizeof(double), "solve prediction", &s->err);
+        if (!ready || !fin || !free_at || !own || !local || !chain) st = nomem(s);
+        double end = 0;
+        /* the cblks whose subtree is on their rank alone, solved on its T threads with no message
+         * (numeric_solve_dist): max(work / T, longest chain) per rank, before the forward loop and
+         * after the backward one */
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) local[k] = 1;
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
+            cint p = S->cblk_parent[k];
+            if (p >= 0 && (!local[k] || P->cblk_rank[p] != P->cblk_rank[k])) local[p] = 0;
+        }
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
+            if (!local[k]) continue;
+            int rk = P->cblk_rank[k];
+            chain[k] += unit[k];
+            own[2 * rk] += unit[k];
+            own[2 * rk + 1] = fmax(own[2 * rk + 1], chain[k]);
+            cint p = S->cblk_parent[k];
+            if (p >= 0 && local[p]) chain[p] = fmax(chain[p], chain[k]);
+        }
+        for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) free_at[q] = fmax(own[2 * q] / T, own[2 * q + 1]);
+        /* a shared cblk: the diagonal block on the calling thread, the panel's pieces on T */
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
+            double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]), all = panel_entries(S, k), diag = w * w;
+            double pieces = ceil(w / NUMERIC_SPLIT_PIECE), par = fmin((double)T, pieces);
+            if (local[k] || par <= 1 || (all - diag) * o->nrhs < NUMERIC_SPLIT_MIN || all <= 0) continue;
+            unit[k] *= (diag + (all - diag) / par) / all;
+        }
+        for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++) {
+            int rk = P->cblk_rank[k];
+            if (local[k]) {
+                fin[k] = free_at[rk]; /* its partial sums leave once the rank's own subtrees are done */
+            } else {
+                fin[k] = fmax(free_at[rk], ready[k]) + unit[k];
+                free_at[rk] = fin[k];
+            }
+            end = fmax(end, fin[k]);
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+                cint j = S->blok_fcblk[b];
+                ready[j] = fmax(ready[j], fin[k] + (P->cblk_rank[j] == rk ? 0 : hop[j]));
+            }
+        }
+        /* backward, each rank once its forward is done: k needs x_j of every cblk j it faces,
+         * broadcast by j's owner; the own subtrees start once every such x_j is there */
+        for (cint k = n - 1; k >= 0 && st == CANOPY_SUCCESS; k--) {
+            int rk = P->cblk_rank[k];
+            double at = free_at[rk];
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+                cint j = S->blok_fcblk[b];
+                if (!local[j]) at = fmax(at, fin[j] + (P->cblk_rank[j] == rk ? 0 : hop[j]));
+            }
+            if (local[k]) {
+                free_at[rk] = at;
+                continue;
+            }
+            fin[k] = at + unit[k];
+            free_at[rk] = fin[k];
+            end = fmax(end, fin[k]);
+        }
+        for (int q = 0; q < R && st == CANOPY_SUCCESS; q++)
+            end = fmax(end, free_at[q] + fmax(own[2 * q] / T, own[2 * q + 1]));
+        if (st == CANOPY_SUCCESS) r->time_solve = end;
+        canopy_free(ready);
+        canopy_free(fin);
+        canopy_free(free_at);
+        canopy_free(own);
+        canopy_free(local);
+        canopy_free(chain);
+    }
+    canopy_free(unit);
+    return st;
+}
+
+/* The simulated schedule as a trace canopy-trace reads (phase "factorize", scheduler "simulated"). */
+static canopy_status write_trace(canopy_solver *s, const sched_plan *P, const char *path)
+{
+    const sched_dag *G = &P->factor;
+    if (P->nthreads > SCHED_TRACE_MAX_THREADS)
+        return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "a trace holds at most %d threads; this layout has %d",
+                              SCHED_TRACE_MAX_THREADS, P->nthreads);
+    sched_event *ev = canopy_alloc((size_t)G->ntasks + 1, sizeof(sched_event), "simulated trace", &s->err);
+    if (!ev) return nomem(s);
+    for (int i = 0; i < G->ntasks; i++)
+        ev[i] = (sched_event){.task = i, .thread = G->owner[i], .victim = -1, .start = P->task_start[i], .end = P->task_end[i]};
+    canopy_status st = sched_trace_write(path, 0, "factorize", "simulated", G, ev, P->nthreads, NULL, NULL,
+                                         G->predicted_time, &s->err);
+    canopy_free(ev);
+    return st;
+}
+
+canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_report *r)
+{
+    memset(r, 0, sizeof *r);
+    if (s == NULL || o == NULL) return CANOPY_ERR_ARGUMENT;
+    if (s->virt_ranks != o->ranks || s->rt.virt_threads != o->threads || s->phase < PHASE_ANALYZED)
+        return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
+                              "predict_layout: analyze the solver for %d x %d first (api_analyze_virtual)", o->ranks,
+                              o->threads);
+    if (o->nrhs < 1 || !(o->bandwidth > 0) || !(o->latency >= 0))
+        return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "predict_layout: nrhs >= 1, bandwidth > 0, latency >= 0");
+    double t0 = canopy_wtime();
+    int cplx = s->arith == CANOPY_COMPLEX;
+    sched_plan P, P1;
+    canopy_status st = runtime_plan_for(&s->rt, &s->opts, &s->S, s->fact, cplx, o->ranks, &P, &s->err);
+    if (st != CANOPY_SUCCESS) return st;
+    r->time_plan = canopy_wtime() - t0;
+    /* the 1 x 1 reference: the same structure on one thread, no load */
+    s->rt.virt_threads = 1;
+    st = runtime_plan_for(&s->rt, &s->opts, &s->S, s->fact, cplx, 1, &P1, &s->err);
+    s->rt.virt_threads = o->threads;
+    if (st == CANOPY_SUCCESS) {
+        r->time_1x1 = P1.factor.predicted_time;
+        sched_plan_free(&P1);
+    }
+    const sched_dag *G = &P.factor;
+    r->ranks = o->ranks;
+    r->threads = o->threads;
+    r->tasks = G->ntasks;
+    r->twod_levels = P.twod_levels;
+    r->twod_cblks = P.twod_cblks;
+    r->split_width = s->stats.split_width;
+    r->time_factorize = G->predicted_time;
+    r->speedup = r->time_factorize > 0 ? r->time_1x1 / r->time_factorize : 0;
+    r->efficiency = r->speedup / ((double)o->ranks * o->threads);
+    for (int i = 0; i < G->ntasks; i++) {
+        r->critical_path = fmax(r->critical_path, G->prio[i]);
+        r->work += G->cost[i];
+    }
+    r->efficiency_loaded = r->time_factorize > 0 ? r->work / ((double)o->ranks * o->threads * r->time_factorize) : 0;
+    if (st == CANOPY_SUCCESS) st = levels(s, &P, r);
+    size_t np = 0;
+    int64_t *pairs = st == CANOPY_SUCCESS ? fanin_pairs(s, &P, &np) : NULL;
+    double *hop = st == CANOPY_SUCCESS ? canopy_calloc((size_t)s->S.ncblk + 1, sizeof(double), "solve hops", &s->err) : NULL;
+    if (st == CANOPY_SUCCESS && (!pairs || !hop)) st = nomem(s);
+    if (st == CANOPY_SUCCESS) st = per_rank(s, &P, o, pairs, np, hop, r);
+    if (st == CANOPY_SUCCESS) {
+        sched_cost_model loaded = s->rt.cost;
+        cost_model_under_load(&loaded, o->threads);
+        st = solve_time(s, &P, &loaded, o, hop, r);
+    }
+    canopy_free(pairs);
+    canopy_free(hop);
+    if (st == CANOPY_SUCCESS) st = numeric_selinv_top(&s->S, s->fact, cplx, NULL, NULL, &r->selinv, &s->err);
+    if (st == CANOPY_SUCCESS && o->trace && o->trace[0]) st = write_trace(s, &P, o->trace);
+    sched_plan_free(&P);
+    if (st != CANOPY_SUCCESS) predict_report_free(r);
+    return st;
+}
+
+void predict_report_free(predict_report *r)
+{
+    if (r == NULL) return;
+    canopy_free(r->levels);
+    r->levels = NULL;
+    r->nlevels = 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * What Canopy would do on a machine it is not running on (canopy-simulate): the plan and the
+ * simulation the real run builds for P nodes x T threads, and the figures read off them, without
+ * factorizing. Same code as the real run: the solver's analysis (api_analyze_virtual) chooses the
+ * split width and the 2D levels for the virtual layout, runtime_plan_for builds the plan, and the
+ * messages and memory are those sched_plan_local and the numeric phase would derive.
+ */
+#ifndef CANOPY_PREDICT_H
+#define CANOPY_PREDICT_H
+
+#include "solver/solver.h"
+
+typedef struct predict_opts {
+    int ranks, threads;        /**< the virtual machine: nodes (one rank each) x threads per node */
+    double latency;            /**< seconds per message between nodes */
+    double bandwidth;          /**< bytes per second between two nodes */
+    int nrhs;                  /**< right-hand sides of the predicted solve (>= 1) */
+    const char *trace;         /**< write the simulated factorization there as a canopy trace; NULL: none */
+} predict_opts;
+
+/** A figure over the ranks. */
+typedef struct predict_spread {
+    double min, max, median, stddev, total;
+} predict_spread;
+
+/** One level of the thread tree (Snodes at one depth; 0 = the root, every thread). */
+typedef struct predict_level {
+    int snodes;                /**< Snodes at this depth */
+    int threads_min, threads_max; /**< threads of each */
+    int64_t tasks;             /**< factorization tasks whose Snode is at this depth */
+    double busy;               /**< thread-seconds inside them */
+    double idle;               /**< thread-seconds idle before them (a thread's gap before its next task;
+                                    the gap after its last task counts at depth 0, where it waits for the top) */
+} predict_level;
+
+typedef struct predict_report {
+    int ranks, threads;
+    int64_t tasks, twod_cblks;
+    int twod_levels, split_width;
+    double time_factorize;     /**< simulated makespan of the plan, seconds */
+    double time_1x1;           /**< the same structure planned on one thread (no load) */
+    double speedup, efficiency; /**< time_1x1 / time_factorize, and over ranks x threads */
+    double efficiency_loaded;  /**< work / (ranks x threads x time_factorize): the plan's own efficiency,
+                                    without the kernels' slowdown when every core computes */
+    double critical_path;      /**< longest chain of task costs (loaded), messages excluded */
+    double work;               /**< sum of task costs (loaded) */
+    double time_solve;         /**< one solve with nrhs right-hand sides: forward and backward */
+    double time_plan;          /**< seconds this machine took to plan the layout */
+    int nlevels;
+    predict_level *levels;     /**< [nlevels] */
+    predict_spread factor_bytes;  /**< the factor's panels each rank holds */
+    predict_spread fanin_bytes;   /**< fan-in buffers each rank sends and receives (allocated with the factor) */
+    predict_spread memory_bytes;  /**< what the memory check predicts for the rank (panels, buffers,
+                                       workspaces, its share of A): its peak */
+    predict_spread msgs, bytes;   /**< fan-in messages and bytes each rank sends (factorization) */
+    int64_t update_msgs, update_bytes; /**< what one message per remote update would take (no fan-in) */
+    predict_spread solve_msgs, solve_bytes; /**< messages and bytes each rank sends in the solve's trees */
+    predict_spread selinv_msgs, selinv_bytes; /**< messages and bytes each rank sends in the selected
+                                                   inversion's panel broadcasts (canopy_selinv) */
+    double solve_rhs_bytes;    /**< right-hand side broadcast and solution gather (whole vectors) */
+    numeric_selinv_profile selinv; /**< the selected inversion's structure on one rank: the top of the
+                                        tree in pieces, and what no thread count shortens */
+} predict_report;
+
+/**
+ * Plan @p s's structure (after api_analyze_virtual with the same layout) for o->ranks x
+ * o->threads and fill @p r. @return CANOPY_SUCCESS, or the error in s->err (bad options,
+ * CANOPY_ERR_NOMEM, CANOPY_ERR_TOO_LARGE, CANOPY_ERR_IO for the trace).
+ */
+canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_report *r);
+
+void predict_report_free(predict_report *r);
+
+#endif
