@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cblas.h>
-#if defined(HAVE_DLFCN_H) && defined(HAVE_DLADDR)
+/* glibc has dladdr (libdl before 2.34; configure adds -ldl then): the test serves a build whose
+ * config.h predates the dladdr check (a new file compiled before config.h is remade) */
+#if defined(HAVE_DLFCN_H) && (defined(HAVE_DLADDR) || defined(__GLIBC__))
 #include <dlfcn.h>
 #define BLASCHECK_DL 1
 #endif
