@@ -694,8 +694,8 @@ double cost_model_check_rate(const sched_cost_model *m)
 }
 
 /* The quick check: GFlop/s of the check's GEMM on one core now (0 when it cannot run). Best of
- * the cost_time batches; when that is off the cache's prediction, once more (another process may
- * have held the core), so that only a lasting difference remakes the cache. */
+ * the cost_time batches; when that is off the cache's prediction, up to twice more (another
+ * process may have held the core), so that only a lasting difference remakes the cache. */
 static double cost_check_measure(double predicted)
 {
     double injected = cost_injected_gflops();
@@ -712,7 +712,7 @@ static double cost_check_measure(double predicted)
         for (size_t i = 0; i < (size_t)COST_GEMM_DMAX * COST_CHECK_D; i++) b.B[i] = 1e-3 * (double)(i % 7 + 1);
         int old = numeric_blas_single();
         double f = cost_flops(COST_GEMM, COST_CHECK_D);
-        for (int round = 0; round < 2; round++) {
+        for (int round = 0; round < 3; round++) {
             double t = cost_time(&b, COST_GEMM, COST_CHECK_D, 0);
             if (t > 0 && f / t * 1e-9 > rate) rate = f / t * 1e-9;
             if (rate * COST_CHECK_TOLERANCE >= predicted && rate <= predicted * COST_CHECK_TOLERANCE) break;
