@@ -262,14 +262,16 @@ def cost_model_line():
         try:
             with open(path) as f:
                 for line in f:
-                    parts = line.split()
-                    if len(parts) == 2:
-                        vals[parts[0]] = parts[1]
+                    parts = line.split(None, 1)
+                    if len(parts) == 2 and not parts[0].startswith("#"):
+                        vals[parts[0]] = parts[1].strip()
         except OSError:
             continue
         if "peak_gemm" in vals:
-            return "%s (peak_gemm %.1f GFlop/s, calibrated %s)" % (
-                path, float(vals["peak_gemm"]) * 1e-9, vals.get("calibrated", "?"))
+            # format 3 names the BLAS it was measured with (key_blas)
+            blas = (vals["key_blas"] + ", ") if "key_blas" in vals else ""
+            return "%s (%speak_gemm %.1f GFlop/s, calibrated %s)" % (
+                path, blas, float(vals["peak_gemm"]) * 1e-9, vals.get("calibrated", "?"))
     return None
 
 

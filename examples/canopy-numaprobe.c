@@ -2,6 +2,8 @@
  * canopy-numaprobe: measure the NUMA effects of this machine on BLAS calls, as in
  * papers/numa-scheduler-pastix.txt §3.1-3.2 (the measurement itself lives in numa/probe.c).
  * Prints both experiments as tables; --svg / --png write the heat map of the pair experiment.
+ * First it says which BLAS runs and how fast its DGEMM is on one core (the cost model's figure),
+ * with the library's warning on stderr when the BLAS wastes this CPU.
  */
 #include "base/config.h"
 #include <stdio.h>
@@ -10,6 +12,8 @@
 #include "base/common.h"
 #include "numa/topology.h"
 #include "numa/probe.h"
+#include "sched/cost.h"
+#include "numeric/numeric.h"
 
 static void usage(FILE *f)
 {
@@ -25,7 +29,27 @@ static void usage(FILE *f)
             "  --svg FILE   heat map of experiment (1) as SVG\n"
             "  --png FILE   the same heat map as PNG (left daxpy, right dgemm; rows nodes, columns cores)\n"
             "  --help       this text\n"
-            "A topology from HWLOC_SYNTHETIC or HWLOC_XMLFILE is refused: it is not this machine.\n");
+            "A topology from HWLOC_SYNTHETIC or HWLOC_XMLFILE is refused: it is not this machine.\n"
+            "The first line names the BLAS and its DGEMM rate on one core as the solver's cost model measures\n"
+            "it (calibration or cache, CANOPY_COST_CACHE; --quick: by its kernels alone, nothing timed).\n");
+}
+
+/* The BLAS as the solver's cost model sees it; a warning, if any, is on stderr (once). */
+static void print_blas(int quick)
+{
+    canopy_options o;
+    char msg[256];
+    canopy_options_default(&o);
+    (void)canopy_options_from_env(&o, msg, sizeof msg);
+    sched_cost_model m;
+    canopy_err err = {0};
+    if (cost_model_load(&m, quick ? "fixed" : o.cost_cache, &numeric_cost_kernels, &err) != CANOPY_SUCCESS) return;
+    printf("BLAS: %s", m.key_blas);
+    if (m.gemm_gflops > 0) printf(", DGEMM %.1f GFlop/s on one core", m.gemm_gflops);
+    if (m.gemm_expected > 0) printf(" (the CPU's vector units: about %.0f)", m.gemm_expected);
+    printf("%s\n", m.blas_warning[0] ? ": far too slow, see the warning" : "");
+    if (m.note[0]) printf("cost model: %s\n", m.note);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -60,6 +84,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    print_blas(o.quick);
     canopy_err err = {0};
     numa_topo *t = NULL;
     numa_probe r;

@@ -609,6 +609,14 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             json_num("rss_peak_rank_max", S.rss_peak_rank_max, 0);
             json_num("memory_predicted_rank_max", S.memory_predicted_rank_max, 0);
             json_num("memory_limit_rank", S.memory_limit_rank, 0);
+            /* the BLAS the cost model measured (its warning went to stderr once) */
+            json_num("blas_gflops", S.blas_gflops, 0);
+            json_num("blas_gflops_expected", S.blas_gflops_expected, 0);
+            printf("\"blas_warning\": %d, \"blas_name\": ", S.blas_warning);
+            json_string(S.blas_name);
+            printf(", \"blas_message\": ");
+            json_string(S.blas_message);
+            printf(", ");
             printf("\"steals\": %lld, \"steals_remote\": %lld, \"factor_bytes_unlocated\": %lld, \"threads\": [",
                    (long long)S.steals, (long long)S.steals_remote, (long long)S.factor_bytes_unlocated);
             for (int t = 0; t < S.threads_per_rank; t++) {
@@ -654,6 +662,12 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                        S.refinement_steps, ferr);
                 printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,
                        S.factor_bytes / 1048576.0);
+                if (S.blas_name[0] && S.blas_gflops > 0)
+                    printf("  BLAS %s: DGEMM %.1f GFlop/s on one core (the CPU's vector units: about %.0f)%s\n",
+                           S.blas_name, S.blas_gflops, S.blas_gflops_expected,
+                           S.blas_warning ? ", far too slow: see the warning" : "");
+                else if (S.blas_warning)
+                    printf("  BLAS %s: slow on this CPU: see the warning\n", S.blas_name);
                 if (want_selinv)
                     printf("  selected inversion: %.3f s (%.2f x the factorization), %.2f GFlop/s, %lld entries%s%s\n",
                            sel.time, S.time_factorize > 0 ? sel.time / S.time_factorize : NAN, sel.gflops,

@@ -272,6 +272,15 @@ typedef struct canopy_stats {
     int64_t selinv_comm_msgs;
     int64_t selinv_comm_bytes;
     double selinv_bytes_rank_min, selinv_bytes_rank_max, selinv_bytes_rank_median, selinv_bytes_rank_stddev;
+    /* the BLAS as the cost model found it when it was loaded (the first analysis; rank 0's) */
+    double blas_gflops;           /**< DGEMM GFlop/s on one core (a 576 x 256 x 256 update), measured by the
+                                       calibration or the cache's check; 0: not measured (cost-cache=fixed) */
+    double blas_gflops_expected;  /**< what the core's vector units give at the nominal clock (a low
+                                       estimate from the instruction set); 0: unknown */
+    int blas_warning;             /**< 1: the BLAS runs far below this CPU (kernels for an older instruction
+                                       set, or a slow library); blas_message says why and the fix */
+    char blas_name[128];          /**< "OpenBLAS 0.3.21 Cooperlake" (library, version, kernels), or the file */
+    char blas_message[400];       /**< the warning, also printed once per process on stderr ("" if none) */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

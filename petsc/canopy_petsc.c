@@ -578,6 +578,9 @@ static PetscErrorCode MatView_Canopy(Mat F, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  analyze %g s, last factorization %g s (%g GFlop/s), perturbed pivots %lld\n",
                                      st.time_analyze, st.time_factorize, st.gflops_factorize,
                                      (long long)st.perturbed_pivots));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  BLAS %s: DGEMM %.1f GFlop/s on one core%s (the CPU's vector units: about %.0f)%s%s\n",
+                                     st.blas_name, st.blas_gflops, st.blas_gflops > 0 ? "" : " (not measured)",
+                                     st.blas_gflops_expected, st.blas_warning ? "; WARNING: " : "", st.blas_message));
     PetscFunctionReturn(0);
 }
 

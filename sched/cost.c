@@ -1,9 +1,12 @@
 /*
  * Cost model of the dense kernels (see cost.h): the per-call formulas the planner evaluates for
  * every task, the calibration that measures this machine, and the text cache that spares the
- * calibration on later runs. Owns no task logic: sched/plan.c decides which calls a task makes.
+ * calibration on later runs (keyed by CPU, BLAS and cores, and checked by a quick GEMM). Owns no
+ * task logic: sched/plan.c decides which calls a task makes; sched/blascheck.c says what the
+ * machine is and whether its BLAS wastes it.
  */
 #include "cost.h"
+#include "blascheck.h"
 
 #include <errno.h>
 #include <math.h>
@@ -102,6 +105,19 @@ static const int cost_sizes[COST_NSIZES] = {8, 16, 32, 64, 128, 256};
 static const int cost_last[COST_NKERNELS] = {384, 384, 512, 512, 512, 0};
 #define COST_GEMM_DMAX 384 /* GEMM and TRSM */
 #define COST_DMAX 512      /* square operands */
+/* The quick check of a cache and the rate reported as the BLAS's: the GEMM of size 256 (a
+ * 576 x 256 x 256 update, about 75 MFlop: a few milliseconds), one of the calibration's shapes. */
+#define COST_CHECK_D 256
+#define COST_CHECK_TOLERANCE 1.3 /* measured / predicted beyond 1.3x either way: recalibrate */
+
+/* CANOPY_TEST_GEMM_GFLOPS: the tests' stand-in for a measured DGEMM rate (0: none). */
+static double cost_injected_gflops(void)
+{
+    const char *v = getenv("CANOPY_TEST_GEMM_GFLOPS");
+    char *end;
+    double r = v && *v ? strtod(v, &end) : 0;
+    return v && *v && *end == '\0' && isfinite(r) && r > 0 ? r : 0;
+}
 
 typedef struct cost_bench {
     double *A, *B, *C;  /* GEMM/TRSM operands */
@@ -427,6 +443,7 @@ canopy_status cost_model_calibrate(sched_cost_model *m, const cost_kernels *kern
             if (k != COST_SCATTER) t -= r.latency;
             double f = cost_flops(k, d);
             if (!(t > 0)) t = 1e-3 * f / 50e9; /* under the timer's noise: take a fast rate */
+            if (k == COST_GEMM && d == COST_CHECK_D) r.gemm_gflops = f / (t + r.latency) * 1e-9;
             x[n] = 1 / cost_dim(k, d);
             y[n] = t / f;
             n++;
@@ -450,6 +467,12 @@ canopy_status cost_model_calibrate(sched_cost_model *m, const cost_kernels *kern
     if (st == CANOPY_SUCCESS) {
         r.calibrated = 1;
         snprintf(r.source, sizeof r.source, "calibrated");
+        /* one timed size is at the mercy of a busy host, the fit across sizes less so; a busy
+         * host only ever slows a kernel down: the larger of the two */
+        double fitted = cost_model_check_rate(&r), injected = cost_injected_gflops();
+        if (fitted > r.gemm_gflops) r.gemm_gflops = fitted;
+        if (injected > 0) r.gemm_gflops = injected;
+        cost_model_stamp(&r);
         *m = r;
     }
 done:
@@ -466,7 +489,7 @@ done:
 
 /* ---- cache file ----------------------------------------------------------------------------- */
 
-#define COST_FORMAT 2 /* 2: the slowdowns under load */
+#define COST_FORMAT 3 /* 2: the slowdowns under load; 3: the machine's key and the GEMM rate */
 
 canopy_status cost_model_write(const sched_cost_model *m, const char *path, canopy_err *err)
 {
@@ -495,6 +518,10 @@ canopy_status cost_model_write(const sched_cost_model *m, const char *path, cano
     if (f == NULL) return canopy_err_set(err, CANOPY_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     fprintf(f, "# Canopy kernel cost model: seconds = latency + flops / (peak * d / (d + d_half))\n");
     fprintf(f, "format %d\n", COST_FORMAT);
+    fprintf(f, "key_cpu %s\n", m->key_cpu[0] ? m->key_cpu : "unknown");
+    fprintf(f, "key_blas %s\n", m->key_blas[0] ? m->key_blas : "unknown");
+    fprintf(f, "key_threads %d\n", m->key_threads);
+    fprintf(f, "gemm_gflops %.17g\n", m->gemm_gflops);
     fprintf(f, "calibrated %d\n", m->calibrated ? 1 : 0);
     fprintf(f, "latency %.17g\n", m->latency);
     fprintf(f, "load_threads %d\n", m->load_threads);
@@ -515,9 +542,11 @@ canopy_status cost_model_write(const sched_cost_model *m, const char *path, cano
 }
 
 /* Key of a line: returns the slot it fills (0 = format, 1 = calibrated, 2 = latency, then
- * peak/d_half pairs), or -1 when unknown. */
+ * peak/d_half pairs, the load figures, key_threads, gemm_gflops), or -1 when unknown. */
 static int cost_key(const char *key)
 {
+    if (!strcmp(key, "key_threads")) return 6 + 2 * COST_NKERNELS;
+    if (!strcmp(key, "gemm_gflops")) return 7 + 2 * COST_NKERNELS;
     if (!strcmp(key, "format")) return 0;
     if (!strcmp(key, "calibrated")) return 1;
     if (!strcmp(key, "latency")) return 2;
@@ -537,10 +566,10 @@ canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err 
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_read: NULL model or empty path");
     FILE *f = fopen(path, "r");
     if (f == NULL) return canopy_err_set(err, CANOPY_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    enum { NSLOTS = 6 + 2 * COST_NKERNELS };
+    enum { NSLOTS = 8 + 2 * COST_NKERNELS };
     double val[NSLOTS];
     int seen[NSLOTS] = {0};
-    char line[256];
+    char line[256], key_cpu[128] = "", key_blas[128] = "";
     int lineno = 0;
     canopy_status st = CANOPY_SUCCESS;
     while (st == CANOPY_SUCCESS && fgets(line, sizeof line, f)) {
@@ -556,6 +585,21 @@ canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err 
         int klen = 0;
         while (*p && *p != ' ' && *p != '\t' && klen < (int)sizeof key - 1) key[klen++] = *p++;
         key[klen] = '\0';
+        if (!strcmp(key, "key_cpu") || !strcmp(key, "key_blas")) {
+            /* a text value: the rest of the line, trimmed */
+            char *dst = key[4] == 'c' ? key_cpu : key_blas;
+            while (*p == ' ' || *p == '\t') p++;
+            size_t vlen = strcspn(p, "\r\n");
+            while (vlen > 0 && (p[vlen - 1] == ' ' || p[vlen - 1] == '\t')) vlen--;
+            if (vlen == 0 || vlen >= sizeof key_cpu) {
+                st = canopy_err_set(err, CANOPY_ERR_FORMAT, "%s:%d: %s needs a value of 1 to %d characters", path,
+                                    lineno, key, (int)sizeof key_cpu - 1);
+                break;
+            }
+            memcpy(dst, p, vlen);
+            dst[vlen] = '\0';
+            continue;
+        }
         int slot = cost_key(key);
         char *end;
         errno = 0;
@@ -573,11 +617,13 @@ canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err 
     if (st == CANOPY_SUCCESS && ferror(f)) st = canopy_err_set(err, CANOPY_ERR_IO, "error reading %s", path);
     fclose(f);
     if (st != CANOPY_SUCCESS) return st;
-    for (int s = 0; s < NSLOTS; s++)
-        if (!seen[s]) return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model is incomplete", path);
-    if (val[0] != COST_FORMAT)
+    /* an older format first: its keys are not all there */
+    if (seen[0] && val[0] != COST_FORMAT)
         return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model format %g, expected %d", path, val[0],
                               COST_FORMAT);
+    for (int s = 0; s < NSLOTS; s++)
+        if (!seen[s]) return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model is incomplete", path);
+    if (!key_cpu[0] || !key_blas[0]) return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model is incomplete", path);
     sched_cost_model r;
     memset(&r, 0, sizeof r);
     r.calibrated = val[1] != 0;
@@ -594,7 +640,13 @@ canopy_status cost_model_read(sched_cost_model *m, const char *path, canopy_err 
     sane &= lt >= 1 && lt <= COST_LOAD_MAX && lt == floor(lt) && r.load_gemm >= 1 && r.load_gemm <= 16 &&
             r.load_scatter >= 1 && r.load_scatter <= 16;
     r.load_threads = sane ? (int)lt : 1;
+    double kt = val[6 + 2 * COST_NKERNELS];
+    r.gemm_gflops = val[7 + 2 * COST_NKERNELS];
+    sane &= kt >= 0 && kt <= 1 << 20 && kt == floor(kt) && r.gemm_gflops >= 0;
     if (!sane) return canopy_err_set(err, CANOPY_ERR_FORMAT, "%s: cost model values out of range", path);
+    r.key_threads = (int)kt;
+    memcpy(r.key_cpu, key_cpu, sizeof key_cpu);
+    memcpy(r.key_blas, key_blas, sizeof key_blas);
     size_t plen = strlen(path);
     if (plen >= sizeof r.source) plen = sizeof r.source - 1;
     memcpy(r.source, path, plen);
@@ -627,12 +679,83 @@ int cost_model_default_path(char *buf, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+void cost_model_stamp(sched_cost_model *m)
+{
+    blascheck_machine mc;
+    blascheck_identify(&mc);
+    blascheck_cpu_key(&mc, m->key_cpu, sizeof m->key_cpu);
+    blascheck_blas_key(&mc, m->key_blas, sizeof m->key_blas);
+    m->key_threads = cost_usable_cores();
+}
+
+double cost_model_check_rate(const sched_cost_model *m)
+{
+    double rows = cost_rows(COST_CHECK_D), d = COST_CHECK_D;
+    double t = cost_gemm(m, rows, d, d);
+    return t > 0 ? 2 * rows * d * d / t * 1e-9 : 0;
+}
+
+/* The quick check: GFlop/s of the check's GEMM on one core now (0 when it cannot run). Best of
+ * the cost_time batches; when that is off the cache's prediction, up to twice more (another
+ * process may have held the core), so that only a lasting difference remakes the cache. */
+static double cost_check_measure(double predicted, const cost_kernels *kern)
+{
+    double injected = cost_injected_gflops();
+    if (injected > 0) return injected;
+    if (kern == NULL) return 0;
+    canopy_err local = {0};
+    cost_bench b = {0};
+    size_t rows = (size_t)cost_rows(COST_CHECK_D);
+    b.A = canopy_alloc(rows * COST_CHECK_D, sizeof(double), "cost check operand", &local);
+    b.B = canopy_alloc((size_t)COST_GEMM_DMAX * COST_CHECK_D, sizeof(double), "cost check operand", &local);
+    b.C = canopy_alloc(rows * COST_CHECK_D, sizeof(double), "cost check operand", &local);
+    double rate = 0;
+    if (b.A && b.B && b.C) {
+        for (size_t i = 0; i < rows * COST_CHECK_D; i++) b.A[i] = b.C[i] = 1e-3 * (double)(i % 13 + 1);
+        for (size_t i = 0; i < (size_t)COST_GEMM_DMAX * COST_CHECK_D; i++) b.B[i] = 1e-3 * (double)(i % 7 + 1);
+        int old = kern->blas_single();
+        double f = cost_flops(COST_GEMM, COST_CHECK_D);
+        for (int round = 0; round < 3; round++) {
+            double t = cost_time(&b, COST_GEMM, COST_CHECK_D, 0);
+            if (t > 0 && f / t * 1e-9 > rate) rate = f / t * 1e-9;
+            if (rate * COST_CHECK_TOLERANCE >= predicted && rate <= predicted * COST_CHECK_TOLERANCE) break;
+        }
+        kern->blas_restore(old);
+    }
+    canopy_free(b.A);
+    canopy_free(b.B);
+    canopy_free(b.C);
+    return rate;
+}
+
+/* The verdict on the BLAS (and its one warning per process). */
+static void cost_judge(sched_cost_model *m)
+{
+    blascheck_machine mc;
+    blascheck_identify(&mc);
+    m->gemm_expected = blascheck_expected_gflops(&mc);
+    blascheck_verdict(&mc, m->gemm_gflops, m->blas_warning, sizeof m->blas_warning);
+    (void)blascheck_warn_once(m->blas_warning);
+}
+
+void cost_model_report(const sched_cost_model *m, canopy_stats *st)
+{
+    if (m == NULL || st == NULL) return;
+    st->blas_gflops = m->gemm_gflops;
+    st->blas_gflops_expected = m->gemm_expected;
+    st->blas_warning = m->blas_warning[0] != '\0';
+    snprintf(st->blas_name, sizeof st->blas_name, "%s", m->key_blas);
+    snprintf(st->blas_message, sizeof st->blas_message, "%s", m->blas_warning);
+}
+
 canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost_kernels *kern, canopy_err *err)
 {
     if (m == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_load: NULL model");
     if (where == NULL) where = "";
     if (!strcmp(where, "fixed")) {
         cost_model_fixed(m);
+        cost_model_stamp(m);
+        cost_judge(m); /* by the kernels' instruction set alone: nothing was measured */
         return CANOPY_SUCCESS;
     }
     char path[CANOPY_PATH_MAX];
@@ -648,15 +771,43 @@ canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost
         memcpy(path, where, l + 1);
         use_file = 1;
     }
-    /* a missing, unreadable or garbled cache is not an error: it is remade */
+    /* a missing, unreadable or garbled cache is not an error: it is remade; so is one made on
+     * another machine (CPU, BLAS or its kernels, cores) or one this machine no longer matches */
     canopy_err local = {0};
-    if (use_file && cost_model_read(m, path, &local) == CANOPY_SUCCESS) return CANOPY_SUCCESS;
+    char note[sizeof m->note] = "";
+    sched_cost_model c;
+    if (use_file && cost_model_read(&c, path, &local) == CANOPY_SUCCESS) {
+        sched_cost_model here;
+        memset(&here, 0, sizeof here);
+        cost_model_stamp(&here);
+        if (strcmp(c.key_cpu, here.key_cpu) || strcmp(c.key_blas, here.key_blas) || c.key_threads != here.key_threads) {
+            snprintf(note, sizeof note, "cache made for %s, %s, %d cores; this is %s, %s, %d cores: recalibrated",
+                     strcmp(c.key_cpu, here.key_cpu) ? c.key_cpu : "this CPU",
+                     strcmp(c.key_blas, here.key_blas) ? c.key_blas : "this BLAS", c.key_threads,
+                     strcmp(c.key_cpu, here.key_cpu) ? here.key_cpu : "the same CPU",
+                     strcmp(c.key_blas, here.key_blas) ? here.key_blas : "the same BLAS", here.key_threads);
+        } else {
+            double predicted = cost_model_check_rate(&c), rate = cost_check_measure(predicted, kern);
+            if (rate > 0 && rate * COST_CHECK_TOLERANCE >= predicted && rate <= predicted * COST_CHECK_TOLERANCE) {
+                *m = c;
+                m->gemm_gflops = rate;
+                m->note[0] = '\0';
+                cost_judge(m);
+                return CANOPY_SUCCESS;
+            }
+            snprintf(note, sizeof note, "cache predicts DGEMM at %.1f GFlop/s, measured %.1f: recalibrated", predicted,
+                     rate);
+        }
+    }
     canopy_err_clear(&local);
     if (cost_model_calibrate(m, kern, &local) != CANOPY_SUCCESS) {
         cost_model_fixed(m);
-        return CANOPY_SUCCESS;
+        cost_model_stamp(m);
+    } else {
+        canopy_err_clear(&local);
+        if (use_file) (void)cost_model_write(m, path, &local); /* unwritable: keep it in memory */
     }
-    canopy_err_clear(&local);
-    if (use_file) (void)cost_model_write(m, path, &local); /* unwritable: keep it in memory */
+    snprintf(m->note, sizeof m->note, "%s", note);
+    cost_judge(m);
     return CANOPY_SUCCESS;
 }

@@ -27,6 +27,16 @@ typedef struct sched_cost_model {
     double load_scatter;          /**< the same for the memory-bound scatter */
     int calibrated;               /**< 1 measured here (or read from a cache made here), 0 fixed fallback */
     char source[CANOPY_PATH_MAX]; /**< "fixed", "calibrated" or the cache file read */
+    /* the machine it was measured on, the cache's key: a cache whose key differs is remade */
+    char key_cpu[128];            /**< blascheck_cpu_key: vendor, family, model, name */
+    char key_blas[128];           /**< blascheck_blas_key: library, version, kernels ("OpenBLAS 0.3.21 Prescott") */
+    int key_threads;              /**< usable cores (those of the loaded measurement) */
+    double gemm_gflops;           /**< DGEMM of the check's shape on one core, measured when loaded (by the
+                                       calibration or the cache's check), GFlop/s; 0: not measured */
+    /* set by cost_model_load, not stored */
+    double gemm_expected;         /**< GFlop/s the core's vector units give (blascheck_expected_gflops); 0 unknown */
+    char blas_warning[400];       /**< "" or the slow-BLAS warning with its fix (blascheck_verdict) */
+    char note[640];               /**< why a cache was not used as it was ("" when it was, or none existed) */
 } sched_cost_model;
 
 /*
@@ -46,10 +56,25 @@ void cost_model_fixed(sched_cost_model *m);
 /**
  * Fill @p m from @p where: "fixed" = cost_model_fixed; "none" = calibrate now, no file; "" = the
  * default cache ($XDG_CACHE_HOME or $HOME/.cache, file canopy/cost-model-<host>.txt); any other
- * string = that cache file. A cache is read if it exists and parses, else calibrated and written
- * (a write failure is not an error). Calibration failure falls back to fixed.
+ * string = that cache file. A cache is used if it exists, parses, was made on this machine (the
+ * same CPU, BLAS library, version and kernels, and usable cores: cost_model_stamp) and a quick
+ * GEMM (a few milliseconds) runs within 30% of what it predicts; else the model is calibrated and
+ * the cache rewritten (a write failure is not an error; m->note says why). Calibration failure
+ * falls back to fixed. Then the BLAS is judged against the CPU (blascheck_verdict, with the
+ * measured rate; by its kernels alone for "fixed"): m->blas_warning, printed once per process.
+ * Test hook: CANOPY_TEST_GEMM_GFLOPS=<rate> stands for every DGEMM rate measured (the check's and
+ * the calibration's gemm_gflops; the fitted peaks stay measured).
  */
 canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost_kernels *kern, canopy_err *err);
+
+/** Set m's key (key_cpu, key_blas, key_threads) to this process's machine. */
+void cost_model_stamp(sched_cost_model *m);
+
+/** GFlop/s @p m predicts for the quick check's GEMM (what a measured rate is compared with). */
+double cost_model_check_rate(const sched_cost_model *m);
+
+/** The BLAS fields at the end of canopy_stats (blas_gflops, blas_warning, ...) from @p m. */
+void cost_model_report(const sched_cost_model *m, canopy_stats *st);
 
 /**
  * Measure now (about 0.3 s): each kernel alone on one core, then a dense kernel and the scatter

@@ -236,6 +236,47 @@ t "selinv bad what" 2 "$bin" --laplacian 6x5x4 --selinv everything
 t "selinv-out alone" 2 "$bin" --laplacian 6x5x4 --selinv-out "$sv.mtx"
 rm -f "$sv.mtx" "$sv.e.mtx" "$sv.txt" "$sv.bad"
 
+# the BLAS as the cost model measured it: --json names it and its DGEMM rate. A slow rate fed in
+# (CANOPY_TEST_GEMM_GFLOPS stands for what the calibration measures) on a CPU whose vector units
+# Canopy can estimate is flagged in the statistics and warned of on stderr, once per process;
+# OpenBLAS made to run its SSE kernels (OPENBLAS_CORETYPE=Prescott) on a CPU with AVX2 or AVX-512
+# is too, with the fix, and once for two ranks
+err=${TMPDIR:-/tmp}/canopy_cli_blas.$$
+jb=$(CANOPY_TEST_GEMM_GFLOPS=0.1 "$bin" --json --repeat 2 --cost-cache none --laplacian 6x6x6 2>"$err")
+nw=$(grep -c "canopy: warning: .*DGEMM at 0.1 GFlop/s on one core" "$err")
+expected=$(printf '%s\n' "$jb" | sed -n 's/.*"blas_gflops_expected": \([^,]*\),.*/\1/p')
+if printf '%s\n' "$jb" | grep -q '"blas_gflops": 0.1, "blas_gflops_expected": [0-9.e+]*, "blas_warning": [01], "blas_name": "[^"]' &&
+    printf '%s\n' "$jb" | grep -q '"blas_message": "'; then
+    echo "ok: --json reports the BLAS: $(printf '%s\n' "$jb" | grep -o '"blas_name": "[^"]*"'), expected $expected GFlop/s"
+else
+    echo "FAIL: --json lacks the BLAS figures"; printf '%s\n' "$jb" | tr ',' '\n' | grep blas; fails=$((fails + 1))
+fi
+if awk -v e="$expected" 'BEGIN { exit !(e > 0) }'; then
+    if printf '%s\n' "$jb" | grep -q '"blas_warning": 1,' && [ "$nw" -eq 1 ]; then
+        echo "ok: a slow measured DGEMM is flagged and warned of once"
+    else
+        echo "FAIL: a slow measured DGEMM: $nw warning(s)"; cat "$err"; fails=$((fails + 1))
+    fi
+fi
+if printf '%s\n' "$jb" | grep -q '"blas_name": "OpenBLAS' && grep -Eq '^flags.* (avx2|avx512f)( |$)' /proc/cpuinfo 2>/dev/null; then
+    for ranks in 1 2; do
+        launch=""
+        [ "$ranks" -gt 1 ] && { [ -n "$MPIEXEC" ] || continue; launch="$MPIEXEC -n $ranks"; }
+        # shellcheck disable=SC2086
+        jw=$(OPENBLAS_CORETYPE=Prescott $launch "$bin" --json --repeat 2 --cost-cache fixed --laplacian 6x6x6 2>"$err")
+        nw=$(grep -c "canopy: warning: OpenBLAS .* runs its Prescott kernels .*OPENBLAS_CORETYPE=Prescott asks for them: set OPENBLAS_CORETYPE=" "$err")
+        if printf '%s\n' "$jw" | grep -q '"blas_warning": 1, "blas_name": "OpenBLAS [^"]*Prescott"' && [ "$nw" -eq 1 ]; then
+            echo "ok: OpenBLAS's Prescott kernels on this CPU: flagged, warned of once ($ranks rank(s))"
+        else
+            echo "FAIL: Prescott kernels on $ranks rank(s): $nw warning(s)"; cat "$err"
+            printf '%s\n' "$jw" | tr ',' '\n' | grep blas; fails=$((fails + 1))
+        fi
+    done
+else
+    echo "skipped: OpenBLAS's kernel choice (not OpenBLAS, or a CPU without AVX2)"
+fi
+rm -f "$err"
+
 # canopy-simulate: usage, the JSON figures, a trace canopy-trace reads, bad input
 sim=${top_builddir:-.}/canopy-simulate
 tr=${top_builddir:-.}/canopy-trace

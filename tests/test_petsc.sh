@@ -212,6 +212,25 @@ else
     echo "FAIL: with -dll_append, PETSc's own LU is gone"; tail -3 "$tmp/own.out"; fails=$((fails + 1))
 fi
 
+# -ksp_view names the BLAS and its DGEMM rate; with OpenBLAS's SSE kernels forced on a CPU with
+# AVX2 or AVX-512 (OPENBLAS_CORETYPE=Prescott) the line carries the warning and its fix (judged by
+# the kernels' instruction set: nothing timed decides it; cost-cache=fixed times nothing)
+if $tmo $MPIEXEC -n 1 "$tmp/ex_ksp" -n 10 -ksp_type preonly -pc_type lu -pc_factor_mat_solver_type canopy -dll_append "$lib" \
+    -mat_canopy_cost_cache fixed -ksp_view >"$tmp/blas.out" 2>&1 && grep -q "^ *BLAS .*GFlop/s on one core" "$tmp/blas.out"; then
+    echo "ok: -ksp_view names the BLAS: $(grep -m 1 -o 'BLAS [^:]*' "$tmp/blas.out")"
+else
+    echo "FAIL: no BLAS line in -ksp_view"; tail -12 "$tmp/blas.out"; fails=$((fails + 1))
+fi
+if grep -q "OpenBLAS" "$tmp/blas.out" && grep -Eq '^flags.* (avx2|avx512f)( |$)' /proc/cpuinfo 2>/dev/null; then
+    if OPENBLAS_CORETYPE=Prescott $tmo $MPIEXEC -n 1 "$tmp/ex_ksp" -n 10 -ksp_type preonly -pc_type lu \
+        -pc_factor_mat_solver_type canopy -dll_append "$lib" -mat_canopy_cost_cache fixed -ksp_view >"$tmp/blas.out" 2>&1 &&
+        grep -q "BLAS OpenBLAS .*Prescott.*WARNING: .*OPENBLAS_CORETYPE=" "$tmp/blas.out"; then
+        echo "ok: -ksp_view warns of OpenBLAS's Prescott kernels on this CPU"
+    else
+        echo "FAIL: no warning in -ksp_view for OpenBLAS's Prescott kernels"; tail -12 "$tmp/blas.out"; fails=$((fails + 1))
+    fi
+fi
+
 # a bad option: the package's error, not a crash
 if $tmo $MPIEXEC -n 2 "$tmp/ex_ksp" -n 10 -ksp_type preonly -pc_type lu -pc_factor_mat_solver_type canopy -dll_append "$lib" \
     -mat_canopy_threads many >"$tmp/bad.out" 2>&1; then

@@ -723,6 +723,7 @@ static canopy_status get_stats_call(const canopy_solver *s, canopy_stats *stats)
 {
     if (s == NULL || stats == NULL) return CANOPY_ERR_ARGUMENT;
     *stats = s->stats;
+    if (s->have_rt && s->rt.have_cost) cost_model_report(&s->rt.cost, stats); /* the BLAS it measured */
     return CANOPY_SUCCESS;
 }
 
