@@ -4,7 +4,10 @@
 (Cholesky, MAT_SPD set) and a convection-diffusion operator (LU). Runs alternate between the
 solvers; medians of --repeat. time_setup is KSPSetUp: the analysis (ordering, symbolic) and the
 first factorization; time_refactor a second numeric factorization of the same pattern; time_solve
-one KSPSolve. Timings are reported, never asserted."""
+one KSPSolve. With --percall M: the per-call cost instead, M refactorizations and solves of a
+small matrix (ex_ksp -refactor M: new values, KSPSetUp, KSPSolve, per call), and with --baseline
+DIR the same for the libcanopy.so of another build (DIR holds it; LD_LIBRARY_PATH), alternated
+with this one: before/after. Timings are reported, never asserted."""
 import argparse
 import json
 import os
@@ -33,6 +36,43 @@ def med(rs, key):
     return statistics.median(v) if v else None
 
 
+def percall(a, launch, env, version):
+    """Per-call cost of a refactorization and its solve, Canopy (and a baseline build) vs MUMPS."""
+    problems = [("Laplacian, Cholesky", ["-spd", "-pc_type", "cholesky"]),
+                ("convection-diffusion, LU", ["-convection", "40", "-pc_type", "lu"])]
+    solvers = ["mumps", "canopy"] + (["baseline"] if a.baseline else [])
+    g = int(a.grid.split(",")[0])
+    print("**Per-call cost through PETSc** (petsc/ex_ksp.c -refactor %d: new values, KSPSetUp, KSPSolve; "
+          "%d unknowns; %s; OPENBLAS_CORETYPE=%s for both; Canopy %d thread(s) per rank; medians of %d "
+          "alternated runs; milliseconds per call)\n" % (a.percall, g * g, version, env.get("OPENBLAS_CORETYPE", "unset"),
+                                                      a.threads, a.repeat))
+    print("| problem | ranks | MUMPS | Canopy | Canopy / MUMPS |" + (" Canopy before | before / after |" if a.baseline else ""))
+    print("|---|---:|---:|---:|---:|" + ("---:|---:|" if a.baseline else ""))
+    for name, opts in problems:
+        for p in [int(x) for x in a.ranks.split(",")]:
+            res = {s: [] for s in solvers}
+            for _ in range(a.repeat):
+                for solver in solvers:
+                    e = dict(env)
+                    extra = []
+                    if solver != "mumps":
+                        extra = ["-dll_append", a.library, "-mat_canopy_threads", str(a.threads)]
+                        if solver == "baseline":
+                            e["LD_LIBRARY_PATH"] = a.baseline + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+                    cmd = launch + ["-n", str(p), a.program, "-n", str(g), "-ksp_type", "preonly", "-refactor",
+                                    str(a.percall), "-pc_factor_mat_solver_type",
+                                    "mumps" if solver == "mumps" else "canopy"] + opts + extra
+                    res[solver].append(run(cmd, e))
+            m = {s: med(res[s], "time_per_refactor") for s in solvers}
+            fmt = lambda v: "-" if v is None else "%.3f" % (1e3 * v)  # noqa: E731
+            ratio = lambda x, y: "%.2f" % (x / y) if x and y else "-"  # noqa: E731
+            row = "| %s | %d | %s | %s | %s |" % (name, p, fmt(m["mumps"]), fmt(m["canopy"]), ratio(m["canopy"], m["mumps"]))
+            if a.baseline:
+                row += " %s | %s |" % (fmt(m["baseline"]), ratio(m["baseline"], m["canopy"]))
+            print(row)
+    return 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--program", required=True)
@@ -41,10 +81,16 @@ def main(argv):
     ap.add_argument("--ranks", default="1,2")
     ap.add_argument("--grid", default="300,500")
     ap.add_argument("--threads", type=int, default=1, help="Canopy's threads per rank (MUMPS: 1, its default)")
+    ap.add_argument("--percall", type=int, default=0, metavar="M",
+                    help="per-call cost of M refactorizations and solves (grid: the first of --grid, e.g. 14)")
+    ap.add_argument("--baseline", default="", metavar="DIR",
+                    help="with --percall: also Canopy with the libcanopy.so in DIR (another build), alternated")
     a = ap.parse_args(argv)
     flavor, version, _ = mpi.mpi_library()
     launch = mpi.launcher(flavor)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if a.percall > 0:
+        return percall(a, launch, env, version)
     problems = [("Laplacian, Cholesky", ["-spd", "-pc_type", "cholesky"]),
                 ("convection-diffusion, LU", ["-convection", "40", "-pc_type", "lu"])]
     print("**Canopy vs MUMPS through PETSc** (petsc/ex_ksp.c, -ksp_type preonly; %s; Canopy %d thread(s) per "

@@ -125,3 +125,11 @@ AC_DEFUN([CANOPY_CHECK_PETSC], [
   AC_SUBST([CANOPY_HAVE_PETSC], [$canopy_have_petsc])
   AM_CONDITIONAL([HAVE_PETSC], [test "$canopy_have_petsc" = yes])
 ])
+
+# CANOPY_CMAKE_PACKAGE: what the CMake package files (cmake/*.cmake.in, written by make) need
+# beyond the installation paths: the pointer size, which CanopyConfigVersion.cmake compares with
+# the project's (a 32-bit project cannot link a 64-bit Canopy).
+AC_DEFUN([CANOPY_CMAKE_PACKAGE], [
+  AC_CHECK_SIZEOF([void *])
+  AC_SUBST([CANOPY_SIZEOF_VOID_P], [$ac_cv_sizeof_void_p])
+])

@@ -50,12 +50,98 @@ typedef struct {
     int64_t perturbed;       /* pivots the last factorization perturbed */
 } Mat_Canopy;
 
-/* Canopy's options, as -mat_canopy_<name> ('-' in a name becomes '_') */
-static const char *const canopy_option_names[] = {
-    "threads",         "bind",         "numa",          "scheduler",    "comm-threads",   "tree",
-    "factorization",   "ordering",     "scaling",       "pivot-threshold", "amalgamation", "refine",
-    "refine-tolerance", "verbose",     "trace",         "split",        "2d-levels",      "cost-cache",
-    "memory-check",    "memory-limit", "comm-heatmap",  "selinv-memory", "ordering-threads", "strict"};
+/*
+ * Canopy's options, as -mat_canopy_<name> ('-' in a name becomes '_'): -help prints each with its
+ * line of help, the values an enumerated one takes, and its value now (Canopy's default, or the
+ * CANOPY_* environment's; README "Options" has the long version)
+ */
+typedef struct {
+    const char *name, *help, *choices;
+} CanopyOption;
+
+static const CanopyOption canopy_options_help[] = {
+    {"threads", "worker threads per rank (0: the cores of the rank's CPU binding)", NULL},
+    {"bind", "workers bound one per core, breadth-first over the topology, or to the OS cores of a list like 0,2,4-7",
+     "none, core, LIST"},
+    {"numa", "who first touches the factors: each worker its blocks (local), the calling thread (global), or pages "
+             "spread over the nodes (interleave)", "local, global, interleave"},
+    {"scheduler", "dynamic: subtree queues with work stealing (faster); static: fixed task lists (bitwise "
+                  "reproducible factors)", "static, dynamic"},
+    {"comm-threads", "several ranks: 1 = a communication thread drives MPI, 0 = idle workers do, 2 = one thread for "
+                     "sends and one for receives", "0, 1, 2"},
+    {"tree", "several ranks: shape of the solve's broadcasts and reductions", "flat, binary, shifted"},
+    {"factorization", "auto: LU for -pc_type lu; for -pc_type cholesky LL^T when the matrix is MAT_SPD, LDL^T "
+                      "otherwise", "auto, llt, ldlt, lu"},
+    {"ordering", "fill-reducing ordering; auto: PT-SCOTCH on several ranks (when built with it), SCOTCH otherwise",
+     "auto, scotch, ptscotch, natural"},
+    {"scaling", "auto: matching and scaling for LU, symmetric scaling for LDL^T, none for LL^T",
+     "auto, none, equilibrate, matching"},
+    {"pivot-threshold", "static pivoting: pivots below this times ||A||_inf (scaled) are perturbed, in (0, 1]", NULL},
+    {"amalgamation", "relaxed supernode amalgamation", "0, 1"},
+    {"amalgamation-fill", "extra zeros allowed when merging supernodes, as a fraction (0 to 10)", NULL},
+    {"refine", "refinement steps at most (solves with -mat_canopy_strict on after perturbed pivots)", NULL},
+    {"refine-tolerance", "refinement's target normwise backward error, in [0, 1]", NULL},
+    {"verbose", "messages on stderr of rank 0, 0 to 3", NULL},
+    {"trace", "FILE: per-thread trace of the factorization and solves", NULL},
+    {"split", "split column blocks wider than N (0: never; auto: chosen by simulation)", NULL},
+    {"2d-levels", "2D tasks in the top N levels of the thread tree (0: 1D only; auto: chosen by simulation)", NULL},
+    {"cost-cache", "kernel cost model: PATH of the cache file, none (calibrate, no file), fixed (built-in); unset: "
+                   "calibrate once and cache under ~/.cache/canopy", NULL},
+    {"memory-check", "several ranks: refuse a factorization, before allocating, when a rank's predicted memory "
+                     "exceeds memory-limit", "on, off"},
+    {"memory-limit", "bytes per rank (0: the node's available memory divided by its ranks)", NULL},
+    {"comm-heatmap", "FILE.svg or FILE.png: rank 0 writes the rank x rank volume after each factorization", NULL},
+    {"selinv-memory", "where the selected inversion works: over the factors or in a copy", "inplace, separate"},
+    {"ordering-threads", "SCOTCH's threads (0: the workers; fix it for identical orderings everywhere)", NULL},
+    {"strict", "after perturbed pivots, solves refine and give Inf when no solution is found", "on, off"},
+};
+
+/* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
+static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf, size_t len)
+{
+    static const char *const bind[] = {"none", "core"}, *const numa[] = {"local", "global", "interleave"},
+                             *const sched[] = {"static", "dynamic"}, *const tree[] = {"flat", "binary", "shifted"},
+                             *const fact[] = {"auto", "llt", "ldlt", "lu"},
+                             *const order[] = {"scotch", "natural", "user", "ptscotch", "auto"},
+                             *const scal[] = {"auto", "none", "equilibrate", "matching"},
+                             *const selinv[] = {"inplace", "separate"};
+#define CANOPY_PICK(names, v) ((size_t)(v) < sizeof names / sizeof names[0] ? names[(size_t)(v)] : "?")
+    const char *t = NULL;
+    int i = 0;
+    double d = 0;
+    enum { TEXT, INT, REAL, AUTO_INT } kind = TEXT;
+    if (!strcmp(name, "threads")) kind = INT, i = o->threads;
+    else if (!strcmp(name, "bind")) t = o->bind == CANOPY_BIND_LIST ? o->bind_list : CANOPY_PICK(bind, o->bind);
+    else if (!strcmp(name, "numa")) t = CANOPY_PICK(numa, o->numa);
+    else if (!strcmp(name, "scheduler")) t = CANOPY_PICK(sched, o->scheduler);
+    else if (!strcmp(name, "comm-threads")) kind = INT, i = o->comm_threads;
+    else if (!strcmp(name, "tree")) t = CANOPY_PICK(tree, o->tree);
+    else if (!strcmp(name, "factorization")) t = CANOPY_PICK(fact, o->factorization);
+    else if (!strcmp(name, "ordering")) t = CANOPY_PICK(order, o->ordering);
+    else if (!strcmp(name, "scaling")) t = CANOPY_PICK(scal, o->scaling);
+    else if (!strcmp(name, "pivot-threshold")) kind = REAL, d = o->pivot_threshold;
+    else if (!strcmp(name, "amalgamation")) kind = INT, i = o->amalgamation;
+    else if (!strcmp(name, "amalgamation-fill")) kind = REAL, d = o->amalgamation_fill;
+    else if (!strcmp(name, "refine")) kind = INT, i = o->refine_max_iter;
+    else if (!strcmp(name, "refine-tolerance")) kind = REAL, d = o->refine_tolerance;
+    else if (!strcmp(name, "verbose")) kind = INT, i = o->verbose;
+    else if (!strcmp(name, "trace")) t = o->trace_file[0] ? o->trace_file : "(none)";
+    else if (!strcmp(name, "split")) kind = AUTO_INT, i = o->split_size;
+    else if (!strcmp(name, "2d-levels")) kind = AUTO_INT, i = o->twod_levels;
+    else if (!strcmp(name, "cost-cache")) t = o->cost_cache[0] ? o->cost_cache : "(calibrate once, cached)";
+    else if (!strcmp(name, "memory-check")) t = o->memory_check ? "on" : "off";
+    else if (!strcmp(name, "memory-limit")) kind = REAL, d = o->memory_limit;
+    else if (!strcmp(name, "comm-heatmap")) t = o->comm_heatmap[0] ? o->comm_heatmap : "(none)";
+    else if (!strcmp(name, "selinv-memory")) t = CANOPY_PICK(selinv, o->selinv_memory);
+    else if (!strcmp(name, "ordering-threads")) kind = INT, i = o->ordering_threads;
+    else if (!strcmp(name, "strict")) t = o->strict ? "on" : "off";
+    else t = "?";
+#undef CANOPY_PICK
+    if (kind == INT || (kind == AUTO_INT && i >= 0)) snprintf(buf, len, "%d", i);
+    else if (kind == AUTO_INT) snprintf(buf, len, "auto");
+    else if (kind == REAL) snprintf(buf, len, "%g", d);
+    else snprintf(buf, len, "%s", t);
+}
 
 /* A Canopy status: an error is a PETSc error, a warning goes to PetscInfo (-info shows it) */
 static PetscErrorCode CanopyCheck(Mat F, canopy_status st, const char *call)
@@ -260,21 +346,25 @@ static void CanopyFreePiece(Mat_Canopy *c)
 static PetscErrorCode CanopyCreate(Mat F, Mat_Canopy *c)
 {
     canopy_options o;
-    char msg[512] = "", name[64], value[256];
+    char msg[512] = "", name[64], value[1024], now[1024], help[512];
     PetscFunctionBegin;
     canopy_options_default(&o);
     PetscCheck(canopy_options_from_env(&o, msg, sizeof msg) == CANOPY_SUCCESS, PetscObjectComm((PetscObject)F),
                PETSC_ERR_ARG_WRONG, "Canopy: %s", msg);
     PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "Canopy options", "Mat");
-    for (size_t k = 0; k < sizeof canopy_option_names / sizeof canopy_option_names[0]; k++) {
+    for (size_t k = 0; k < sizeof canopy_options_help / sizeof canopy_options_help[0]; k++) {
+        const CanopyOption *t = &canopy_options_help[k];
         PetscBool set = PETSC_FALSE;
-        snprintf(name, sizeof name, "-mat_canopy_%s", canopy_option_names[k]);
+        snprintf(name, sizeof name, "-mat_canopy_%s", t->name);
         for (char *p = name; *p; p++)
             if (*p == '-' && p > name) *p = '_';
+        if (t->choices) snprintf(help, sizeof help, "%s; one of: %s", t->help, t->choices);
+        else snprintf(help, sizeof help, "%s", t->help);
+        CanopyOptionNow(&o, t->name, now, sizeof now);
         value[0] = '\0';
-        PetscCall(PetscOptionsString(name, "Canopy option (see Canopy's README)", "None", value, value, sizeof value, &set));
+        PetscCall(PetscOptionsString(name, help, "Canopy's README, Options", now, value, sizeof value, &set));
         if (set)
-            PetscCheck(canopy_options_set(&o, canopy_option_names[k], value, msg, sizeof msg) == CANOPY_SUCCESS,
+            PetscCheck(canopy_options_set(&o, t->name, value, msg, sizeof msg) == CANOPY_SUCCESS,
                        PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_WRONG, "%s: %s", name, msg);
     }
     PetscOptionsEnd();

@@ -5,7 +5,8 @@
 # (-dll_append <libdir>/libcanopy_petsc.so, from a scratch install), on 1 to 4 ranks: the same
 # solution (relative difference <= 1e-10), the exact one to 1e-10, -ksp_view naming the package,
 # -mat_canopy_* options passed, refactorizations of the same pattern, several right-hand sides
-# (KSPMatSolve), and a bad Canopy option refused with its message. Then tests/petsc_cases.c, another
+# (KSPMatSolve), a bad Canopy option refused with its message, and -help describing every
+# -mat_canopy_* option with its value (default, environment, command line). Then tests/petsc_cases.c, another
 # plain PETSc program, for what a direct solver must report beyond x, MUMPS beside: a zero row or
 # column (stored zeros, or no entries at all) is a failed factorization (DIVERGED_PC_FAILED) on
 # every rank and the next matrices are solved; a rank-deficient matrix with consistent and
@@ -239,6 +240,22 @@ elif grep -q "mat_canopy_threads" "$tmp/bad.out"; then
     echo "ok: a bad -mat_canopy_ option is refused with its name"
 else
     echo "FAIL: no message for a bad option"; tail -5 "$tmp/bad.out"; fails=$((fails + 1))
+fi
+# -help: every option its own line of help and its value now (default, environment, command line),
+# an enumerated one its values
+if CANOPY_TREE=flat $tmo $MPIEXEC -n 1 "$tmp/ex_ksp" -n 10 -ksp_type preonly -pc_type lu -pc_factor_mat_solver_type canopy \
+    -dll_append "$lib" -mat_canopy_threads 1 -help >"$tmp/help.out" 2>&1 &&
+    grep -q -- '-mat_canopy_threads <now 1 : formerly 0>: worker threads per rank' "$tmp/help.out" &&
+    grep -q -- '-mat_canopy_tree <now flat : formerly flat>: .*; one of: flat, binary, shifted' "$tmp/help.out" &&
+    grep -q -- '-mat_canopy_scheduler <now dynamic : formerly dynamic>: .*; one of: static, dynamic' "$tmp/help.out" &&
+    grep -q -- '-mat_canopy_pivot_threshold <now 1.49012e-08 : formerly 1.49012e-08>: static pivoting' "$tmp/help.out" &&
+    grep -q -- '-mat_canopy_strict <now off : formerly off>: .*; one of: on, off' "$tmp/help.out" &&
+    [ "$(grep -c -- '^ *-mat_canopy_[a-z0-9_]* <now ' "$tmp/help.out")" -eq 25 ] &&
+    [ "$(grep -- '^ *-mat_canopy_' "$tmp/help.out" | sed 's/.*>: //' | sort -u | wc -l)" -eq 25 ]; then
+    echo "ok: -help describes each of the 25 -mat_canopy_ options with its value"
+else
+    echo "FAIL: -help does not describe the -mat_canopy_ options"; grep -- '-mat_canopy_' "$tmp/help.out" | head -30
+    fails=$((fails + 1))
 fi
 # without -dll_append, the package is unknown to PETSc: what an unmodified program sees
 if $tmo $MPIEXEC -n 1 "$tmp/ex_ksp" -n 10 -ksp_type preonly -pc_type lu -pc_factor_mat_solver_type canopy >"$tmp/none.out" 2>&1; then
