@@ -639,6 +639,18 @@ class Solver:
         CanopyError instead. A consistent singular system that refinement solves keeps its x."""
         if not self._factorized:
             self.factorize()
+        split = self.rank == 0 and self.dtype == np.float64 and b is not None and np.iscomplexobj(b)
+        if self.ranks > 1:
+            split = lib.canopy_f_bcast_int(self._comm, 1 if split else 0) == 1
+        if split:   # real A, complex b: the complex system, as SciPy's upcast, with A's real factors
+            b = np.asarray(b) if self.rank == 0 else None
+            xr = self._answer(b.real if b is not None else None, refine, trans)
+            xi = self._answer(b.imag if b is not None else None, refine, trans)
+            if xr is None:
+                return None
+            x = xr + 1j * xi
+            x[np.isnan(xr) | np.isnan(xi)] = np.nan   # no solution in either part: none at all
+            return x
         if not (refine or self._perturbed):
             return self.solve(b, trans)
         x, st, one = self._refine(b, None, trans)
@@ -741,26 +753,133 @@ def _strict(options):
     return v is True or str(v).lower() in ("on", "1")
 
 
+def _numeric(dtype, what):
+    if dtype.kind not in "biufc":
+        raise TypeError("canopy: %s must hold numbers (bool, integer, float or complex), not %s" % (what, dtype))
+
+
+def _matrix_argument(A, who, comm):
+    """A for spsolve and factorized, checked before anything is factored: a scipy.sparse matrix or
+    array as it is, a dense 2-D ndarray as a csc_array with SciPy's SparseEfficiencyWarning (at
+    the caller of @p who's caller), None (another rank's, with a communicator) as None. TypeError or ValueError else."""
+    if A is None:
+        if comm is None:
+            raise TypeError("canopy: %s: A must be a scipy.sparse matrix or array, not None (None is for the ranks "
+                            "other than 0 of a communicator)" % who)
+        return None
+    if not sp.issparse(A):
+        if not isinstance(A, np.ndarray):
+            raise TypeError("canopy: %s: A must be a scipy.sparse matrix or array (or a dense numpy.ndarray), "
+                            "not %s" % (who, type(A).__name__))
+        _numeric(A.dtype, "A")
+        if A.ndim != 2:
+            raise ValueError("canopy: %s: A must be 2-D, not of shape %s" % (who, A.shape))
+        warnings.warn("canopy: %s: A is a dense ndarray, converted to CSC (as SciPy: give a scipy.sparse matrix)"
+                      % who, sp.SparseEfficiencyWarning, stacklevel=3)
+        A = sp.csc_array(np.asarray(A))
+    _numeric(np.dtype(A.dtype), "A")
+    if len(A.shape) != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError("canopy: %s: A must be square, not of shape %s" % (who, A.shape))
+    return A
+
+
+def _rhs_argument(A, b):
+    """b for spsolve, checked against A (rank 0's; None elsewhere): (b, sparse) with b an
+    ndarray of shape (n,) or (n, k) (SciPy's vectors, (n, 1) and sparse ones too, as (n,)), or a
+    sparse matrix of k > 1 columns in CSC (sparse True)."""
+    if A is None:
+        return None, False
+    n = A.shape[0]
+    if b is None:
+        raise TypeError("canopy: spsolve: b must be an array or a scipy.sparse matrix, not None")
+    if sp.issparse(b):
+        _numeric(np.dtype(b.dtype), "b")
+        if len(b.shape) not in (1, 2) or b.shape[0] != n:
+            raise ValueError("canopy: spsolve: b must have %d rows, not shape %s" % (n, b.shape))
+        if len(b.shape) == 1 or b.shape[1] == 1:   # a vector: x dense of shape (n,), as SciPy
+            return np.asarray(b.toarray()).reshape(n), False
+        return (b if b.format == "csc" else b.tocsc()), True
+    try:
+        b = np.asarray(b)
+    except (TypeError, ValueError) as e:   # ragged: ValueError, as NumPy's
+        raise type(e)("canopy: spsolve: b must be an array or a scipy.sparse matrix (%s)" % e) from None
+    _numeric(b.dtype, "b")
+    if b.ndim not in (1, 2) or b.shape[0] != n:
+        raise ValueError("canopy: spsolve: b must be of shape (%d,) or (%d, k), not %s" % (n, n, b.shape))
+    if b.ndim == 2 and b.shape[1] == 1:
+        b = b[:, 0]   # x of shape (n,), as SciPy's
+    return b, False
+
+
+def _sparse_solution(s, A, b, refine):
+    """x for a sparse b of k > 1 columns (rank 0's; None elsewhere), solved by blocks of columns
+    made dense: a sparse matrix of A's class (its format: csc, or csr for a CSR A), as SciPy's."""
+    root = s.rank == 0
+    k = b.shape[1] if root else 0
+    step = max(1, (1 << 22) // max(s.n, 1))   # a block of some 32 MiB of float64
+    blocks = -(-k // step)
+    if s.ranks > 1:
+        blocks = lib.canopy_f_bcast_int(s._comm, blocks)
+    rows, cols, vals = [], [], []
+    for j in range(blocks):
+        X = s._answer(b[:, j * step:(j + 1) * step].toarray() if root else None, refine)
+        if root:
+            X = X.reshape(s.n, -1)
+            r, c = np.nonzero(X)
+            rows.append(r)
+            cols.append(c + j * step)
+            vals.append(X[r, c])
+    if not root:
+        return None
+    dtype = np.complex128 if (s.dtype == np.complex128 or np.iscomplexobj(b.data)) else np.float64
+    data = np.concatenate(vals).astype(dtype, copy=False) if vals else np.zeros(0, dtype)
+    x = sp.coo_array((data, (np.concatenate(rows) if rows else np.zeros(0, int),
+                             np.concatenate(cols) if cols else np.zeros(0, int))), shape=b.shape)
+    return A.__class__(x, dtype=dtype) if A.format in ("csc", "csr") else sp.csc_array(x, dtype=dtype)
+
+
 def spsolve(A, b, kind=None, comm=None, refine=True, **options):
-    """x with A x = b, like scipy.sparse.linalg.spsolve (b: (n,) or (n, k)); refined to the
-    backward error of option refine-tolerance unless refine=False (and no pivot was perturbed).
+    """x with A x = b, like scipy.sparse.linalg.spsolve; refined to the backward error of option
+    refine-tolerance unless refine=False (and no pivot was perturbed).
+
+    As SciPy's: b of shape (n,) or (n, k), or sparse; x of shape (n,) for b of shape (n,) or
+    (n, 1) (dense or sparse), (n, k) otherwise, and for a sparse b of k > 1 columns a sparse
+    matrix of A's class (CSC; CSR for a CSR A); a real A with a complex b solves the complex
+    system (with A's real factors); a dense ndarray A is converted, with a SparseEfficiencyWarning;
+    a 0 x 0 A gives an empty x. x is float64 or complex128 (Canopy's arithmetic; SciPy keeps
+    float32). Bad arguments raise TypeError or ValueError before anything is factored.
     A singular matrix, as SciPy: MatrixRankWarning and NaN where there is no solution (the
     factorization finds it structurally singular, or refinement after perturbed pivots finds no
     x); a consistent singular system that refinement solves returns its x, with the
-    CanopyWarning of the perturbed pivots. strict=True raises CanopyError instead of NaN."""
-    with Solver(A, kind=kind, comm=comm, **options) as s:
+    CanopyWarning of the perturbed pivots. strict=True raises CanopyError instead of NaN; so
+    does a structurally singular A with a sparse b (SciPy's RuntimeError there)."""
+    A = _matrix_argument(A, "spsolve", comm)
+    b, sparse_b = _rhs_argument(A, b)
+    empty = A is not None and A.shape[0] == 0
+    with Solver(None if empty else A, kind=kind, comm=comm, **options) as s:
+        if s.ranks > 1:
+            sparse_b = lib.canopy_f_bcast_int(s._comm, 1 if sparse_b else 0) == 1
+            empty = lib.canopy_f_bcast_int(s._comm, 1 if empty else 0) == 1
+        if empty:   # a 0 x 0 A (the solver was given no matrix): x empty, of b's shape
+            if s.rank != 0:
+                return None
+            dtype = np.complex128 if np.dtype(A.dtype).kind == "c" or np.dtype(b.dtype).kind == "c" else np.float64
+            if sparse_b:
+                return A.__class__(b.shape, dtype=dtype) if A.format in ("csc", "csr") else sp.csc_array(b.shape, dtype=dtype)
+            return np.zeros(b.shape, dtype=dtype)
         try:
             s.factorize()
         except CanopyError as e:
-            if e.status != _ERR_SINGULAR or _strict(options):
+            if e.status != _ERR_SINGULAR or _strict(options) or sparse_b:
                 raise
-            x, _, one = s._rhs(b)
             warnings.warn("canopy: %s: x is NaN (as SciPy; strict=True raises CanopyError)" % e, MatrixRankWarning,
                           stacklevel=2)
-            if x is None:
+            if s.rank != 0:
                 return None
-            x[:] = np.nan
-            return x[:, 0] if one else x
+            dtype = np.complex128 if (s.dtype == np.complex128 or np.iscomplexobj(b)) else np.float64
+            return np.full(b.shape, np.nan, dtype=dtype)
+        if sparse_b:
+            return _sparse_solution(s, A, b, refine)
         return s._answer(b, refine)
 
 
@@ -769,7 +888,10 @@ def factorized(A, kind=None, comm=None, **options):
     solve(b) or solve(b, trans) with trans 'N', 'T' or 'H' as SciPy's (the
     solver is freed with the function; CanopyError, a RuntimeError as SciPy's, for a matrix
     found structurally singular). Calls on a matrix whose factorization perturbed pivots are
-    refined, with spsolve's convention for singular matrices."""
+    refined, with spsolve's convention for singular matrices. A dense ndarray A is converted with
+    a SparseEfficiencyWarning, as SciPy's; a complex b for a real A solves the complex system
+    (SciPy's splu raises TypeError)."""
+    A = _matrix_argument(A, "factorized", comm)
     s = Solver(A, kind=kind, comm=comm, **options)
     s.factorize()
     return s

@@ -488,3 +488,163 @@ def test_solvers_left_open_at_exit():
                        universal_newlines=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "MPI_FINALIZE" not in p.stderr
+
+
+# ---- SciPy's spsolve contract, side by side with scipy.sparse.linalg.spsolve ---------------------
+def scipy_spsolve(A, b):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        return sla.spsolve(A, b)
+
+
+@pytest.mark.parametrize("fmt", ["csc", "csr", "coo"])
+@pytest.mark.parametrize("array", [False, True])
+def test_sparse_b_gives_sparse_x(fmt, array):
+    U = (laplacian(6, 5) + sp.triu(laplacian(6, 5), 1) * 0.5).tocsc()   # unsymmetric
+    rng = np.random.default_rng(3)
+    for M in (U, U.tocsr(), sp.csc_array(U), sp.csr_array(U), U.tocoo()):
+        B = sp.random(30, 4, density=0.2, format="csc", random_state=rng)
+        B = (sp.csc_array(B) if array else B).asformat(fmt)
+        x, ref = canopy.spsolve(M, B), scipy_spsolve(M, B)
+        assert sp.issparse(x) and type(x) is type(ref) and x.format == ref.format and x.shape == ref.shape == (30, 4)
+        assert x.dtype == ref.dtype == np.float64
+        assert abs(x - ref).max() <= 1e-10 * abs(ref).max()
+        check(U, x.toarray(), B.toarray())
+    # a sparse b of one column is a vector: x dense of shape (n,), as SciPy
+    b1 = sp.csc_matrix(np.ones((30, 1)))
+    x, ref = canopy.spsolve(U, b1), scipy_spsolve(U, b1)
+    assert isinstance(x, np.ndarray) and x.shape == ref.shape == (30,)
+    # complex sparse b with a real A: complex x
+    Bc = sp.csc_matrix(np.eye(30)[:, :3] * (1 + 2j))
+    x, ref = canopy.spsolve(U, Bc), scipy_spsolve(U, Bc)
+    assert sp.issparse(x) and x.dtype == ref.dtype == np.complex128
+    assert abs(x - ref).max() <= 1e-10 * abs(ref).max()
+
+
+def test_sparse_b_distributed_solution_and_singular():
+    A = laplacian(5, 4)
+    B = sp.identity(20, format="csc")
+    x = canopy.spsolve(A, B)    # the inverse, as SciPy's
+    assert abs(x - scipy_spsolve(A, B)).max() <= 1e-12 * abs(x).max()
+    # structurally singular with a sparse b: RuntimeError, as SciPy's (it goes through factorized)
+    Z = sp.csc_matrix((3, 3))
+    with pytest.raises(RuntimeError):
+        scipy_spsolve(Z, sp.identity(3, format="csc"))
+    with pytest.raises(canopy.CanopyError):
+        canopy.spsolve(Z, sp.identity(3, format="csc"))
+
+
+def test_shapes_of_b_like_scipy():
+    U = (laplacian(5, 4) + sp.triu(laplacian(5, 4), 1) * 0.5).tocsc()
+    for shape in [(20,), (20, 1), (20, 3)]:
+        b = np.arange(np.prod(shape), dtype=float).reshape(shape) + 1
+        x, ref = canopy.spsolve(U, b), scipy_spsolve(U, b)
+        assert x.shape == ref.shape == (shape if shape != (20, 1) else (20,))
+        assert np.abs(x - ref).max() <= 1e-10 * np.abs(ref).max()
+    # a list is taken, as SciPy's
+    x = canopy.spsolve(U, list(range(20)))
+    assert np.abs(x - scipy_spsolve(U, np.arange(20.0))).max() <= 1e-10 * np.abs(x).max()
+
+
+@pytest.mark.parametrize("kind", [None, "general"])
+def test_real_matrix_complex_b_like_scipy(kind):
+    A = laplacian(6, 5)
+    U = (A + sp.triu(A, 1) * 0.5).tocsc()
+    rng = np.random.default_rng(4)
+    for M in (A, U):
+        for shape in [(30,), (30, 1), (30, 2)]:
+            b = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+            x, ref = canopy.spsolve(M, b, kind=kind), scipy_spsolve(M, b)
+            assert x.dtype == ref.dtype == np.complex128 and x.shape == ref.shape
+            assert np.abs(x - ref).max() <= 1e-10 * np.abs(ref).max()
+            check(M, x, b.reshape(x.shape))
+        # factorized: the complex system too (SciPy's splu raises TypeError here; Canopy solves)
+        f = canopy.factorized(M, kind=kind)
+        b = rng.standard_normal(30) + 1j * rng.standard_normal(30)
+        x = f(b)
+        assert x.dtype == np.complex128
+        check(M, x, b)
+        check(M.T, f(b, "T"), b)
+
+
+def test_real_matrix_complex_b_singular():
+    # rank deficient with a complex b outside its range: NaN (real and imaginary) and MatrixRankWarning
+    A = sp.csc_matrix(np.array([[1.0, 1.0], [1.0, 1.0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MatrixRankWarning)
+        ref = sla.spsolve(A, np.array([1.0 + 1j, 2.0]))
+    with pytest.warns(MatrixRankWarning), warnings.catch_warnings():
+        warnings.simplefilter("ignore", canopy.CanopyWarning)   # the perturbed pivot
+        x = canopy.spsolve(A, np.array([1.0 + 1j, 2.0]), kind="general")
+    assert x.dtype == np.complex128 and np.isnan(x).all() and np.isnan(ref).all()
+
+
+def test_dense_matrix_like_scipy():
+    A = laplacian(5, 4)
+    U = (A + sp.triu(A, 1) * 0.5).tocsc()
+    b = np.ones(20)
+    for D in (U.toarray(), A.toarray(), np.asarray(U.toarray(), dtype=np.float32)):
+        with pytest.warns(sp.SparseEfficiencyWarning):
+            ref = sla.spsolve(D, b)
+        with pytest.warns(sp.SparseEfficiencyWarning) as w:
+            x = canopy.spsolve(D, b)
+        assert w[0].filename == __file__   # at the caller's line
+        assert np.abs(x - ref).max() <= 1e-6 * np.abs(ref).max()
+    with pytest.warns(sp.SparseEfficiencyWarning):
+        f = canopy.factorized(U.toarray())
+    check(U, f(b), b)
+    # the Solver class keeps asking for a sparse matrix
+    with pytest.raises(TypeError):
+        canopy.Solver(U.toarray())
+
+
+def test_empty_matrix_like_scipy():
+    Z = sp.csc_matrix((0, 0))
+    for b in (np.ones(0), np.ones((0, 2)), np.ones(0, dtype=complex)):
+        x, ref = canopy.spsolve(Z, b), sla.spsolve(Z, b)
+        assert isinstance(x, np.ndarray) and x.shape == ref.shape and x.size == 0
+    x = canopy.spsolve(Z, sp.csc_matrix((0, 3)))
+    assert sp.issparse(x) and x.shape == (0, 3) and x.nnz == 0
+    with pytest.warns(sp.SparseEfficiencyWarning):
+        x = canopy.spsolve(np.zeros((0, 0)), np.ones(0))
+    assert x.shape == (0,)
+
+
+BAD_ARGUMENTS = [
+    ("non-square A", lambda A: (sp.random(5, 6, density=0.5, format="csc"), np.ones(5)), ValueError),
+    ("b too long", lambda A: (A, np.ones(21)), ValueError),
+    ("b too short (2-D)", lambda A: (A, np.ones((19, 2))), ValueError),
+    ("sparse b too long", lambda A: (A, sp.csc_matrix(np.ones((21, 2)))), ValueError),
+    ("b of ndim 3", lambda A: (A, np.ones((20, 1, 1))), ValueError),
+    ("b scalar", lambda A: (A, 1.0), ValueError),
+    ("b ragged", lambda A: (A, [[1.0, 2.0], [3.0]]), ValueError),
+    ("b None", lambda A: (A, None), TypeError),
+    ("b strings", lambda A: (A, np.array(["a"] * 20)), TypeError),
+    ("b objects", lambda A: (A, np.array([object()] * 20)), TypeError),
+    ("A a string", lambda A: ("A", np.ones(20)), TypeError),
+    ("A a list", lambda A: (A.toarray().tolist(), np.ones(20)), TypeError),
+    ("A None", lambda A: (None, np.ones(20)), TypeError),
+    ("A dense of ndim 1", lambda A: (np.ones(20), np.ones(20)), ValueError),
+    ("A dense of strings", lambda A: (np.full((20, 20), "a"), np.ones(20)), TypeError),
+]
+
+
+@pytest.mark.parametrize("what,args,error", BAD_ARGUMENTS, ids=[c[0] for c in BAD_ARGUMENTS])
+def test_bad_arguments_before_factoring(monkeypatch, what, args, error):
+    A, b = args(laplacian(5, 4))
+    made = []
+    real = canopy.solver.Solver
+
+    class Watch(real):
+        def __init__(self, *a, **k):
+            made.append(1)
+            super().__init__(*a, **k)
+    monkeypatch.setattr(canopy.solver, "Solver", Watch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        with pytest.raises(error):
+            canopy.spsolve(A, b)
+        if what.startswith("A") or what == "non-square A":
+            with pytest.raises(error):
+                canopy.factorized(A)
+    assert not made   # refused before any solver was made, let alone a factorization
