@@ -277,8 +277,9 @@ static void check_ops(const tcase *c, const canopy_csc *A, const trip *T, canopy
             for (canopy_int k = 0; k < n; k++) put(T, B, (size_t)r * n + k, y[k]);
         }
         const char *where = dist ? "matrix in pieces" : "centralized";
-        if (!dist) {
-            /* B and X on rank 0 */
+        {
+            /* B and X on rank 0 (with the matrix in pieces too: canopy_refine_trans then refines
+             * on every rank over its own rows) */
             memcpy(S, B, len * vs * sizeof(double));
             canopy_status rc = canopy_solve_trans(s, (canopy_trans)trans, NRHS, rank == 0 ? S : NULL, n);
             if (rc < 0) fail("%s %s op %s: canopy_solve_trans: %s", c->name, where, op_name[trans], canopy_last_error(s));
