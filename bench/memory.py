@@ -6,6 +6,12 @@ and MUMPS (mumps_driver, centralized assembled input) run under mpiexec; each ra
 process's peak resident set (getrusage) at the end, and the table gives rank 0's, the mean of the
 others and their ratio (issue 14's target for Canopy with distributed input: <= 1.2), with
 Canopy's own count (its allocator, rank 0 / mean of the others) beside. Medians of --repeat runs.
+
+--together P1,P2 (issue 31): does adding ranks add memory? For one rank and P ranks (one thread
+each), every rank's peak resident set minus that layout's baseline (the same command on a 3x3x3
+Laplacian: MPI, the libraries, the threads), summed over the ranks and against one rank's
+(target <= 1.3x), and the heaviest rank against its share, one rank's / P (target <= 1.6x), with
+Canopy's prediction of its heaviest rank beside the measured one.
 """
 import argparse
 import os
@@ -28,6 +34,9 @@ def parse_args(argv):
     p.add_argument("--ranks", default="2,4")
     p.add_argument("--no-mumps", action="store_true", help="Canopy only")
     p.add_argument("--no-ptscotch", action="store_true", help="no ordering=scotch row (builds without PT-SCOTCH, where distributed input orders with SCOTCH anyway)")
+    p.add_argument("--together", metavar="P1,P2,...", help="memory of P ranks together against one rank "
+                   "(baselines subtracted; default matrix: --laplacian 60x60x60, SPD)")
+    p.add_argument("--laplacian", metavar="NXxNYxNZ", help="a generated 7-point Laplacian (SPD) as the matrix")
     p.add_argument("matrices", nargs="*")
     return p.parse_args(argv)
 
@@ -45,6 +54,70 @@ def med(vals):
     return statistics.median(vals) if vals else None
 
 
+def together(args, launch, fwd, env, version):
+    """Issue 31's measure: the ranks' memory summed, and the heaviest rank, against one rank."""
+    solve = compare.find_canopy_solve()
+    spec = ["--laplacian", args.laplacian or "60x60x60"] if (args.laplacian or not args.matrices) else [args.matrices[0]]
+    spd = bool(args.laplacian or not args.matrices) or "G3" in spec[-1]
+    tiny = ["--laplacian", "3x3x3"]
+    ranks = [int(x) for x in args.together.split(",")]
+    if 1 not in ranks:
+        ranks = [1] + ranks
+    confs = [("canopy", "centralized", []), ("canopy", "distributed", ["--distributed"])]
+    if not args.no_mumps:
+        confs.append(("mumps", "centralized", []))
+
+    def cmd(solver, extra, mat):
+        if solver == "canopy":
+            return [solve, "--json", "--threads", "1"] + (["--kind", "spd"] if spd else []) + extra + mat
+        return [os.path.join(HERE, "mumps_driver"), "--label", " ".join(mat)] + (["--spd"] if spd else []) + \
+            ["--ordering", "scotch"] + mat
+
+    res = {}
+    for _ in range(args.repeat):
+        for R in ranks:
+            for solver, inp, extra in confs:  # alternating
+                base = run(launch + fwd + ["-n", str(R)] + cmd(solver, extra, tiny), env)
+                full = run(launch + fwd + ["-n", str(R)] + cmd(solver, extra, spec), env)
+                res.setdefault((solver, inp, R), []).append((base, full))
+    print("**Memory of P ranks together against one rank** (%s, one thread per rank; MB of peak resident set "
+          "per process (getrusage) minus the same layout's baseline (the 3x3x3 Laplacian); %s; medians of %d; "
+          "targets: together <= 1.3x one rank, heaviest <= 1.6x its share)\n" % (" ".join(spec), version, args.repeat))
+    print("| solver | input | ranks | baseline per rank | together | x one rank | heaviest | its share | x share | "
+          "predicted heaviest (Canopy) | status |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    one = {}
+    for solver, inp, _ in confs:
+        for R in ranks:
+            tot, heavy, basev, pred, good = [], [], [], [], 0
+            for base, full in res[(solver, inp, R)]:
+                if not (base.get("rss_peak_rank0") and full.get("rss_peak_rank0") and full.get("rss_peak_rank_max")):
+                    continue
+                good += 1
+                b = (base["rss_peak_rank0"] + (R - 1) * base["rss_peak_rank_mean"]) / R
+                total = full["rss_peak_rank0"] + (R - 1) * full["rss_peak_rank_mean"]
+                tot.append(total - R * b)
+                heavy.append(full["rss_peak_rank_max"] - base.get("rss_peak_rank_max", b))
+                basev.append(b)
+                if full.get("memory_predicted_rank_max"):
+                    pred.append(full["memory_predicted_rank_max"])
+            runs = res[(solver, inp, R)]
+            if not good:
+                print("| %s | %s | %d | | | | | | | | %s |" % (solver, inp, R, runs[0][1].get("status", runs[0][0].get("status", "error"))))
+                continue
+            t, h, b = med(tot), med(heavy), med(basev)
+            if R == 1:
+                one[(solver, inp)] = t
+            o = one.get((solver, inp))
+            share = o / R if o else None
+            print("| %s | %s | %d | %.0f | %.0f | %s | %.0f | %s | %s | %s | ok (%d/%d) |" % (
+                solver, inp, R, b / 1e6, t / 1e6, "%.2f" % (t / o) if o else "", h / 1e6,
+                "%.0f" % (share / 1e6) if share else "", "%.2f" % (h / share) if share else "",
+                "%.0f" % (med(pred) / 1e6) if pred else "-", good, len(runs)))
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv):
     args = parse_args(argv)
     flavor, version, _ = mpi.mpi_library()
@@ -55,6 +128,8 @@ def main(argv):
     fwd = []
     if flavor == "openmpi":
         fwd = ["-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS"]
+    if args.together:
+        return together(args, launch, fwd, env, version)
     solve = compare.find_canopy_solve()
     print("**Peak resident memory per rank** (MB; getrusage at the end of each run; %s; medians of %d; "
           "ratio = rank 0 / mean of the other ranks, target <= %.1f with distributed input)\n"

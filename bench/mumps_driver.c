@@ -100,8 +100,8 @@ static void rank_min_max(bench_report *rep, const char *prefix, double v)
     bench_report_extra(rep, key, hi);
 }
 
-/* The process's peak resident set (getrusage), rank 0's and the mean of the others (as Canopy's
- * rss_peak_rank0 / rss_peak_rank_mean), added to the report's extra keys. */
+/* The process's peak resident set (getrusage), rank 0's, the mean of the others, the least and the
+ * largest (as Canopy's rss_peak_rank0 / _mean / _min / _max), added to the report's extra keys. */
 static void rss_rank0_mean(bench_report *rep)
 {
     struct rusage ru;
@@ -110,8 +110,13 @@ static void rss_rank0_mean(bench_report *rep)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     MPI_Bcast(&first, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double lo = v, hi = v;
+    MPI_Allreduce(&v, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&v, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     bench_report_extra(rep, "rss_peak_rank0", first);
     bench_report_extra(rep, "rss_peak_rank_mean", np > 1 ? (sum - first) / (np - 1) : first);
+    bench_report_extra(rep, "rss_peak_rank_min", lo);
+    bench_report_extra(rep, "rss_peak_rank_max", hi);
 }
 
 static void mumps_fail(bench_report *rep, const char *phase, const DMUMPS_STRUC_C *id)
