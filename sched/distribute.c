@@ -42,6 +42,74 @@ static inline cint dist_group_end(const symbolic *S, cint k, cint b)
     return e;
 }
 
+/* A facing group (cblk k, first blok b) of a fan-in pair (index q in the pairs) */
+typedef struct dist_group {
+    int64_t q;
+    cint k, b;
+} dist_group;
+
+static int dist_cmp_group(const void *a, const void *b)
+{
+    const dist_group *x = a, *y = b;
+    if (x->q != y->q) return x->q < y->q ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
+                               cint *rows, const int64_t *moff, cint *maps, canopy_err *err)
+{
+    if (S == NULL || cblk_rank == NULL || nranks < 1 || (np > 0 && (pairs == NULL || rows == NULL)))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_rows: bad argument");
+    cint n = S->ncblk, maxst = 1;
+    for (cint j = 0; j < n; j++) maxst = S->cblk_stride[j] > maxst ? S->cblk_stride[j] : maxst;
+    dist_group *g = canopy_alloc((size_t)S->nblok + 1, sizeof *g, "fan-in rows scratch", err);
+    cint *mark = canopy_alloc((size_t)maxst, sizeof(cint), "fan-in rows scratch", err);
+    if (!g || !mark) {
+        canopy_free(g);
+        canopy_free(mark);
+        return dist_nomem(err);
+    }
+    size_t ng = 0;
+    for (cint k = 0; k < n; k++)
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            e = dist_group_end(S, k, b);
+            cint j = S->blok_fcblk[b];
+            if (cblk_rank[k] == cblk_rank[j]) continue;
+            int64_t key = (int64_t)j * nranks + cblk_rank[k];
+            const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, dist_cmp_i64);
+            if (at == NULL) continue;
+            int64_t q = at - pairs;
+            if (moff == NULL || moff[q] >= 0) g[ng++] = (dist_group){q, k, b};
+        }
+    qsort(g, ng, sizeof *g, dist_cmp_group);
+    for (cint i = 0; i < maxst; i++) mark[i] = -1;
+    for (size_t q = 0; q < np; q++) rows[q] = 0;
+    for (size_t a = 0, z; a < ng; a = z) {
+        int64_t q = g[a].q;
+        cint j = (cint)(pairs[q] / nranks), st = S->cblk_stride[j], cnt = 0;
+        for (z = a; z < ng && g[z].q == q; z++) {
+            /* the rows of k's bloks from b on, each source blok inside one blok of j */
+            cint k = g[z].k, tb = S->cblk_fblok[j];
+            for (cint sb = g[z].b; sb < S->cblk_fblok[k + 1]; sb++) {
+                cint fr = S->blok_frow[sb], h = S->blok_lrow[sb] - fr + 1;
+                while (S->blok_lrow[tb] < fr) tb++;
+                cint trow = S->blok_coefrow[tb] + (fr - S->blok_frow[tb]);
+                for (cint i = 0; i < h; i++) mark[trow + i] = 0;
+            }
+        }
+        cint *map = maps && moff ? maps + moff[q] : NULL;
+        for (cint i = 0; i < st; i++) {
+            if (map) map[i] = mark[i] < 0 ? -1 : cnt;
+            cnt += mark[i] >= 0;
+            mark[i] = -1;
+        }
+        rows[q] = cnt;
+    }
+    canopy_free(g);
+    canopy_free(mark);
+    return CANOPY_SUCCESS;
+}
+
 /* The Snodes of the rank's thread block [lo, hi), renumbered, with [0, T) as root. */
 static canopy_status dist_snodes(const sched_dag *G, int lo, int hi, sched_dag *D, int *gmap, canopy_err *err)
 {
@@ -267,6 +335,46 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         if (P->cblk_rank[j] == rank) L->recv_rank[nr++] = r; /* pairs are sorted by (j, r) */
         if (r == rank) L->send_cblk[ns++] = j;
     }
+    /* the compressed layout of this rank's buffers, sent and received */
+    {
+        cint nrecv = L->recv_ptr[n];
+        L->send_rows = canopy_alloc((size_t)L->nsend + 1, sizeof(cint), "fan-in layout", err);
+        L->recv_rows = canopy_alloc((size_t)nrecv + 1, sizeof(cint), "fan-in layout", err);
+        L->send_moff = canopy_alloc((size_t)L->nsend + 1, sizeof(int64_t), "fan-in layout", err);
+        L->recv_moff = canopy_alloc((size_t)nrecv + 1, sizeof(int64_t), "fan-in layout", err);
+        int64_t *moff = canopy_alloc(nu + 1, sizeof(int64_t), "fan-in layout", err);
+        cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in layout", err);
+        int64_t nmap = 0;
+        if (L->send_rows && L->recv_rows && L->send_moff && L->recv_moff && moff && rows) {
+            for (size_t q = 0; q < nu; q++) {
+                cint j = (cint)(pairs[q] / R);
+                int r = (int)(pairs[q] % R);
+                moff[q] = -1;
+                if (r == rank || P->cblk_rank[j] == rank) {
+                    moff[q] = nmap;
+                    nmap += S->cblk_stride[j];
+                }
+            }
+            L->fan_rmap = canopy_alloc((size_t)nmap + 1, sizeof(cint), "fan-in layout", err);
+        }
+        if (L->fan_rmap) st = sched_fanin_rows(S, P->cblk_rank, R, pairs, nu, rows, moff, L->fan_rmap, err);
+        else st = dist_nomem(err);
+        for (size_t q = 0, sq = 0, rcv = 0; q < nu && st == CANOPY_SUCCESS; q++) {
+            cint j = (cint)(pairs[q] / R);
+            int r = (int)(pairs[q] % R);
+            if (P->cblk_rank[j] == rank) {
+                L->recv_rows[rcv] = rows[q];
+                L->recv_moff[rcv++] = moff[q];
+            }
+            if (r == rank) {
+                L->send_rows[sq] = rows[q];
+                L->send_moff[sq++] = moff[q];
+            }
+        }
+        canopy_free(moff);
+        canopy_free(rows);
+        if (st != CANOPY_SUCCESS) goto out;
+    }
     for (cint j = 0; j < n; j++) {
         cint cnt = L->recv_ptr[j + 1] - L->recv_ptr[j];
         if (cnt == 0) continue;
@@ -306,5 +414,10 @@ void sched_local_free(sched_local *L)
     canopy_free(L->recv_ptr);
     canopy_free(L->recv_rank);
     canopy_free(L->send_cblk);
+    canopy_free(L->send_rows);
+    canopy_free(L->recv_rows);
+    canopy_free(L->send_moff);
+    canopy_free(L->recv_moff);
+    canopy_free(L->fan_rmap);
     memset(L, 0, sizeof *L);
 }

@@ -35,9 +35,17 @@ typedef struct sched_local {
     int *recv_rank;               /**<   recv_rank[recv_ptr[j] .. recv_ptr[j+1]-1], ascending */
     cint nsend;                   /**< cblks of other ranks this rank sends a fan-in buffer to */
     cint *send_cblk;              /**< [nsend] ascending */
+    /* compressed fan-in buffers: only the rows of the target's panel that the sender's updates
+       write (sched_fanin_rows), all of the target's columns: rows x width, column-major */
+    cint *send_rows;              /**< [nsend] rows of the buffer sent to send_cblk[q] */
+    cint *recv_rows;              /**< [recv_ptr[ncblk]] rows of each buffer received */
+    int64_t *send_moff;           /**< [nsend] offset in fan_rmap of the buffer's row map */
+    int64_t *recv_moff;           /**< [recv_ptr[ncblk]] the same for the buffers received */
+    cint *fan_rmap;               /**< row maps, stride of the target each: panel row -> buffer row, -1
+                                       for a row the buffer does not hold */
     /* figures of the whole plan (every rank computes the same) */
     int64_t fanin_msgs;           /**< fan-in buffers of all ranks (per part: x2 for LU) */
-    int64_t fanin_entries;        /**< their scalars */
+    int64_t fanin_entries;        /**< their scalars, as whole panels (uncompressed) */
     int64_t update_msgs;          /**< remote updates: the messages without fan-in */
     int64_t update_entries;       /**< their scalars */
 } sched_local;
@@ -50,5 +58,18 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
                                canopy_err *err);
 
 void sched_local_free(sched_local *L);
+
+/**
+ * The rows of fan-in buffers: for each pair q of @p pairs (target cblk j * @p nranks + sending
+ * rank r, sorted and unique), @p rows[q] = how many rows of j's panel the updates of rank r's
+ * cblks into j write: for every facing group of a cblk k of rank r facing j, the rows of k's
+ * bloks from that group on, each inside one blok of j (2D tiles write subsets of the same rows).
+ * With @p moff (NULL: every pair, no maps), only the pairs with moff[q] >= 0 are done, and
+ * @p maps[moff[q] + i] gets the buffer row of panel row i of j (rows numbered in panel order),
+ * or -1, for i < stride of j. A pure function of the structure and the ranks of the cblks, so
+ * that the sender and the receiver derive the same layout without a message.
+ */
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
+                               cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
 
 #endif

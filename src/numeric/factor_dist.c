@@ -22,6 +22,12 @@ static inline int64_t panel_size(const symbolic *S, cint j)
     return S->cblk_coef[j + 1] - S->cblk_coef[j];
 }
 
+/* Scalars of a fan-in buffer of cblk j holding @p rows of its panel's rows (sched_local). */
+static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
+{
+    return (int64_t)rows * (S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+}
+
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
                                     double panel_entries, int nthreads, int64_t local_entries)
 {
@@ -43,9 +49,9 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     double held = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
-        held += (double)(L->recv_ptr[k + 1] - L->recv_ptr[k]) * (double)panel_size(S, k);
+        for (cint q = L->recv_ptr[k]; q < L->recv_ptr[k + 1]; q++) held += (double)fan_size(S, k, L->recv_rows[q]);
     }
-    for (cint q = 0; q < L->nsend; q++) held += (double)panel_size(S, L->send_cblk[q]);
+    for (cint q = 0; q < L->nsend; q++) held += (double)fan_size(S, L->send_cblk[q], L->send_rows[q]);
     return numeric_predict_bytes_counts(S, kind, arith, held, L->nthreads, local_entries);
 }
 
@@ -85,13 +91,13 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
         }
         for (cint q = L->recv_ptr[k]; q < L->recv_ptr[k + 1]; q++) {
             F->recv_off[q] = roff;
-            roff += panel_size(S, k) * parts;
+            roff += fan_size(S, k, L->recv_rows[q]) * parts;
         }
     }
     for (cint q = 0; q < L->nsend; q++) {
         cint j = L->send_cblk[q];
         F->lcoef[j] = off;
-        off += panel_size(S, j);
+        off += fan_size(S, j, L->send_rows[q]);
         F->send_slot[j] = (int)q * parts;
     }
     F->coef = F->lcoef;
@@ -308,8 +314,9 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
         for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++)
             for (int p = 0; p < parts; p++, i++) {
                 comm_msg *m = &rv[i];
-                m->buf = (char *)F->R + (size_t)(F->recv_off[q] + p * panel_size(S, j)) * F->scalar_bytes;
-                m->count = (int)(panel_size(S, j) * dps);
+                int64_t size = fan_size(S, j, L->recv_rows[q]);
+                m->buf = (char *)F->R + (size_t)(F->recv_off[q] + p * size) * F->scalar_bytes;
+                m->count = (int)(size * dps);
                 m->peer = L->recv_rank[q];
                 comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
                 m->cookie = L->cblk_task[j];
@@ -319,7 +326,7 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
         for (int p = 0; p < parts; p++) {
             comm_msg *m = &sd[q * parts + p];
             m->buf = (char *)(p == 0 ? F->L : F->U) + (size_t)F->lcoef[j] * F->scalar_bytes;
-            m->count = (int)(panel_size(S, j) * dps);
+            m->count = (int)(fan_size(S, j, L->send_rows[q]) * dps);
             m->peer = L->cblk_rank[j];
             comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
             m->cookie = -1;

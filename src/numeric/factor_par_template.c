@@ -37,18 +37,25 @@ static void ksend_fanin(kpar *pc, cint j)
     if (pc->F->U) comm_exchange_send(pc->x, slot + 1);
 }
 
-/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order. */
+/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order, each
+ * through its row map (the panel rows it holds, sched_local.fan_rmap). */
 static void kfanin_add(kpar *pc, cint j)
 {
     const sched_local *L = pc->loc;
     const symbolic *S = pc->c.S;
-    int64_t size = S->cblk_coef[j + 1] - S->cblk_coef[j];
+    cint st = S->cblk_stride[j], w = S->cblk_fcol[j + 1] - S->cblk_fcol[j];
     SCALAR *Lj = pc->c.L + pc->c.coef[j], *Uj = pc->c.U ? pc->c.U + pc->c.coef[j] : NULL;
     for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++) {
         const SCALAR *B = (const SCALAR *)pc->F->R + pc->F->recv_off[q];
-        for (int64_t i = 0; i < size; i++) Lj[i] += B[i];
-        if (Uj)
-            for (int64_t i = 0; i < size; i++) Uj[i] += B[size + i];
+        const cint *map = L->fan_rmap + L->recv_moff[q];
+        cint nr = L->recv_rows[q];
+        for (int p = 0; p < (Uj ? 2 : 1); p++) {
+            SCALAR *X = p ? Uj : Lj;
+            const SCALAR *Bp = B + (size_t)p * nr * w;
+            for (cint c = 0; c < w; c++)
+                for (cint i = 0; i < st; i++)
+                    if (map[i] >= 0) X[i + (size_t)c * st] += Bp[map[i] + (size_t)c * nr];
+        }
     }
 }
 
@@ -275,7 +282,7 @@ static void kfill_owned(void *arg, int t)
     int T = L->nthreads;
     for (cint q = t; q < L->nsend; q += T) {
         cint j = L->send_cblk[q];
-        int64_t c0 = F->coef[j], c1 = c0 + (F->S->cblk_coef[j + 1] - F->S->cblk_coef[j]);
+        int64_t c0 = F->coef[j], c1 = c0 + (int64_t)L->send_rows[q] * (F->S->cblk_fcol[j + 1] - F->S->cblk_fcol[j]);
         kpopulate(F, c0, c1);
         kzero(F->L, c0, c1, F->fresh);
         if (F->U) kzero(F->U, c0, c1, F->fresh);

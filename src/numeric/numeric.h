@@ -194,6 +194,9 @@ typedef struct numeric {
     int inv_state;                  /**< 0: none; 1: in L and U (the factors are gone); 2: in inv_L/inv_U;
                                          3: an in-place inversion failed (interrupted): neither is there */
     void *inv_L, *inv_U;            /**< selinv-memory=separate: copies of L and U turned into the inverse */
+    int64_t *sel_xcoef;             /**< several ranks, during the selected inversion: [ncblk] offset in sel_x
+                                         of the received panel of another rank's cblk, -1 for the others */
+    void *sel_x[2];                 /**< those panels (L, then U for LU) */
 } numeric;
 
 /**
