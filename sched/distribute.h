@@ -4,11 +4,11 @@
  * messages exist, never how they travel (comm/ does that).
  *
  * Fan-in (papers/numa-scheduler-pastix.txt section 4): the updates of this rank's cblks into a
- * cblk j of another rank are summed into one buffer shaped like j's panel (its L part, and its U
- * part for LU) and sent once the last of them is applied; the owner of j adds the buffers of
- * every contributing rank, in rank order, at the start of j's panel task. A panel task therefore
- * waits for its local predecessors and for ext[task] = (buffers per fan-in) x (contributing
- * ranks) messages.
+ * cblk j of another rank are summed into one buffer holding the rows of j's panel they write
+ * (sched_fanin_rows; all of j's columns: rows x width, its L part and its U part for LU) and
+ * sent once the last of them is applied; the owner of j adds the buffers of every contributing
+ * rank, in rank order, at the start of j's panel task. A panel task therefore waits for its local
+ * predecessors and for ext[task] = (buffers per fan-in) x (contributing ranks) messages.
  */
 #ifndef CANOPY_SCHED_DISTRIBUTE_H
 #define CANOPY_SCHED_DISTRIBUTE_H

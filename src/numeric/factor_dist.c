@@ -78,10 +78,12 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
     F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
     F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);
-    F->recv_off = canopy_alloc((size_t)L->recv_ptr[S->ncblk] + 1, sizeof(int64_t), "fan-in offsets", err);
+    F->fan_send = canopy_calloc((size_t)L->nsend * parts + 1, sizeof(void *), "fan-in buffers", err);
+    F->fan_recv = canopy_calloc((size_t)L->recv_ptr[S->ncblk] * parts + 1, sizeof(void *), "fan-in buffers", err);
     F->peer_counts = canopy_calloc(4 * (size_t)L->nranks, sizeof(int64_t), "communication counts", err);
-    if (!F->lcoef || !F->send_slot || !F->recv_off || !F->peer_counts) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
-    int64_t off = 0, roff = 0;
+    if (!F->lcoef || !F->send_slot || !F->fan_send || !F->fan_recv || !F->peer_counts)
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    int64_t off = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         F->send_slot[k] = -1;
         F->lcoef[k] = -1;
@@ -89,20 +91,11 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
             F->lcoef[k] = off;
             off += panel_size(S, k);
         }
-        for (cint q = L->recv_ptr[k]; q < L->recv_ptr[k + 1]; q++) {
-            F->recv_off[q] = roff;
-            roff += fan_size(S, k, L->recv_rows[q]) * parts;
-        }
     }
-    for (cint q = 0; q < L->nsend; q++) {
-        cint j = L->send_cblk[q];
-        F->lcoef[j] = off;
-        off += fan_size(S, j, L->send_rows[q]);
-        F->send_slot[j] = (int)q * parts;
-    }
+    /* fan-in buffers are not in the factor: they come and go during the factorization */
+    for (cint q = 0; q < L->nsend; q++) F->send_slot[L->send_cblk[q]] = (int)q * parts;
     F->coef = F->lcoef;
     F->ncoef = off;
-    F->nrecv_scalars = roff;
     if (!canopy_mul_ok((size_t)(off ? off : 1), F->scalar_bytes, &F->coef_bytes))
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %lld entries is too large", (long long)off);
     F->amap_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(int64_t), "entry map", err);
@@ -117,12 +110,10 @@ static canopy_status numeric_panels_dist(numeric *F, canopy_err *err)
     F->L = numa_alloc_pages(F->coef_bytes, "factor L", err);
     if (kind == CANOPY_FACT_LU) F->U = numa_alloc_pages(F->coef_bytes, "factor U", err);
     F->fresh = 1;
-    F->R = canopy_alloc((size_t)(F->nrecv_scalars ? F->nrecv_scalars : 1), F->scalar_bytes, "received fan-in buffers",
-                        err);
     if (kind != CANOPY_FACT_LLT) F->ipiv = canopy_calloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
     if (kind == CANOPY_FACT_LDLT) F->dsub = canopy_calloc((size_t)S->n + 1, F->scalar_bytes, "2x2 pivots", err);
     F->work = canopy_alloc(F->work_scalars, F->scalar_bytes, "update buffer", err);
-    if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || !F->R || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
+    if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
         (kind == CANOPY_FACT_LDLT && !F->dsub) || !F->work)
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     return numeric_build_fan(F, err);
@@ -296,7 +287,8 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     return st;
 }
 
-canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err)
+canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,
+                                      canopy_err *err)
 {
     const numeric_exec *x = &F->exec;
     const sched_local *L = x->local;
@@ -314,18 +306,17 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
         for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++)
             for (int p = 0; p < parts; p++, i++) {
                 comm_msg *m = &rv[i];
-                int64_t size = fan_size(S, j, L->recv_rows[q]);
-                m->buf = (char *)F->R + (size_t)(F->recv_off[q] + p * size) * F->scalar_bytes;
-                m->count = (int)(size * dps);
+                m->buf = NULL; /* allocated on arrival */
+                m->count = (int)(fan_size(S, j, L->recv_rows[q]) * dps);
                 m->peer = L->recv_rank[q];
                 comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
-                m->cookie = L->cblk_task[j];
+                m->cookie = ((int64_t)i << 32) | (int64_t)L->cblk_task[j]; /* where it goes, who waits */
             }
     for (cint q = 0; q < L->nsend; q++) {
         cint j = L->send_cblk[q];
         for (int p = 0; p < parts; p++) {
             comm_msg *m = &sd[q * parts + p];
-            m->buf = (char *)(p == 0 ? F->L : F->U) + (size_t)F->lcoef[j] * F->scalar_bytes;
+            m->buf = NULL; /* handed over with the send */
             m->count = (int)(fan_size(S, j, L->send_rows[q]) * dps);
             m->peer = L->cblk_rank[j];
             comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);

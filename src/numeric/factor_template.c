@@ -310,9 +310,9 @@ static inline void ktarget(const kctx *c, cint j, SCALAR **Lj, SCALAR **Uj, cint
         *map = NULL;
         return;
     }
-    int q = c->F->send_slot[j] / (c->U ? 2 : 1);
-    *Lj = c->L + c->coef[j];
-    *Uj = c->U ? c->U + c->coef[j] : NULL;
+    int parts = c->U ? 2 : 1, q = c->F->send_slot[j] / parts;
+    *Lj = c->F->fan_send[q * parts];
+    *Uj = c->U ? c->F->fan_send[q * parts + 1] : NULL;
     *ld = L->send_rows[q];
     *map = L->fan_rmap + L->send_moff[q];
 }
@@ -577,10 +577,10 @@ static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, ci
     cint r0 = S->blok_coefrow[fb0], q0 = S->blok_coefrow[rb0];
     int square = rb0 == fb0; /* the rows start with the facing rows: j's diagonal square */
     const SCALAR *P = c->L + c->coef[k];
-    SCALAR *Lj, *Uj;
-    cint stj;
-    const cint *map;
-    ktarget(c, j, &Lj, &Uj, &stj, &map);
+    SCALAR *Lj = NULL, *Uj = NULL;
+    cint stj = 0;
+    const cint *map = NULL;
+    if (phase != KC_COMPUTE) ktarget(c, j, &Lj, &Uj, &stj, &map); /* the product alone touches no target */
     switch (c->kind) {
     case CANOPY_FACT_LLT:
         kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, P + r0, st, K_TRANS_H, Lj, stj, map, buf, square,

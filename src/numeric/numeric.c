@@ -181,8 +181,8 @@ void numeric_free(numeric *F)
     numa_free_pages(F->L, F->coef_bytes);
     numa_free_pages(F->U, F->coef_bytes);
     canopy_free(F->lcoef);
-    canopy_free(F->R);
-    canopy_free(F->recv_off);
+    canopy_free(F->fan_send); /* the buffers themselves never outlive a factorization */
+    canopy_free(F->fan_recv);
     canopy_free(F->send_slot);
     canopy_free(F->aval);
     canopy_free(F->send_order);

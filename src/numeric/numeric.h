@@ -110,13 +110,15 @@ typedef struct numeric {
     void *L;                        /**< panels held by this rank (all of them with one rank) */
     void *U;                        /**< LU only, same size */
     const int64_t *coef;            /**< [ncblk] offset of cblk k's panel in L and U: S->cblk_coef with one
-                                         rank; with several, the rank's own cblks, then its fan-in buffers
-                                         (shaped like the remote target's panel), -1 for the others */
+                                         rank; with several, the rank's own cblks, -1 for the others */
     int64_t *lcoef;                 /**< several ranks: the storage of coef */
     int64_t ncoef;                  /**< scalars of L (and of U) */
-    void *R;                        /**< several ranks: received fan-in buffers (L part, then U part) */
-    int64_t nrecv_scalars;
-    int64_t *recv_off;              /**< [recv_ptr[ncblk]] offset in R of each received buffer */
+    /* several ranks, while a factorization runs: the fan-in buffers (sched_local's compressed
+       layout), each alive only from its first contribution to its send, or from its arrival to
+       the panel task that adds it (comm/README.md) */
+    void **fan_send;                /**< [nsend x parts] buffer sent to send_cblk[q] (part p at q * parts + p),
+                                         NULL until its first contribution; the exchange frees it */
+    void **fan_recv;                /**< [recv_ptr[ncblk] x parts] buffer received, NULL until it arrives */
     int *send_slot;                 /**< [ncblk] first exchange slot of the fan-in sent to remote cblk j */
     comm_exchange *xch;             /**< the exchange of the running factorization */
     void *aval;                     /**< several ranks: this rank's entries of A (amap order) */
@@ -278,7 +280,8 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
                              int64_t local_entries);
 
 /* used by the kernels: the fan-in exchange of one factorization */
-canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err);
+canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,
+                                      canopy_err *err);
 canopy_status numeric_exchange_end(numeric *F, canopy_err *err);
 
 /**
