@@ -5,6 +5,7 @@
 #include "distribute.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,126 @@ canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nran
     canopy_free(g);
     canopy_free(mark);
     return CANOPY_SUCCESS;
+}
+
+/* An event of a buffer's life on a rank: at time t, scalars come (> 0) or go (< 0). */
+typedef struct dist_event {
+    int rank;
+    double t, delta;
+} dist_event;
+
+static int dist_cmp_event(const void *a, const void *b)
+{
+    const dist_event *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->delta > y->delta ? -1 : x->delta < y->delta; /* arrivals first: touching lives overlap */
+}
+
+canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *sink, double *upd,
+                                 double *panel, canopy_err *err)
+{
+    if (S == NULL || P == NULL || P->ncblk != S->ncblk)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_memory: bad argument");
+    int R = P->nranks > 0 ? P->nranks : 1;
+    cint n = S->ncblk;
+    const sched_dag *G = &P->factor;
+    for (int r = 0; r < R; r++) {
+        if (peak) peak[r] = 0;
+        if (sink) sink[r] = 0;
+        if (upd) upd[r] = 0;
+        if (panel) panel[r] = 0;
+    }
+    for (cint k = 0; k < n; k++) {
+        int r = P->cblk_rank[k];
+        double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        if (panel) panel[r] = fmax(panel[r], w * (double)S->cblk_stride[k]);
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            e = dist_group_end(S, k, b);
+            double h = (double)(S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b]);
+            if (upd) upd[r] = fmax(upd[r], (double)(S->cblk_stride[k] - S->blok_coefrow[b]) * h);
+        }
+    }
+    if (R < 2 || (!peak && !sink)) return CANOPY_SUCCESS;
+    /* the pairs and their rows */
+    int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "fan-in memory scratch", err);
+    if (!pairs) return dist_nomem(err);
+    size_t np = 0;
+    for (cint k = 0; k < n; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (P->cblk_rank[k] != P->cblk_rank[j]) pairs[np++] = (int64_t)j * R + P->cblk_rank[k];
+        }
+    qsort(pairs, np, sizeof *pairs, dist_cmp_i64);
+    size_t nu = 0;
+    for (size_t q = 0; q < np; q++)
+        if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
+    cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in memory scratch", err);
+    double *first = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
+    double *last = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
+    dist_event *ev = canopy_alloc(4 * nu + 1, sizeof(dist_event), "fan-in memory scratch", err);
+    canopy_status st = rows && first && last && ev ? sched_fanin_rows(S, P->cblk_rank, R, pairs, nu, rows, NULL, NULL, err)
+                                                  : dist_nomem(err);
+    if (st == CANOPY_SUCCESS && (!P->task_start || !P->task_end))
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "sched_fanin_memory: a plan without its simulation");
+    if (st == CANOPY_SUCCESS) {
+        for (size_t q = 0; q < nu; q++) {
+            first[q] = INFINITY;
+            last[q] = -INFINITY;
+        }
+        /* each task's contributions to other ranks' cblks: when they start and end */
+        for (int i = 0; i < G->ntasks; i++) {
+            int kind = G->kind[i];
+            cint k0, k1, only = -1;
+            if (kind == SCHED_TASK_UPDATE || kind == SCHED_TASK_UPDATE2D) {
+                k0 = k1 = G->cblk[i];
+                only = S->blok_fcblk[G->first[i]];
+            } else if (kind == SCHED_TASK_SUBTREE) {
+                k0 = G->first[i];
+                k1 = G->cblk[i];
+            } else {
+                continue;
+            }
+            for (cint k = k0; k <= k1; k++)
+                for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+                    e = dist_group_end(S, k, b);
+                    cint j = S->blok_fcblk[b];
+                    if ((only >= 0 && j != only) || P->cblk_rank[j] == P->cblk_rank[k]) continue;
+                    int64_t key = (int64_t)j * R + P->cblk_rank[k];
+                    const int64_t *at = bsearch(&key, pairs, nu, sizeof *pairs, dist_cmp_i64);
+                    if (at == NULL) continue;
+                    size_t q = (size_t)(at - pairs);
+                    first[q] = fmin(first[q], P->task_start[i]);
+                    last[q] = fmax(last[q], P->task_end[i]);
+                }
+        }
+        size_t ne = 0;
+        for (size_t q = 0; q < nu; q++) {
+            cint j = (cint)(pairs[q] / R);
+            int src = (int)(pairs[q] % R), dst = P->cblk_rank[j];
+            double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+            double panel_at = P->task_start[P->cblk_task[j]];
+            if (first[q] > last[q]) first[q] = last[q] = panel_at; /* no task found: at the panel */
+            ev[ne++] = (dist_event){src, first[q], size};
+            ev[ne++] = (dist_event){src, fmax(panel_at, last[q]), -size};
+            ev[ne++] = (dist_event){dst, fmin(last[q], panel_at), size};
+            ev[ne++] = (dist_event){dst, panel_at, -size};
+            if (sink) sink[dst] = fmax(sink[dst], size);
+        }
+        qsort(ev, ne, sizeof *ev, dist_cmp_event);
+        double live = 0;
+        for (size_t a = 0; a < ne; a++) {
+            if (a > 0 && ev[a].rank != ev[a - 1].rank) live = 0;
+            live += ev[a].delta;
+            if (peak) peak[ev[a].rank] = fmax(peak[ev[a].rank], live);
+        }
+    }
+    canopy_free(pairs);
+    canopy_free(rows);
+    canopy_free(first);
+    canopy_free(last);
+    canopy_free(ev);
+    return st;
 }
 
 /* The Snodes of the rank's thread block [lo, hi), renumbered, with [0, T) as root. */
@@ -385,6 +506,21 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
             goto out;
         }
         L->ext[t] = (int)cnt * parts;
+    }
+    /* this rank's memory: its buffers' peak by the simulation, its workspaces */
+    {
+        double *v = canopy_alloc(4 * (size_t)R, sizeof(double), "local plan scratch", err);
+        if (v == NULL) {
+            st = dist_nomem(err);
+            goto out;
+        }
+        st = sched_fanin_memory(S, P, v, v + R, v + 2 * R, v + 3 * R, err);
+        L->fanin_peak = v[rank];
+        L->fanin_sink = v[R + rank];
+        L->update_max = v[2 * R + rank];
+        L->panel_max = v[3 * R + rank];
+        canopy_free(v);
+        if (st != CANOPY_SUCCESS) goto out;
     }
     /* what the engine will check at the factorization, found here at the analysis (agreed) */
     char why[160];

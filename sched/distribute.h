@@ -43,6 +43,11 @@ typedef struct sched_local {
     int64_t *recv_moff;           /**< [recv_ptr[ncblk]] the same for the buffers received */
     cint *fan_rmap;               /**< row maps, stride of the target each: panel row -> buffer row, -1
                                        for a row the buffer does not hold */
+    /* this rank's memory (sched_fanin_memory): scalars, one part (LU doubles them) */
+    double fanin_peak;            /**< fan-in buffers alive at once at most, as the simulation runs */
+    double fanin_sink;            /**< the largest buffer it receives (the exchange's sink) */
+    double update_max;            /**< the largest update product of its cblks (update buffers) */
+    double panel_max;             /**< the largest stride x width of its cblks (LDL^T scratch) */
     /* figures of the whole plan (every rank computes the same) */
     int64_t fanin_msgs;           /**< fan-in buffers of all ranks (per part: x2 for LU) */
     int64_t fanin_entries;        /**< their scalars, as whole panels (uncompressed) */
@@ -69,6 +74,20 @@ void sched_local_free(sched_local *L);
  * or -1, for i < stride of j. A pure function of the structure and the ranks of the cblks, so
  * that the sender and the receiver derive the same layout without a message.
  */
+/**
+ * The memory of every rank's fan-in buffers and update buffers, [nranks] each (scalars, one part):
+ * @p peak: the most fan-in buffer scalars alive at once on the rank, by the plan's simulated
+ * times: a sent buffer lives from the start of the rank's first task contributing to it (its
+ * first contribution allocates it) to the start of the target's panel task (the send has
+ * completed by then); a received buffer from the end of the sender's last contributing task (its
+ * arrival) to the start of the target's panel task (which adds and frees it). Intervals that
+ * touch count together. @p sink: the largest buffer the rank receives; @p upd: the largest update
+ * product (source rows x facing rows) of the rank's cblks; @p panel: their largest stride x
+ * width. Any of them may be NULL.
+ */
+canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *sink, double *upd,
+                                 double *panel, canopy_err *err);
+
 canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
                                cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
 

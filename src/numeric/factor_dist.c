@@ -29,16 +29,12 @@ static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
 }
 
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, int nthreads, int64_t local_entries)
+                                    double panel_entries, double update_max, double panel_max, int nthreads,
+                                    int64_t local_entries)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double wbuf = 0;
-    for (cint k = 0; k < S->ncblk; k++) {
-        double w = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-        if (w > wbuf) wbuf = w;
-    }
-    double work = (double)S->max_update_buf * parts + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
-    double spares = (double)CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
+    double work = fmax(update_max * parts + (kind == CANOPY_FACT_LDLT ? panel_max : 0), 1);
+    double spares = fmin(update_max, (double)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
     return sb * (parts * panel_entries + work * (nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
@@ -46,13 +42,14 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
                              int64_t local_entries)
 {
-    double held = 0;
-    for (cint k = 0; k < S->ncblk; k++) {
+    /* the own panels, the fan-in buffers alive at once at most (sched_fanin_memory: by the
+     * simulated times, from first contribution to send, from arrival to the panel task), the
+     * exchange's sink (the largest receive, one part) */
+    double held = 0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    for (cint k = 0; k < S->ncblk; k++)
         if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
-        for (cint q = L->recv_ptr[k]; q < L->recv_ptr[k + 1]; q++) held += (double)fan_size(S, k, L->recv_rows[q]);
-    }
-    for (cint q = 0; q < L->nsend; q++) held += (double)fan_size(S, L->send_cblk[q], L->send_rows[q]);
-    return numeric_predict_bytes_counts(S, kind, arith, held, L->nthreads, local_entries);
+    held += L->fanin_peak + L->fanin_sink / parts;
+    return numeric_predict_bytes_counts(S, kind, arith, held, L->update_max, L->panel_max, L->nthreads, local_entries);
 }
 
 /* The layout of this rank's factor (offsets, fan-in slots, entry map pointers): the small arrays
@@ -65,16 +62,15 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     F->kind = kind;
     F->arith = arith;
     F->scalar_bytes = arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
-    size_t wbuf = 0;
-    for (cint k = 0; k < S->ncblk; k++) {
+    for (cint k = 0; k < S->ncblk; k++)
         if (S->cblk_stride[k] > INT_MAX || panel_size(S, k) * (arith == CANOPY_COMPLEX ? 2 : 1) > INT_MAX)
             return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT " is too large for BLAS or MPI", k);
-        size_t s = (size_t)S->cblk_stride[k] * (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-        wbuf = s > wbuf ? s : wbuf;
-    }
-    F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
+    /* workspaces for this rank's tasks only: a thread runs only tasks of its rank, and every
+     * update of a cblk runs on the cblk's rank */
+    F->upd_scalars = (size_t)L->update_max;
+    F->work_scalars = F->upd_scalars * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? (size_t)L->panel_max : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
-    F->spare_scalars = CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
+    F->spare_scalars = CANOPY_MIN(F->upd_scalars, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
     F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
     F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);

@@ -242,7 +242,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     const symbolic *S = pc->c.S;
     const sched_dag *d = pc->dag;
     int t = sched_worker_id(wk);
-    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + S->max_update_buf;
+    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + pc->F->upd_scalars;
     cint k = d->cblk[task];
     if (pc->F->exec.stop && atomic_load_explicit(pc->F->exec.stop, memory_order_relaxed)) return KSTOPPED;
     if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);

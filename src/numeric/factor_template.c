@@ -565,7 +565,7 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
  * rb0..rb1-1 (fb0 <= rb0: all the rows from the facing group on for an UPDATE task, one facing
  * group's rows for an UPDATE2D task) to j. Phase: KC_ALL, or KC_COMPUTE then KC_APPLY with the
  * same buffer. @p W is scratch for the L*D rows (LDL^T only, stride * width scalars), @p buf the
- * update buffer (S->max_update_buf scalars, twice that for LU: the U side's product follows the
+ * update buffer (F->upd_scalars scalars, twice that for LU: the U side's product follows the
  * L side's).
  */
 static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, cint rb1, SCALAR *W, SCALAR *buf,
@@ -681,7 +681,7 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
     F->run.fill = canopy_wtime() - tf0;
     F->fresh = 0;
     SCALAR *buf = F->work;
-    SCALAR *W = buf + S->max_update_buf;
+    SCALAR *W = buf + F->upd_scalars;
     int64_t perturbed = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         if (F->exec.stop && atomic_load_explicit(F->exec.stop, memory_order_relaxed))

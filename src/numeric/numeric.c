@@ -338,6 +338,7 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     }
     size_t ncoef = (size_t)S->cblk_coef[S->ncblk];
     /* LU's threaded updates keep the L and U sides' products side by side (see kupdate) */
+    F->upd_scalars = S->max_update_buf;
     F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
     F->spare_scalars = CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);

@@ -178,7 +178,9 @@ typedef struct numeric {
     numeric_run run;                /**< last threaded factorization */
     numeric_run solve_run;          /**< last threaded solve */
     void *work;                     /**< sequential runs: the calling thread's workspace (work_scalars) */
-    size_t work_scalars;            /**< update buffer (S->max_update_buf scalars), then for LDL^T the
+    size_t upd_scalars;             /**< the largest update product of the cblks this rank factors (one
+                                         rank: S->max_update_buf) */
+    size_t work_scalars;            /**< update buffer (upd_scalars scalars, LU: twice), then for LDL^T the
                                          dense kernel's scratch / the L*D rows of an update (max stride*width) */
     cint *ipiv;                     /**< LU and LDL^T, [n]: ipiv[fcol+j] = local row (0..w-1) of cblk k's
                                          diagonal block swapped with local row j (rows and columns for
@@ -269,11 +271,14 @@ canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err 
 
 /**
  * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in
- * buffers it sends and receives (one part each; LU doubles them), @p nthreads workers, and
- * @p local_entries entries of A it holds. canopy-simulate prices every virtual rank with it.
+ * buffers it holds at once at most (one part each; LU doubles them), @p update_max its largest
+ * update product and @p panel_max its largest panel (sched_fanin_memory: the update buffers),
+ * @p nthreads workers, and @p local_entries entries of A it holds. canopy-simulate prices every
+ * virtual rank with it.
  */
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, int nthreads, int64_t local_entries);
+                                    double panel_entries, double update_max, double panel_max, int nthreads,
+                                    int64_t local_entries);
 
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
