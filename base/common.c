@@ -42,6 +42,27 @@ size_t canopy_mem_current(void) { return atomic_load(&mem_current); }
 size_t canopy_mem_peak(void) { return atomic_load(&mem_peak); }
 void canopy_mem_reset_peak(void) { atomic_store(&mem_peak, atomic_load(&mem_current)); }
 
+static _Atomic(const char *) fail_name;
+static atomic_long fail_name_skip;
+
+void canopy_alloc_fail_named(const char *what, long skip)
+{
+    atomic_store(&fail_name_skip, skip);
+    atomic_store(&fail_name, what);
+}
+
+bool canopy_alloc_fail_named_pending(void) { return atomic_load(&fail_name) != NULL; }
+
+/* the named failure: one atomic load when none is planned */
+static bool injected_named(const char *what)
+{
+    const char *name = atomic_load_explicit(&fail_name, memory_order_relaxed);
+    if (name == NULL || what == NULL || strcmp(name, what) != 0) return false;
+    if (atomic_fetch_sub(&fail_name_skip, 1) != 0) return false;
+    atomic_store(&fail_name, NULL);
+    return true;
+}
+
 static bool injected_failure(void)
 {
     long c = atomic_load(&fail_countdown);
@@ -69,7 +90,7 @@ static void *raw_alloc(size_t n, size_t sz, bool zero, const char *what, canopy_
         return NULL;
     }
     unsigned char *p = NULL;
-    if (!injected_failure()) p = zero ? calloc(1, bytes + HEADER) : malloc(bytes + HEADER);
+    if (!injected_failure() && !injected_named(what)) p = zero ? calloc(1, bytes + HEADER) : malloc(bytes + HEADER);
     if (p == NULL) {
         canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory allocating %s (%zu bytes)", what, bytes);
         return NULL;

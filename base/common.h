@@ -55,6 +55,14 @@ void *canopy_realloc(void *p, size_t n, size_t sz, const char *what, canopy_err 
 void canopy_alloc_fail_after(long count);
 /** What is left of the countdown: >= 0 when the planned failure has not happened (yet), -1 after it. */
 long canopy_alloc_fail_pending(void);
+/**
+ * Fault injection by name: the allocation labelled @p what (canopy_alloc's @p what, compared as a
+ * string; a literal that outlives the test) after @p skip others of that label fails; NULL
+ * disables. For one array allocated deep inside a run (a fan-in buffer), whatever the
+ * allocations around it. canopy_alloc_fail_named_pending() says whether it has not happened yet.
+ */
+void canopy_alloc_fail_named(const char *what, long skip);
+bool canopy_alloc_fail_named_pending(void);
 
 /** Bytes currently allocated through canopy_alloc/calloc/realloc and the peak since reset. */
 size_t canopy_mem_current(void);

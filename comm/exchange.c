@@ -4,8 +4,10 @@
  * Hand-off: a worker pushes the slot of a complete buffer onto a Treiber stack (next[] + head,
  * one CAS); the progress step takes the whole stack with one exchange, so there is a single
  * consumer and no ABA. Requests live in one array, receives first, then sends in slot order;
- * MPI_Testsome reports completions, which are counted per peer and, for receives, passed to the
- * callback. The step that sees the last completion ends the exchange.
+ * a receive's request exists once MPI_Improbe (any source, any tag, on each communicator of the
+ * receives) found its message and its buffer was allocated. MPI_Testsome reports completions,
+ * which are counted per peer; a send's buffer is freed, a receive's passed to the callback. The
+ * step that sees the last completion ends the exchange.
  */
 #include "base/config.h"
 #include "exchange.h"
@@ -30,8 +32,15 @@ struct comm_exchange {
     int *idx;                       /* Testsome output */
     MPI_Status *status;             /* Testsome output (a real array: GCC flags MPI_STATUSES_IGNORE
                                        with MPICH's headers as an overflow) */
-    void (*on_recv)(void *, int64_t);
+    void (*on_recv)(void *, int64_t, void *, int, int);
     void *arg;
+    int ncomm;                      /* distinct communicators of the receives */
+    MPI_Comm *comms;                /* [ncomm] */
+    int64_t *keys;                  /* [nrecv] (communicator index, tag, peer) of each receive, sorted */
+    int *key_recv;                  /* [nrecv] the receive of each key */
+    void *sink;                     /* the largest receive: where a message goes when its buffer
+                                       cannot be allocated */
+    int sink_count;
     atomic_int head;                /* stack of sends handed over, -1 = empty */
     atomic_int *next;               /* [nsend] */
     atomic_int recv_done, send_done, sends_posted;
@@ -78,8 +87,78 @@ void comm_stress_delay(unsigned *seed, int max_us)
     nanosleep(&ts, NULL);
 }
 
+/* a receive's key: communicator index, tag (< 2^31) and peer (< 2^20 ranks would do; 2^24 kept) */
+static int64_t xch_key(int c, int tag, int peer)
+{
+    return ((int64_t)c << 55) | ((int64_t)tag << 24) | (int64_t)peer;
+}
+
+typedef struct xch_kv {
+    int64_t key;
+    int recv;
+} xch_kv;
+
+static int xch_cmp_kv(const void *a, const void *b)
+{
+    int64_t x = ((const xch_kv *)a)->key, y = ((const xch_kv *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+/* The lookup of arriving messages: the distinct communicators of the receives, each receive's
+ * key, sorted; and the sink (the largest receive). */
+static canopy_status xch_index(comm_exchange *x, canopy_err *err)
+{
+    int nrecv = x->nrecv, maxc = 0;
+    x->comms = canopy_alloc((size_t)nrecv + 1, sizeof *x->comms, "communication", err);
+    x->keys = canopy_alloc((size_t)nrecv + 1, sizeof *x->keys, "communication", err);
+    x->key_recv = canopy_alloc((size_t)nrecv + 1, sizeof *x->key_recv, "communication", err);
+    xch_kv *kv = canopy_alloc((size_t)nrecv + 1, sizeof *kv, "communication", err);
+    if (!x->comms || !x->keys || !x->key_recv || !kv) {
+        canopy_free(kv);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    for (int i = 0; i < nrecv; i++) {
+        const comm_msg *m = &x->msgs[i];
+        int c = 0;
+        while (c < x->ncomm && x->comms[c] != m->comm) c++;
+        if (c == x->ncomm) x->comms[x->ncomm++] = m->comm;
+        if (m->tag < 0 || m->peer < 0 || m->peer >= (1 << 24) || c >= 256) {
+            canopy_free(kv);
+            return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_create: receive %d out of range", i);
+        }
+        kv[i] = (xch_kv){xch_key(c, m->tag, m->peer), i};
+        maxc = m->count > maxc ? m->count : maxc;
+    }
+    qsort(kv, (size_t)nrecv, sizeof *kv, xch_cmp_kv);
+    for (int i = 0; i < nrecv; i++) {
+        x->keys[i] = kv[i].key;
+        x->key_recv[i] = kv[i].recv;
+    }
+    canopy_free(kv);
+    for (int i = 1; i < nrecv; i++)
+        if (x->keys[i] == x->keys[i - 1])
+            return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_create: two receives of one message");
+    x->sink_count = maxc;
+    x->sink = canopy_alloc((size_t)maxc + 1, sizeof(double), "fan-in sink (a receive that finds no memory)", err);
+    return x->sink ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+}
+
+/* The receive an arriving message (communicator index, tag, source) is for, or -1. */
+static int xch_find(const comm_exchange *x, int c, int tag, int peer)
+{
+    int64_t key = xch_key(c, tag, peer);
+    int lo = 0, hi = x->nrecv;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (x->keys[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < x->nrecv && x->keys[lo] == key ? x->key_recv[lo] : -1;
+}
+
 canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg *recvs, int nrecv,
-                                   const comm_msg *sends, int nsend, void (*on_recv)(void *arg, int64_t cookie),
+                                   const comm_msg *sends, int nsend,
+                                   void (*on_recv)(void *arg, int64_t cookie, void *buf, int count, int lost),
                                    void *arg, comm_exchange **out, canopy_err *err)
 {
     if (out) *out = NULL;
@@ -89,7 +168,7 @@ canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg 
     comm_exchange *x = canopy_calloc(1, sizeof *x, "communication", err);
     if (x == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     size_t m = (size_t)nrecv + (size_t)nsend + 1;
-    x->msgs = canopy_alloc(m, sizeof *x->msgs, "communication", err);
+    x->msgs = canopy_calloc(m, sizeof *x->msgs, "communication", err); /* buffers NULL: none owned yet */
     x->req = canopy_alloc(m, sizeof *x->req, "communication", err);
     x->idx = canopy_alloc(m, sizeof *x->idx, "communication", err);
     x->status = canopy_alloc(m, sizeof *x->status, "communication", err);
@@ -101,6 +180,7 @@ canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg 
     }
     if (nrecv) memcpy(x->msgs, recvs, (size_t)nrecv * sizeof *recvs);
     if (nsend) memcpy(x->msgs + nrecv, sends, (size_t)nsend * sizeof *sends);
+    for (size_t i = 0; i < m; i++) x->msgs[i].buf = NULL; /* allocated on arrival, handed over with a send */
     for (size_t i = 0; i < m; i++) x->req[i] = MPI_REQUEST_NULL;
     for (int i = 0; i < 4 * nranks; i++) atomic_init(&x->counts[i], 0);
     for (int i = 0; i < nsend; i++) atomic_init(&x->next[i], -1);
@@ -123,7 +203,8 @@ canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg 
     pthread_mutex_init(&x->sleep_mu, NULL);
     pthread_cond_init(&x->sleep_cv, NULL);
     x->sync_ready = 1;
-    canopy_status st = xch_spawn(x, err);
+    canopy_status st = xch_index(x, err);
+    if (st == CANOPY_SUCCESS) st = xch_spawn(x, err);
     if (st != CANOPY_SUCCESS) {
         comm_exchange_free(x);
         return st;
@@ -144,13 +225,61 @@ static int xch_post_sends(comm_exchange *x)
     int h = atomic_exchange_explicit(&x->head, -1, memory_order_acq_rel);
     int any = 0;
     while (h >= 0) {
-        comm_msg *m = &x->msgs[x->nrecv + h];
+        comm_msg *m = &x->msgs[x->nrecv + h]; /* buf and count: set before the push */
         if (MPI_Isend(m->buf, m->count, MPI_DOUBLE, m->peer, m->tag, m->comm, &x->req[x->nrecv + h]) != MPI_SUCCESS)
             atomic_store(&x->failed, 1);
         atomic_fetch_add_explicit(&x->sends_posted, 1, memory_order_relaxed);
         any = 1;
         h = atomic_load_explicit(&x->next[h], memory_order_relaxed);
     }
+    return any;
+}
+
+/*
+ * Messages that arrived for receives not started yet: each gets a buffer of exactly its size and
+ * its MPI_Imrecv. A buffer that cannot be allocated: the message is received into the sink at
+ * once (blocking: the sink serves one message at a time; the sender's side progresses its send
+ * meanwhile) and reported lost. True if there were any.
+ */
+static int xch_probe(comm_exchange *x)
+{
+    int any = 0;
+    for (int c = 0; c < x->ncomm; c++)
+        for (;;) {
+            int flag = 0, count = 0;
+            MPI_Message msg;
+            MPI_Status st;
+            if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, x->comms[c], &flag, &msg, &st) != MPI_SUCCESS) {
+                atomic_store(&x->failed, 1);
+                return any;
+            }
+            if (!flag) break;
+            any = 1;
+            int i = xch_find(x, c, st.MPI_TAG, st.MPI_SOURCE);
+            if (MPI_Get_count(&st, MPI_DOUBLE, &count) != MPI_SUCCESS || count == MPI_UNDEFINED) count = -1;
+            if (i < 0 || x->req[i] != MPI_REQUEST_NULL || x->msgs[i].buf != NULL || count < 0 ||
+                count > x->msgs[i].count) {
+                /* not one of ours: nothing else runs on these communicators during a factorization */
+                MPI_Mrecv(x->sink, count >= 0 && count <= x->sink_count ? count : 0, MPI_DOUBLE, &msg, MPI_STATUS_IGNORE);
+                atomic_store(&x->failed, 1);
+                return any;
+            }
+            comm_msg *m = &x->msgs[i];
+            void *buf = count > 0 ? canopy_alloc((size_t)count, sizeof(double), "received fan-in buffer", NULL) : NULL;
+            int lost = count > 0 && buf == NULL;
+            m->count = count;
+            if (count == 0 || lost) {
+                if (MPI_Mrecv(lost ? x->sink : NULL, count, MPI_DOUBLE, &msg, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                    atomic_store(&x->failed, 1);
+                atomic_fetch_add_explicit(&x->counts[2 * x->nranks + m->peer], 1, memory_order_relaxed);
+                if (x->on_recv) x->on_recv(x->arg, m->cookie, NULL, 0, lost);
+                m->buf = x->sink; /* done: a second message for it is an error */
+                atomic_fetch_add_explicit(&x->recv_done, 1, memory_order_acq_rel);
+                continue;
+            }
+            m->buf = buf;
+            if (MPI_Imrecv(buf, count, MPI_DOUBLE, &msg, &x->req[i]) != MPI_SUCCESS) atomic_store(&x->failed, 1);
+        }
     return any;
 }
 
@@ -166,16 +295,21 @@ static int xch_test(comm_exchange *x, int a, int b)
     if (outcount == MPI_UNDEFINED || outcount <= 0) return 0;
     for (int q = 0; q < outcount; q++) {
         int i = a + x->idx[a + q];
-        const comm_msg *m = &x->msgs[i];
+        comm_msg *m = &x->msgs[i];
         int64_t bytes = (int64_t)m->count * (int64_t)sizeof(double);
         if (i < x->nrecv) {
             atomic_fetch_add_explicit(&x->counts[2 * x->nranks + m->peer], 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&x->counts[3 * x->nranks + m->peer], bytes, memory_order_relaxed);
-            if (x->on_recv) x->on_recv(x->arg, m->cookie);
+            void *buf = m->buf;
+            m->buf = x->sink; /* handed over: the callee owns it now */
+            if (x->on_recv) x->on_recv(x->arg, m->cookie, buf, m->count, 0);
+            else canopy_free(buf);
             atomic_fetch_add_explicit(&x->recv_done, 1, memory_order_acq_rel);
         } else {
             atomic_fetch_add_explicit(&x->counts[m->peer], 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&x->counts[x->nranks + m->peer], bytes, memory_order_relaxed);
+            canopy_free(m->buf); /* sent: the buffer's life ends here */
+            m->buf = NULL;
             atomic_fetch_add_explicit(&x->send_done, 1, memory_order_acq_rel);
         }
     }
@@ -229,7 +363,7 @@ static void xch_loop(comm_exchange *x, int part, double *idle)
         if (x->stress) comm_stress_delay(&seed, 200);
         int progress = 0;
         if (part != 2) progress |= xch_post_sends(x);
-        if (part != 1) progress |= xch_test(x, 0, x->nrecv);
+        if (part != 1) progress |= xch_probe(x) | xch_test(x, 0, x->nrecv);
         if (part != 2) progress |= xch_test(x, x->nrecv, x->nrecv + x->nsend);
         int recv_over = atomic_load_explicit(&x->recv_done, memory_order_acquire) == x->nrecv;
         int send_over = atomic_load_explicit(&x->send_done, memory_order_acquire) == x->nsend;
@@ -304,16 +438,8 @@ static void xch_release(comm_exchange *x, int value)
 canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err)
 {
     if (x == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_exchange_start: NULL");
-    canopy_status st = CANOPY_SUCCESS;
-    for (int i = 0; i < x->nrecv && st == CANOPY_SUCCESS; i++) {
-        comm_msg *m = &x->msgs[i];
-        if (MPI_Irecv(m->buf, m->count, MPI_DOUBLE, m->peer, m->tag, m->comm, &x->req[i]) != MPI_SUCCESS) {
-            atomic_store(&x->failed, 1);
-            st = canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Irecv failed for a message from rank %d", m->peer);
-        }
-    }
     xch_release(x, 1);
-    return st;
+    return CANOPY_SUCCESS;
 }
 
 void comm_exchange_drive(comm_exchange *x)
@@ -326,6 +452,7 @@ void comm_exchange_poll(comm_exchange *x)
 {
     if (x == NULL || x->mode != 0 || pthread_mutex_trylock(&x->poll_mu) != 0) return;
     xch_post_sends(x);
+    xch_probe(x);
     xch_test(x, 0, x->nrecv + x->nsend);
     pthread_mutex_unlock(&x->poll_mu);
 }
@@ -345,9 +472,15 @@ void comm_exchange_nudge(comm_exchange *x)
     pthread_mutex_unlock(&x->sleep_mu);
 }
 
-void comm_exchange_send(comm_exchange *x, int slot)
+void comm_exchange_send(comm_exchange *x, int slot, void *buf, int count)
 {
-    if (x == NULL || slot < 0 || slot >= x->nsend) return;
+    if (x == NULL || slot < 0 || slot >= x->nsend) {
+        canopy_free(buf);
+        return;
+    }
+    comm_msg *m = &x->msgs[x->nrecv + slot];
+    m->buf = buf; /* published by the push's release */
+    m->count = buf != NULL && count > 0 && count <= m->count ? count : 0;
     int old = atomic_load_explicit(&x->head, memory_order_relaxed);
     do {
         atomic_store_explicit(&x->next[slot], old, memory_order_relaxed);
@@ -374,7 +507,7 @@ canopy_status comm_exchange_finish(comm_exchange *x, canopy_err *err)
         long backoff = XCH_BACKOFF_MIN_NS;
         while (!xch_all_done(x) && !atomic_load(&x->failed)) {
             pthread_mutex_lock(&x->poll_mu);
-            int progress = xch_post_sends(x) | xch_test(x, 0, x->nrecv + x->nsend);
+            int progress = xch_post_sends(x) | xch_probe(x) | xch_test(x, 0, x->nrecv + x->nsend);
             pthread_mutex_unlock(&x->poll_mu);
             if (!progress) {
                 x->idle[0] += xch_nap(x, backoff, 1);
@@ -410,6 +543,17 @@ void comm_exchange_free(comm_exchange *x)
     if (x == NULL) return;
     if (x->nthr > 0 && atomic_load(&x->go) == 0) xch_release(x, -1); /* never started */
     for (int t = 0; t < x->nthr; t++) pthread_join(x->thr[t], NULL);
+    /* what a failed exchange left: the buffers of sends not completed, receives not handed over */
+    if (x->msgs)
+        for (int i = 0; i < x->nrecv + x->nsend; i++) {
+            if (x->req && x->req[i] != MPI_REQUEST_NULL) continue; /* MPI may still write it: leak, do not free */
+            if (x->msgs[i].buf != x->sink) canopy_free(x->msgs[i].buf);
+            x->msgs[i].buf = NULL;
+        }
+    canopy_free(x->sink);
+    canopy_free(x->comms);
+    canopy_free(x->keys);
+    canopy_free(x->key_recv);
     if (x->sync_ready) {
         pthread_mutex_destroy(&x->poll_mu);
         pthread_mutex_destroy(&x->sleep_mu);

@@ -1,8 +1,11 @@
 /*
  * The communication of one factorization: every message is known before it starts (the plan
- * fixes the fan-in buffers, their sizes and peers), so all receives are posted at once and every
- * send is a nonblocking send from the sender's own buffer, started when the buffer is complete.
- * Nothing ever depends on MPI buffering: the exchange runs to completion with any eager limit.
+ * fixes the fan-in buffers, their largest sizes and peers). Buffers live only while they are
+ * needed: a send's buffer is handed over complete and freed here once MPI is done with it; a
+ * receive's buffer is allocated here when its message is there (MPI_Improbe, then MPI_Imrecv of
+ * exactly its size) and handed to the arrival callback, which owns it from then on. Every send
+ * is nonblocking and every message is probed for until it came, so the exchange runs to
+ * completion with any eager limit.
  *
  * Who drives MPI (option comm-threads):
  *  1 (default): one communication thread. Workers hand a finished buffer over with a lock-free
@@ -32,8 +35,8 @@
 
 /** One message of the exchange. */
 typedef struct comm_msg {
-    void *buf;
-    int count;              /**< elements of MPI_DOUBLE */
+    void *buf;              /**< sends: set by comm_exchange_send; receives: allocated on arrival */
+    int count;              /**< elements of MPI_DOUBLE (receives: at most) */
     int peer;
     MPI_Comm comm;
     int tag;
@@ -52,16 +55,21 @@ int comm_exchange_thread_level(int comm_threads);
 void comm_exchange_drive(comm_exchange *x);
 
 /**
- * Create an exchange of @p nrecv receives and @p nsend sends (arrays copied; buffers borrowed)
- * among @p nranks ranks. @p on_recv(arg, cookie) runs on the thread that saw the arrival.
- * Everything that can fail for lack of resources happens here, threads included (they wait for
- * comm_exchange_start): a caller can agree with the other ranks before any message moves.
+ * Create an exchange of @p nrecv receives and @p nsend sends (arrays copied) among @p nranks
+ * ranks. No two receives may share (communicator, tag, peer). @p on_recv(arg, cookie, buf,
+ * count, lost) runs on the thread that saw the arrival: @p buf (canopy_alloc'd, NULL when
+ * @p count is 0) now belongs to the callee; @p lost = 1 when this rank could not allocate it (the
+ * message went to a sink held for that case, so the sender still completes): the caller fails.
+ * Everything else that can fail for lack of resources happens here, threads and the sink (the
+ * largest receive) included (they wait for comm_exchange_start): a caller can agree with the
+ * other ranks before any message moves.
  */
 canopy_status comm_exchange_create(int comm_threads, int nranks, const comm_msg *recvs, int nrecv,
-                                   const comm_msg *sends, int nsend, void (*on_recv)(void *arg, int64_t cookie),
+                                   const comm_msg *sends, int nsend,
+                                   void (*on_recv)(void *arg, int64_t cookie, void *buf, int count, int lost),
                                    void *arg, comm_exchange **out, canopy_err *err);
 
-/** Post every receive and let the communication thread(s) run. From the calling thread. */
+/** Let the communication thread(s) run. From the calling thread. */
 canopy_status comm_exchange_start(comm_exchange *x, canopy_err *err);
 
 /**
@@ -73,8 +81,10 @@ void comm_exchange_set_urgency(comm_exchange *x, int (*starving)(void *arg), voi
 /** A worker ran out of work: end the communication thread's nap now. Any thread. */
 void comm_exchange_nudge(comm_exchange *x);
 
-/** Send @p slot (index into the sends): its buffer is complete. Any thread; lock-free. */
-void comm_exchange_send(comm_exchange *x, int slot);
+/** Send @p slot (index into the sends) from @p buf, @p count doubles (at most the slot's count;
+ * 0 with NULL: an empty message, a failed sender's): the buffer is complete and is freed here
+ * (canopy_free) once sent. Any thread; lock-free. */
+void comm_exchange_send(comm_exchange *x, int slot, void *buf, int count);
 
 /** comm-threads=0: one progress step if nobody else is doing one (the workers' idle hook). */
 void comm_exchange_poll(comm_exchange *x);

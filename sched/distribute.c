@@ -5,6 +5,7 @@
 #include "distribute.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,194 @@ static inline cint dist_group_end(const symbolic *S, cint k, cint b)
     cint e = b + 1, bend = S->cblk_fblok[k + 1];
     while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
     return e;
+}
+
+/* A facing group (cblk k, first blok b) of a fan-in pair (index q in the pairs) */
+typedef struct dist_group {
+    int64_t q;
+    cint k, b;
+} dist_group;
+
+static int dist_cmp_group(const void *a, const void *b)
+{
+    const dist_group *x = a, *y = b;
+    if (x->q != y->q) return x->q < y->q ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
+                               cint *rows, const int64_t *moff, cint *maps, canopy_err *err)
+{
+    if (S == NULL || cblk_rank == NULL || nranks < 1 || (np > 0 && (pairs == NULL || rows == NULL)))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_rows: bad argument");
+    cint n = S->ncblk, maxst = 1;
+    for (cint j = 0; j < n; j++) maxst = S->cblk_stride[j] > maxst ? S->cblk_stride[j] : maxst;
+    dist_group *g = canopy_alloc((size_t)S->nblok + 1, sizeof *g, "fan-in rows scratch", err);
+    cint *mark = canopy_alloc((size_t)maxst, sizeof(cint), "fan-in rows scratch", err);
+    if (!g || !mark) {
+        canopy_free(g);
+        canopy_free(mark);
+        return dist_nomem(err);
+    }
+    size_t ng = 0;
+    for (cint k = 0; k < n; k++)
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            e = dist_group_end(S, k, b);
+            cint j = S->blok_fcblk[b];
+            if (cblk_rank[k] == cblk_rank[j]) continue;
+            int64_t key = (int64_t)j * nranks + cblk_rank[k];
+            const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, dist_cmp_i64);
+            if (at == NULL) continue;
+            int64_t q = at - pairs;
+            if (moff == NULL || moff[q] >= 0) g[ng++] = (dist_group){q, k, b};
+        }
+    qsort(g, ng, sizeof *g, dist_cmp_group);
+    for (cint i = 0; i < maxst; i++) mark[i] = -1;
+    for (size_t q = 0; q < np; q++) rows[q] = 0;
+    for (size_t a = 0, z; a < ng; a = z) {
+        int64_t q = g[a].q;
+        cint j = (cint)(pairs[q] / nranks), st = S->cblk_stride[j], cnt = 0;
+        for (z = a; z < ng && g[z].q == q; z++) {
+            /* the rows of k's bloks from b on, each source blok inside one blok of j */
+            cint k = g[z].k, tb = S->cblk_fblok[j];
+            for (cint sb = g[z].b; sb < S->cblk_fblok[k + 1]; sb++) {
+                cint fr = S->blok_frow[sb], h = S->blok_lrow[sb] - fr + 1;
+                while (S->blok_lrow[tb] < fr) tb++;
+                cint trow = S->blok_coefrow[tb] + (fr - S->blok_frow[tb]);
+                for (cint i = 0; i < h; i++) mark[trow + i] = 0;
+            }
+        }
+        cint *map = maps && moff ? maps + moff[q] : NULL;
+        for (cint i = 0; i < st; i++) {
+            if (map) map[i] = mark[i] < 0 ? -1 : cnt;
+            cnt += mark[i] >= 0;
+            mark[i] = -1;
+        }
+        rows[q] = cnt;
+    }
+    canopy_free(g);
+    canopy_free(mark);
+    return CANOPY_SUCCESS;
+}
+
+/* An event of a buffer's life on a rank: at time t, scalars come (> 0) or go (< 0). */
+typedef struct dist_event {
+    int rank;
+    double t, delta;
+} dist_event;
+
+static int dist_cmp_event(const void *a, const void *b)
+{
+    const dist_event *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->delta > y->delta ? -1 : x->delta < y->delta; /* arrivals first: touching lives overlap */
+}
+
+canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *sink, double *upd,
+                                 double *panel, canopy_err *err)
+{
+    if (S == NULL || P == NULL || P->ncblk != S->ncblk)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_memory: bad argument");
+    int R = P->nranks > 0 ? P->nranks : 1;
+    cint n = S->ncblk;
+    const sched_dag *G = &P->factor;
+    for (int r = 0; r < R; r++) {
+        if (peak) peak[r] = 0;
+        if (sink) sink[r] = 0;
+        if (upd) upd[r] = 0;
+        if (panel) panel[r] = 0;
+    }
+    for (cint k = 0; k < n; k++) {
+        int r = P->cblk_rank[k];
+        double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        if (panel) panel[r] = fmax(panel[r], w * (double)S->cblk_stride[k]);
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            e = dist_group_end(S, k, b);
+            double h = (double)(S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b]);
+            if (upd) upd[r] = fmax(upd[r], (double)(S->cblk_stride[k] - S->blok_coefrow[b]) * h);
+        }
+    }
+    if (R < 2 || (!peak && !sink)) return CANOPY_SUCCESS;
+    /* the pairs and their rows */
+    int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "fan-in memory scratch", err);
+    if (!pairs) return dist_nomem(err);
+    size_t np = 0;
+    for (cint k = 0; k < n; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (P->cblk_rank[k] != P->cblk_rank[j]) pairs[np++] = (int64_t)j * R + P->cblk_rank[k];
+        }
+    qsort(pairs, np, sizeof *pairs, dist_cmp_i64);
+    size_t nu = 0;
+    for (size_t q = 0; q < np; q++)
+        if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
+    cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in memory scratch", err);
+    double *first = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
+    double *last = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
+    dist_event *ev = canopy_alloc(4 * nu + 1, sizeof(dist_event), "fan-in memory scratch", err);
+    canopy_status st = rows && first && last && ev ? sched_fanin_rows(S, P->cblk_rank, R, pairs, nu, rows, NULL, NULL, err)
+                                                  : dist_nomem(err);
+    if (st == CANOPY_SUCCESS && (!P->task_start || !P->task_end))
+        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "sched_fanin_memory: a plan without its simulation");
+    if (st == CANOPY_SUCCESS) {
+        for (size_t q = 0; q < nu; q++) {
+            first[q] = INFINITY;
+            last[q] = -INFINITY;
+        }
+        /* each task's contributions to other ranks' cblks: when they start and end */
+        for (int i = 0; i < G->ntasks; i++) {
+            int kind = G->kind[i];
+            cint k0, k1, only = -1;
+            if (kind == SCHED_TASK_UPDATE || kind == SCHED_TASK_UPDATE2D) {
+                k0 = k1 = G->cblk[i];
+                only = S->blok_fcblk[G->first[i]];
+            } else if (kind == SCHED_TASK_SUBTREE) {
+                k0 = G->first[i];
+                k1 = G->cblk[i];
+            } else {
+                continue;
+            }
+            for (cint k = k0; k <= k1; k++)
+                for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+                    e = dist_group_end(S, k, b);
+                    cint j = S->blok_fcblk[b];
+                    if ((only >= 0 && j != only) || P->cblk_rank[j] == P->cblk_rank[k]) continue;
+                    int64_t key = (int64_t)j * R + P->cblk_rank[k];
+                    const int64_t *at = bsearch(&key, pairs, nu, sizeof *pairs, dist_cmp_i64);
+                    if (at == NULL) continue;
+                    size_t q = (size_t)(at - pairs);
+                    first[q] = fmin(first[q], P->task_start[i]);
+                    last[q] = fmax(last[q], P->task_end[i]);
+                }
+        }
+        size_t ne = 0;
+        for (size_t q = 0; q < nu; q++) {
+            cint j = (cint)(pairs[q] / R);
+            int src = (int)(pairs[q] % R), dst = P->cblk_rank[j];
+            double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+            double panel_at = P->task_start[P->cblk_task[j]];
+            if (first[q] > last[q]) first[q] = last[q] = panel_at; /* no task found: at the panel */
+            ev[ne++] = (dist_event){src, first[q], size};
+            ev[ne++] = (dist_event){src, fmax(panel_at, last[q]), -size};
+            ev[ne++] = (dist_event){dst, fmin(last[q], panel_at), size};
+            ev[ne++] = (dist_event){dst, panel_at, -size};
+            if (sink) sink[dst] = fmax(sink[dst], size);
+        }
+        qsort(ev, ne, sizeof *ev, dist_cmp_event);
+        double live = 0;
+        for (size_t a = 0; a < ne; a++) {
+            if (a > 0 && ev[a].rank != ev[a - 1].rank) live = 0;
+            live += ev[a].delta;
+            if (peak) peak[ev[a].rank] = fmax(peak[ev[a].rank], live);
+        }
+    }
+    canopy_free(pairs);
+    canopy_free(rows);
+    canopy_free(first);
+    canopy_free(last);
+    canopy_free(ev);
+    return st;
 }
 
 /* The Snodes of the rank's thread block [lo, hi), renumbered, with [0, T) as root. */
@@ -267,6 +456,46 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         if (P->cblk_rank[j] == rank) L->recv_rank[nr++] = r; /* pairs are sorted by (j, r) */
         if (r == rank) L->send_cblk[ns++] = j;
     }
+    /* the compressed layout of this rank's buffers, sent and received */
+    {
+        cint nrecv = L->recv_ptr[n];
+        L->send_rows = canopy_alloc((size_t)L->nsend + 1, sizeof(cint), "fan-in layout", err);
+        L->recv_rows = canopy_alloc((size_t)nrecv + 1, sizeof(cint), "fan-in layout", err);
+        L->send_moff = canopy_alloc((size_t)L->nsend + 1, sizeof(int64_t), "fan-in layout", err);
+        L->recv_moff = canopy_alloc((size_t)nrecv + 1, sizeof(int64_t), "fan-in layout", err);
+        int64_t *moff = canopy_alloc(nu + 1, sizeof(int64_t), "fan-in layout", err);
+        cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in layout", err);
+        int64_t nmap = 0;
+        if (L->send_rows && L->recv_rows && L->send_moff && L->recv_moff && moff && rows) {
+            for (size_t q = 0; q < nu; q++) {
+                cint j = (cint)(pairs[q] / R);
+                int r = (int)(pairs[q] % R);
+                moff[q] = -1;
+                if (r == rank || P->cblk_rank[j] == rank) {
+                    moff[q] = nmap;
+                    nmap += S->cblk_stride[j];
+                }
+            }
+            L->fan_rmap = canopy_alloc((size_t)nmap + 1, sizeof(cint), "fan-in layout", err);
+        }
+        if (L->fan_rmap) st = sched_fanin_rows(S, P->cblk_rank, R, pairs, nu, rows, moff, L->fan_rmap, err);
+        else st = dist_nomem(err);
+        for (size_t q = 0, sq = 0, rcv = 0; q < nu && st == CANOPY_SUCCESS; q++) {
+            cint j = (cint)(pairs[q] / R);
+            int r = (int)(pairs[q] % R);
+            if (P->cblk_rank[j] == rank) {
+                L->recv_rows[rcv] = rows[q];
+                L->recv_moff[rcv++] = moff[q];
+            }
+            if (r == rank) {
+                L->send_rows[sq] = rows[q];
+                L->send_moff[sq++] = moff[q];
+            }
+        }
+        canopy_free(moff);
+        canopy_free(rows);
+        if (st != CANOPY_SUCCESS) goto out;
+    }
     for (cint j = 0; j < n; j++) {
         cint cnt = L->recv_ptr[j + 1] - L->recv_ptr[j];
         if (cnt == 0) continue;
@@ -277,6 +506,21 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
             goto out;
         }
         L->ext[t] = (int)cnt * parts;
+    }
+    /* this rank's memory: its buffers' peak by the simulation, its workspaces */
+    {
+        double *v = canopy_alloc(4 * (size_t)R, sizeof(double), "local plan scratch", err);
+        if (v == NULL) {
+            st = dist_nomem(err);
+            goto out;
+        }
+        st = sched_fanin_memory(S, P, v, v + R, v + 2 * R, v + 3 * R, err);
+        L->fanin_peak = v[rank];
+        L->fanin_sink = v[R + rank];
+        L->update_max = v[2 * R + rank];
+        L->panel_max = v[3 * R + rank];
+        canopy_free(v);
+        if (st != CANOPY_SUCCESS) goto out;
     }
     /* what the engine will check at the factorization, found here at the analysis (agreed) */
     char why[160];
@@ -306,5 +550,10 @@ void sched_local_free(sched_local *L)
     canopy_free(L->recv_ptr);
     canopy_free(L->recv_rank);
     canopy_free(L->send_cblk);
+    canopy_free(L->send_rows);
+    canopy_free(L->recv_rows);
+    canopy_free(L->send_moff);
+    canopy_free(L->recv_moff);
+    canopy_free(L->fan_rmap);
     memset(L, 0, sizeof *L);
 }

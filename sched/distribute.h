@@ -4,11 +4,11 @@
  * messages exist, never how they travel (comm/ does that).
  *
  * Fan-in (papers/numa-scheduler-pastix.txt section 4): the updates of this rank's cblks into a
- * cblk j of another rank are summed into one buffer shaped like j's panel (its L part, and its U
- * part for LU) and sent once the last of them is applied; the owner of j adds the buffers of
- * every contributing rank, in rank order, at the start of j's panel task. A panel task therefore
- * waits for its local predecessors and for ext[task] = (buffers per fan-in) x (contributing
- * ranks) messages.
+ * cblk j of another rank are summed into one buffer holding the rows of j's panel they write
+ * (sched_fanin_rows; all of j's columns: rows x width, its L part and its U part for LU) and
+ * sent once the last of them is applied; the owner of j adds the buffers of every contributing
+ * rank, in rank order, at the start of j's panel task. A panel task therefore waits for its local
+ * predecessors and for ext[task] = (buffers per fan-in) x (contributing ranks) messages.
  */
 #ifndef CANOPY_SCHED_DISTRIBUTE_H
 #define CANOPY_SCHED_DISTRIBUTE_H
@@ -35,9 +35,22 @@ typedef struct sched_local {
     int *recv_rank;               /**<   recv_rank[recv_ptr[j] .. recv_ptr[j+1]-1], ascending */
     cint nsend;                   /**< cblks of other ranks this rank sends a fan-in buffer to */
     cint *send_cblk;              /**< [nsend] ascending */
+    /* compressed fan-in buffers: only the rows of the target's panel that the sender's updates
+       write (sched_fanin_rows), all of the target's columns: rows x width, column-major */
+    cint *send_rows;              /**< [nsend] rows of the buffer sent to send_cblk[q] */
+    cint *recv_rows;              /**< [recv_ptr[ncblk]] rows of each buffer received */
+    int64_t *send_moff;           /**< [nsend] offset in fan_rmap of the buffer's row map */
+    int64_t *recv_moff;           /**< [recv_ptr[ncblk]] the same for the buffers received */
+    cint *fan_rmap;               /**< row maps, stride of the target each: panel row -> buffer row, -1
+                                       for a row the buffer does not hold */
+    /* this rank's memory (sched_fanin_memory): scalars, one part (LU doubles them) */
+    double fanin_peak;            /**< fan-in buffers alive at once at most, as the simulation runs */
+    double fanin_sink;            /**< the largest buffer it receives (the exchange's sink) */
+    double update_max;            /**< the largest update product of its cblks (update buffers) */
+    double panel_max;             /**< the largest stride x width of its cblks (LDL^T scratch) */
     /* figures of the whole plan (every rank computes the same) */
     int64_t fanin_msgs;           /**< fan-in buffers of all ranks (per part: x2 for LU) */
-    int64_t fanin_entries;        /**< their scalars */
+    int64_t fanin_entries;        /**< their scalars, as whole panels (uncompressed) */
     int64_t update_msgs;          /**< remote updates: the messages without fan-in */
     int64_t update_entries;       /**< their scalars */
 } sched_local;
@@ -50,5 +63,32 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
                                canopy_err *err);
 
 void sched_local_free(sched_local *L);
+
+/**
+ * The rows of fan-in buffers: for each pair q of @p pairs (target cblk j * @p nranks + sending
+ * rank r, sorted and unique), @p rows[q] = how many rows of j's panel the updates of rank r's
+ * cblks into j write: for every facing group of a cblk k of rank r facing j, the rows of k's
+ * bloks from that group on, each inside one blok of j (2D tiles write subsets of the same rows).
+ * With @p moff (NULL: every pair, no maps), only the pairs with moff[q] >= 0 are done, and
+ * @p maps[moff[q] + i] gets the buffer row of panel row i of j (rows numbered in panel order),
+ * or -1, for i < stride of j. A pure function of the structure and the ranks of the cblks, so
+ * that the sender and the receiver derive the same layout without a message.
+ */
+/**
+ * The memory of every rank's fan-in buffers and update buffers, [nranks] each (scalars, one part):
+ * @p peak: the most fan-in buffer scalars alive at once on the rank, by the plan's simulated
+ * times: a sent buffer lives from the start of the rank's first task contributing to it (its
+ * first contribution allocates it) to the start of the target's panel task (the send has
+ * completed by then); a received buffer from the end of the sender's last contributing task (its
+ * arrival) to the start of the target's panel task (which adds and frees it). Intervals that
+ * touch count together. @p sink: the largest buffer the rank receives; @p upd: the largest update
+ * product (source rows x facing rows) of the rank's cblks; @p panel: their largest stride x
+ * width. Any of them may be NULL.
+ */
+canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *sink, double *upd,
+                                 double *panel, canopy_err *err);
+
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
+                               cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
 
 #endif

@@ -488,6 +488,55 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
             REQUIRE(c < nu, "%s: rank %d sends to cblk %d without a crossing update", ctx, r, (int)j);
         }
         sends += L.nsend;
+        /* the compressed buffers: the rows each holds are exactly the panel rows of its target
+         * that the sender's updates write, found here row by row (a few ranks: it is slow) */
+        if (R <= 8)
+            for (int side = 0; side < 2; side++) {
+                cint cnt = side == 0 ? L.nsend : L.recv_ptr[n];
+                for (cint q = 0, jr = 0; q < cnt; q++) {
+                    cint j;
+                    int src;
+                    if (side == 0) {
+                        j = L.send_cblk[q];
+                        src = r;
+                    } else {
+                        while (L.recv_ptr[jr + 1] <= q) jr++;
+                        j = jr;
+                        src = L.recv_rank[q];
+                    }
+                    cint st = S->cblk_stride[j], nrows = side == 0 ? L.send_rows[q] : L.recv_rows[q];
+                    const cint *map = L.fan_rmap + (side == 0 ? L.send_moff[q] : L.recv_moff[q]);
+                    char *touched = calloc((size_t)st + 1, 1);
+                    for (cint k = 0; k < n; k++) {
+                        if (P.cblk_rank[k] != src) continue;
+                        cint first = -1;
+                        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1] && first < 0; b++)
+                            if (S->blok_fcblk[b] == j) first = b;
+                        if (first < 0) continue;
+                        /* every row of k from its first blok facing j on, located in j's bloks */
+                        for (cint b = first; b < S->cblk_fblok[k + 1]; b++)
+                            for (cint g = S->blok_frow[b]; g <= S->blok_lrow[b]; g++) {
+                                cint at = -1;
+                                for (cint tb = S->cblk_fblok[j]; tb < S->cblk_fblok[j + 1] && at < 0; tb++)
+                                    if (S->blok_frow[tb] <= g && g <= S->blok_lrow[tb])
+                                        at = S->blok_coefrow[tb] + g - S->blok_frow[tb];
+                                REQUIRE(at >= 0, "%s: rank %d: row %d of cblk %d is not in cblk %d", ctx, r, (int)g,
+                                        (int)k, (int)j);
+                                touched[at] = 1;
+                            }
+                    }
+                    cint next = 0;
+                    for (cint i = 0; i < st; i++) {
+                        REQUIRE((map[i] >= 0) == (touched[i] != 0), "%s: rank %d: %s buffer of cblk %d from rank %d: "
+                                "panel row %d %s", ctx, r, side ? "received" : "sent", (int)j, src, (int)i,
+                                touched[i] ? "missing" : "held but never written");
+                        if (map[i] >= 0) REQUIRE(map[i] == next++, "%s: rank %d: cblk %d: rows out of order", ctx, r, (int)j);
+                    }
+                    REQUIRE(next == nrows, "%s: rank %d: cblk %d: %d rows, counted %d", ctx, r, (int)j, (int)nrows,
+                            (int)next);
+                    free(touched);
+                }
+            }
         /* local contribution numbers: 0..m-1 per target, in the plan's order */
         for (cint j = 0; j < n; j++) {
             lseen[j] = 0;

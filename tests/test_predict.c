@@ -122,10 +122,12 @@ START_TEST(hand_computed_schedules)
     /* without fan-in: A's one update into C, 10 x 10 */
     ck_assert_int_eq((int)r.update_msgs, 1);
     ck_assert_int_eq((int)r.update_bytes, 800);
-    /* factor: 1200 + 100 entries on C's rank, 1200 on the other; buffers: C's panel on both */
+    /* factor: 1200 + 100 entries on C's rank, 1200 on the other; buffers: C's panel on both
+     * (the sent one, the received one), and on C's rank the exchange's sink of that size */
     ck_assert_double_eq(r.factor_bytes.max, 1300 * 8.0);
     ck_assert_double_eq(r.factor_bytes.min, 1200 * 8.0);
-    ck_assert_double_eq(r.fanin_bytes.total, 1600);
+    ck_assert_double_eq(r.fanin_bytes.total, 2400);
+    ck_assert_double_eq(r.fanin_bytes.max, 1600);
     /* the solve: C's two members reduce then broadcast a 10-entry block: one message each way */
     ck_assert_double_eq(r.solve_msgs.total, 2);
     ck_assert_double_eq(r.solve_msgs.min, 1);

@@ -22,17 +22,19 @@ static inline int64_t panel_size(const symbolic *S, cint j)
     return S->cblk_coef[j + 1] - S->cblk_coef[j];
 }
 
+/* Scalars of a fan-in buffer of cblk j holding @p rows of its panel's rows (sched_local). */
+static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
+{
+    return (int64_t)rows * (S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+}
+
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, int nthreads, int64_t local_entries)
+                                    double panel_entries, double update_max, double panel_max, int nthreads,
+                                    int64_t local_entries)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double wbuf = 0;
-    for (cint k = 0; k < S->ncblk; k++) {
-        double w = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-        if (w > wbuf) wbuf = w;
-    }
-    double work = (double)S->max_update_buf * parts + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
-    double spares = (double)CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
+    double work = fmax(update_max * parts + (kind == CANOPY_FACT_LDLT ? panel_max : 0), 1);
+    double spares = fmin(update_max, (double)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
     return sb * (parts * panel_entries + work * (nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
@@ -40,13 +42,14 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
                              int64_t local_entries)
 {
-    double held = 0;
-    for (cint k = 0; k < S->ncblk; k++) {
+    /* the own panels, the fan-in buffers alive at once at most (sched_fanin_memory: by the
+     * simulated times, from first contribution to send, from arrival to the panel task), the
+     * exchange's sink (the largest receive, one part) */
+    double held = 0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    for (cint k = 0; k < S->ncblk; k++)
         if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
-        held += (double)(L->recv_ptr[k + 1] - L->recv_ptr[k]) * (double)panel_size(S, k);
-    }
-    for (cint q = 0; q < L->nsend; q++) held += (double)panel_size(S, L->send_cblk[q]);
-    return numeric_predict_bytes_counts(S, kind, arith, held, L->nthreads, local_entries);
+    held += L->fanin_peak + L->fanin_sink / parts;
+    return numeric_predict_bytes_counts(S, kind, arith, held, L->update_max, L->panel_max, L->nthreads, local_entries);
 }
 
 /* The layout of this rank's factor (offsets, fan-in slots, entry map pointers): the small arrays
@@ -59,23 +62,24 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     F->kind = kind;
     F->arith = arith;
     F->scalar_bytes = arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
-    size_t wbuf = 0;
-    for (cint k = 0; k < S->ncblk; k++) {
+    for (cint k = 0; k < S->ncblk; k++)
         if (S->cblk_stride[k] > INT_MAX || panel_size(S, k) * (arith == CANOPY_COMPLEX ? 2 : 1) > INT_MAX)
             return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT " is too large for BLAS or MPI", k);
-        size_t s = (size_t)S->cblk_stride[k] * (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-        wbuf = s > wbuf ? s : wbuf;
-    }
-    F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
+    /* workspaces for this rank's tasks only: a thread runs only tasks of its rank, and every
+     * update of a cblk runs on the cblk's rank */
+    F->upd_scalars = (size_t)L->update_max;
+    F->work_scalars = F->upd_scalars * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? (size_t)L->panel_max : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
-    F->spare_scalars = CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
+    F->spare_scalars = CANOPY_MIN(F->upd_scalars, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
     F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
     F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);
-    F->recv_off = canopy_alloc((size_t)L->recv_ptr[S->ncblk] + 1, sizeof(int64_t), "fan-in offsets", err);
+    F->fan_send = canopy_calloc((size_t)L->nsend * parts + 1, sizeof(void *), "fan-in buffers", err);
+    F->fan_recv = canopy_calloc((size_t)L->recv_ptr[S->ncblk] * parts + 1, sizeof(void *), "fan-in buffers", err);
     F->peer_counts = canopy_calloc(4 * (size_t)L->nranks, sizeof(int64_t), "communication counts", err);
-    if (!F->lcoef || !F->send_slot || !F->recv_off || !F->peer_counts) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
-    int64_t off = 0, roff = 0;
+    if (!F->lcoef || !F->send_slot || !F->fan_send || !F->fan_recv || !F->peer_counts)
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    int64_t off = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         F->send_slot[k] = -1;
         F->lcoef[k] = -1;
@@ -83,20 +87,11 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
             F->lcoef[k] = off;
             off += panel_size(S, k);
         }
-        for (cint q = L->recv_ptr[k]; q < L->recv_ptr[k + 1]; q++) {
-            F->recv_off[q] = roff;
-            roff += panel_size(S, k) * parts;
-        }
     }
-    for (cint q = 0; q < L->nsend; q++) {
-        cint j = L->send_cblk[q];
-        F->lcoef[j] = off;
-        off += panel_size(S, j);
-        F->send_slot[j] = (int)q * parts;
-    }
+    /* fan-in buffers are not in the factor: they come and go during the factorization */
+    for (cint q = 0; q < L->nsend; q++) F->send_slot[L->send_cblk[q]] = (int)q * parts;
     F->coef = F->lcoef;
     F->ncoef = off;
-    F->nrecv_scalars = roff;
     if (!canopy_mul_ok((size_t)(off ? off : 1), F->scalar_bytes, &F->coef_bytes))
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "factor of %lld entries is too large", (long long)off);
     F->amap_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(int64_t), "entry map", err);
@@ -111,12 +106,10 @@ static canopy_status numeric_panels_dist(numeric *F, canopy_err *err)
     F->L = numa_alloc_pages(F->coef_bytes, "factor L", err);
     if (kind == CANOPY_FACT_LU) F->U = numa_alloc_pages(F->coef_bytes, "factor U", err);
     F->fresh = 1;
-    F->R = canopy_alloc((size_t)(F->nrecv_scalars ? F->nrecv_scalars : 1), F->scalar_bytes, "received fan-in buffers",
-                        err);
     if (kind != CANOPY_FACT_LLT) F->ipiv = canopy_calloc((size_t)S->n + 1, sizeof(cint), "pivots", err);
     if (kind == CANOPY_FACT_LDLT) F->dsub = canopy_calloc((size_t)S->n + 1, F->scalar_bytes, "2x2 pivots", err);
     F->work = canopy_alloc(F->work_scalars, F->scalar_bytes, "update buffer", err);
-    if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || !F->R || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
+    if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
         (kind == CANOPY_FACT_LDLT && !F->dsub) || !F->work)
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     return numeric_build_fan(F, err);
@@ -290,7 +283,8 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     return st;
 }
 
-canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err)
+canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,
+                                      canopy_err *err)
 {
     const numeric_exec *x = &F->exec;
     const sched_local *L = x->local;
@@ -308,18 +302,18 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
         for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++)
             for (int p = 0; p < parts; p++, i++) {
                 comm_msg *m = &rv[i];
-                m->buf = (char *)F->R + (size_t)(F->recv_off[q] + p * panel_size(S, j)) * F->scalar_bytes;
-                m->count = (int)(panel_size(S, j) * dps);
+                m->buf = NULL; /* allocated on arrival */
+                m->count = (int)(fan_size(S, j, L->recv_rows[q]) * dps);
                 m->peer = L->recv_rank[q];
                 comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
-                m->cookie = L->cblk_task[j];
+                m->cookie = ((int64_t)i << 32) | (int64_t)L->cblk_task[j]; /* where it goes, who waits */
             }
     for (cint q = 0; q < L->nsend; q++) {
         cint j = L->send_cblk[q];
         for (int p = 0; p < parts; p++) {
             comm_msg *m = &sd[q * parts + p];
-            m->buf = (char *)(p == 0 ? F->L : F->U) + (size_t)F->lcoef[j] * F->scalar_bytes;
-            m->count = (int)(panel_size(S, j) * dps);
+            m->buf = NULL; /* handed over with the send */
+            m->count = (int)(fan_size(S, j, L->send_rows[q]) * dps);
             m->peer = L->cblk_rank[j];
             comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
             m->cookie = -1;

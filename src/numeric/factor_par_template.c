@@ -16,6 +16,8 @@ typedef struct kpar {
     atomic_int drain;                /* several ranks, after a failure: run every task without
                                         computing, so that every message is still sent */
     atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
+    atomic_int nomem;                /* several ranks: a fan-in buffer could not be allocated */
+    sched_run *run;                  /* for the arrivals */
     atomic_llong failed_info;
 } kpar;
 
@@ -29,26 +31,76 @@ static cint kgroup_end(const symbolic *S, cint k, cint b)
     return e;
 }
 
-/* The fan-in buffers of remote cblk j are complete: hand them to the communication. */
-static void ksend_fanin(kpar *pc, cint j)
+/* A failure of this rank inside a run of several: go on without computing (drain), so that
+ * every message is still sent, and report it after the run. */
+static void kfail_nomem(kpar *pc)
 {
-    int slot = pc->F->send_slot[j];
-    comm_exchange_send(pc->x, slot);
-    if (pc->F->U) comm_exchange_send(pc->x, slot + 1);
+    atomic_store(&pc->nomem, 1);
+    atomic_store(&pc->drain, 1);
 }
 
-/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order. */
-static void kfanin_add(kpar *pc, cint j)
+/*
+ * Before a contribution is applied to cblk j (its ticket's turn: the ticket lock orders every
+ * access to the buffer): a target on another rank is this rank's fan-in buffer of it, allocated
+ * (zeroed) by the first contribution. False when there is nothing to apply to: the allocation
+ * failed, now or before (the rank drains), or the rank drains already.
+ */
+static int kfan_ready(kpar *pc, cint j)
+{
+    numeric *F = pc->F;
+    if (!pc->dist || pc->loc->cblk_rank[j] == pc->loc->rank) return 1;
+    int parts = F->U ? 2 : 1, q = F->send_slot[j] / parts;
+    if (F->fan_send[q * parts] != NULL) return 1;
+    if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) return 0;
+    size_t n = (size_t)pc->loc->send_rows[q] * (size_t)(pc->c.S->cblk_fcol[j + 1] - pc->c.S->cblk_fcol[j]);
+    void *b[2] = {NULL, NULL};
+    for (int p = 0; p < parts; p++) b[p] = canopy_calloc(n, sizeof(SCALAR), "fan-in buffer", NULL);
+    if (b[0] == NULL || (parts == 2 && b[1] == NULL)) {
+        canopy_free(b[0]);
+        canopy_free(b[1]);
+        kfail_nomem(pc);
+        return 0;
+    }
+    for (int p = 0; p < parts; p++) F->fan_send[q * parts + p] = b[p];
+    return 1;
+}
+
+/* The fan-in buffers of remote cblk j are complete: hand them to the communication, which frees
+ * them once sent (none: an empty message, this rank failed). */
+static void ksend_fanin(kpar *pc, cint j)
+{
+    numeric *F = pc->F;
+    int slot = F->send_slot[j], parts = F->U ? 2 : 1;
+    size_t n = (size_t)pc->loc->send_rows[slot / parts] * (size_t)(pc->c.S->cblk_fcol[j + 1] - pc->c.S->cblk_fcol[j]);
+    int count = (int)(n * (sizeof(SCALAR) / sizeof(double)));
+    for (int p = 0; p < parts; p++) {
+        void *b = F->fan_send[slot + p];
+        F->fan_send[slot + p] = NULL;
+        comm_exchange_send(pc->x, slot + p, b, b ? count : 0);
+    }
+}
+
+/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order, each
+ * through its row map (the panel rows it holds, sched_local.fan_rmap), and free them (a draining
+ * rank only frees them; an empty one, from a failed sender, adds nothing). */
+static void kfanin_add(kpar *pc, cint j, int add)
 {
     const sched_local *L = pc->loc;
     const symbolic *S = pc->c.S;
-    int64_t size = S->cblk_coef[j + 1] - S->cblk_coef[j];
+    cint st = S->cblk_stride[j], w = S->cblk_fcol[j + 1] - S->cblk_fcol[j];
+    int parts = pc->c.U ? 2 : 1;
     SCALAR *Lj = pc->c.L + pc->c.coef[j], *Uj = pc->c.U ? pc->c.U + pc->c.coef[j] : NULL;
     for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++) {
-        const SCALAR *B = (const SCALAR *)pc->F->R + pc->F->recv_off[q];
-        for (int64_t i = 0; i < size; i++) Lj[i] += B[i];
-        if (Uj)
-            for (int64_t i = 0; i < size; i++) Uj[i] += B[size + i];
+        const cint *map = L->fan_rmap + L->recv_moff[q];
+        cint nr = L->recv_rows[q];
+        for (int p = 0; p < parts; p++) {
+            SCALAR *X = p ? Uj : Lj, *B = pc->F->fan_recv[q * parts + p];
+            pc->F->fan_recv[q * parts + p] = NULL;
+            for (cint c = 0; add && B && c < w; c++)
+                for (cint i = 0; i < st; i++)
+                    if (map[i] >= 0) X[i + (size_t)c * st] += B[map[i] + (size_t)c * nr];
+            canopy_free(B);
+        }
     }
 }
 
@@ -83,7 +135,7 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
         numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + next];
         numeric_handover *h = atomic_load(slot);
         if (h == NULL || !atomic_compare_exchange_strong(slot, &h, NULL)) return;
-        if (h->compute) kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, W, h->buf, KC_APPLY);
+        if (h->compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, W, h->buf, KC_APPLY);
         atomic_store_explicit(&h->busy, 0, memory_order_release); /* its owner may reuse the buffer */
         next++;
     }
@@ -116,7 +168,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
-        if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_ALL);
+        if (compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_ALL);
         kadvance(pc, wk, j, ticket + 1, W);
         return 0;
     }
@@ -153,7 +205,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
             if (aborted) return 1;
         }
     }
-    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_APPLY);
+    if (compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_APPLY);
     kadvance(pc, wk, j, ticket + 1, W);
     return 0;
 }
@@ -190,16 +242,15 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     const symbolic *S = pc->c.S;
     const sched_dag *d = pc->dag;
     int t = sched_worker_id(wk);
-    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + S->max_update_buf;
+    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + pc->F->upd_scalars;
     cint k = d->cblk[task];
     if (pc->F->exec.stop && atomic_load_explicit(pc->F->exec.stop, memory_order_relaxed)) return KSTOPPED;
     if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
     switch (d->kind[task]) {
     case SCHED_TASK_PANEL:
     case SCHED_TASK_DIAG:
-        if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k] &&
-            !atomic_load_explicit(&pc->drain, memory_order_relaxed))
-            kfanin_add(pc, k);
+        if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k])
+            kfanin_add(pc, k, !atomic_load_explicit(&pc->drain, memory_order_relaxed));
         return kpar_panel(pc, k, t, W, d->kind[task] == SCHED_TASK_DIAG);
     case SCHED_TASK_TRSM: {
         cint b = d->first[task], e = kgroup_end(S, k, b);
@@ -251,8 +302,8 @@ typedef struct kfill {
     const SCALAR *Ax;
 } kfill;
 
-/* First touch: worker t zeroes and assembles the cblks it owns, and zeroes its share of the
- * fan-in buffers this rank sends. */
+/* First touch: worker t zeroes and assembles the cblks it owns (fan-in buffers are allocated
+ * zeroed by their first contribution, kfan_ready). */
 static void kfill_owned(void *arg, int t)
 {
     kfill *kf = arg;
@@ -272,20 +323,33 @@ static void kfill_owned(void *arg, int t)
     kpopulate(F, r0, r1);
     for (cint k = 0; k < F->S->ncblk; k++)
         if (L->cblk_owner[k] == t) kassemble(F, kf->Ax, k);
-    int T = L->nthreads;
-    for (cint q = t; q < L->nsend; q += T) {
-        cint j = L->send_cblk[q];
-        int64_t c0 = F->coef[j], c1 = c0 + (F->S->cblk_coef[j + 1] - F->S->cblk_coef[j]);
-        kpopulate(F, c0, c1);
-        kzero(F->L, c0, c1, F->fresh);
-        if (F->U) kzero(F->U, c0, c1, F->fresh);
-    }
 }
 
-/* Arrival of a fan-in message: one external dependency of the panel task less. */
-static void karrived(void *arg, int64_t task)
+/* Arrival of a fan-in message (cookie: its place in fan_recv, then the panel task waiting for
+ * it): the buffer is the panel task's now; one external dependency of it less. A message this
+ * rank found no memory for fails the rank (it drains). */
+static void karrived(void *arg, int64_t cookie, void *buf, int count, int lost)
 {
-    sched_release(arg, (int)task);
+    kpar *pc = arg;
+    (void)count;
+    pc->F->fan_recv[cookie >> 32] = buf;
+    if (lost) kfail_nomem(pc);
+    sched_release(pc->run, (int)(cookie & 0xffffffff));
+}
+
+/* What a run that stopped early left (no message is in flight any more). */
+static void kfan_free_all(numeric *F)
+{
+    const sched_local *L = F->exec.local;
+    int parts = F->U ? 2 : 1;
+    for (int64_t i = 0; F->fan_send && i < (int64_t)L->nsend * parts; i++) {
+        canopy_free(F->fan_send[i]);
+        F->fan_send[i] = NULL;
+    }
+    for (int64_t i = 0; F->fan_recv && i < (int64_t)L->recv_ptr[F->S->ncblk] * parts; i++) {
+        canopy_free(F->fan_recv[i]);
+        F->fan_recv[i] = NULL;
+    }
 }
 
 static int kstarving(void *run)
@@ -351,6 +415,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     atomic_init(&pc.drain, 0);
     atomic_init(&pc.failed_cblk, -1);
     atomic_init(&pc.failed_info, 0);
+    atomic_init(&pc.nomem, 0);
     numeric_run *r = &F->run;
     sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
     int result = 0;
@@ -362,7 +427,8 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     canopy_status st = sched_prepare(x->pool, pc.dag, x->scheduler, ktask, &pc, &ro, &rs, &run, err);
     if (pc.dist) {
         /* everything allocated (run, messages, threads) before any rank sends: agree first */
-        if (st == CANOPY_SUCCESS) st = numeric_exchange_create(F, karrived, run, err);
+        pc.run = run;
+        if (st == CANOPY_SUCCESS) st = numeric_exchange_create(F, karrived, &pc, err);
         pc.x = F->xch;
         comm_exchange_set_urgency(F->xch, kstarving, run);
         if (comm_agree(x->comm, err) < 0) {
@@ -388,7 +454,10 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
         if (st == CANOPY_SUCCESS) st = fs;
     }
     sched_discard(run);
+    if (pc.dist) kfan_free_all(F);
     if (st != CANOPY_SUCCESS) return st;
+    if (atomic_load(&pc.nomem))
+        return canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory allocating a fan-in buffer during the factorization");
     int bad = atomic_load(&pc.failed_cblk);
     if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);
     if (result == KSTOPPED) return canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_factorize: interrupted (canopy_interrupt)");

@@ -291,7 +291,31 @@ typedef struct kctx {
     cint *ipiv;
     SCALAR *dsub;
     double thr;
+    const numeric *F;       /* several ranks: where the fan-in buffers of remote targets are */
+    const sched_local *fan; /* several ranks: their layout (NULL on one rank) */
 } kctx;
+
+/*
+ * Where the updates into cblk j go: its panel (leading dimension its stride, every row), or on
+ * several ranks for a cblk of another rank this rank's fan-in buffer of it: only the rows its
+ * updates write (@p map: panel row -> buffer row), leading dimension that row count.
+ */
+static inline void ktarget(const kctx *c, cint j, SCALAR **Lj, SCALAR **Uj, cint *ld, const cint **map)
+{
+    const sched_local *L = c->fan;
+    if (L == NULL || L->cblk_rank[j] == L->rank) {
+        *Lj = c->L + c->coef[j];
+        *Uj = c->U ? c->U + c->coef[j] : NULL;
+        *ld = c->S->cblk_stride[j];
+        *map = NULL;
+        return;
+    }
+    int parts = c->U ? 2 : 1, q = c->F->send_slot[j] / parts;
+    *Lj = c->F->fan_send[q * parts];
+    *Uj = c->U ? c->F->fan_send[q * parts + 1] : NULL;
+    *ld = L->send_rows[q];
+    *map = L->fan_rmap + L->send_moff[q];
+}
 
 /*
  * Diagonal block of cblk k: POTRF, the LDL^T kernel or the LU kernel (static pivoting inside the
@@ -404,6 +428,7 @@ static int64_t kpanel(const kctx *c, cint k, SCALAR *W)
 /*
  * Target panel row of the rows of source bloks sb0..sb1-1 in cblk j, if they land on
  * consecutive rows of j's panel (then one GEMM can write straight into the target); -1 if not.
+ * (Consecutive panel rows that all receive updates are consecutive rows of a fan-in buffer too.)
  */
 static cint kcontiguous_target(const symbolic *S, cint sb0, cint sb1, cint j)
 {
@@ -426,7 +451,7 @@ static cint kcontiguous_target(const symbolic *S, cint sb0, cint sb1, cint j)
  * @p lower_only skips rectangles above the diagonal of j's diagonal block (symmetric kinds).
  */
 static void kscatter_sub(const symbolic *S, const SCALAR *C, cint ldc, cint sb0, cint sb1, cint fb0,
-                         cint fb1, cint j, SCALAR *T, cint ldt, int lower_only)
+                         cint fb1, cint j, SCALAR *T, cint ldt, const cint *map, int lower_only)
 {
     cint tb = S->cblk_fblok[j], fcolj = S->cblk_fcol[j];
     cint crow0 = S->blok_coefrow[sb0], ccol0 = S->blok_coefrow[fb0];
@@ -434,6 +459,7 @@ static void kscatter_sub(const symbolic *S, const SCALAR *C, cint ldc, cint sb0,
         cint fr = S->blok_frow[sb], h = S->blok_lrow[sb] - fr + 1;
         while (S->blok_lrow[tb] < fr) tb++;
         cint trow = S->blok_coefrow[tb] + (fr - S->blok_frow[tb]);
+        if (map) trow = map[trow]; /* the blok's rows are consecutive in a fan-in buffer too */
         const SCALAR *Cs = C + (S->blok_coefrow[sb] - crow0);
         for (cint fb = fb0; fb < fb1; fb++) {
             if (lower_only && sb < fb) continue;
@@ -459,11 +485,12 @@ enum { KC_ALL = 0, KC_COMPUTE = 1, KC_APPLY = 2 };
  * One contribution: T[rows of sb0..sb1-1, columns of fb0..fb1-1] -= A_rows * B_facing^T where
  * A_rows starts at panel row coefrow[sb0] (lda) and B_facing has hb rows (ldb). With KC_ALL,
  * straight into the target with beta = 1 when rows and columns are both contiguous there, else
- * through buf; KC_COMPUTE only fills buf, KC_APPLY only subtracts buf from the target.
+ * through buf; KC_COMPUTE only fills buf, KC_APPLY only subtracts buf from the target. @p map
+ * (NULL: none) turns j's panel rows into the rows of T, a fan-in buffer (ktarget).
  */
 static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb1, cint j, int w,
                         const SCALAR *Arows, cint lda, const SCALAR *Bf, cint ldb, CBLAS_TRANSPOSE tb,
-                        SCALAR *T, cint ldt, SCALAR *buf, int lower_only, int phase)
+                        SCALAR *T, cint ldt, const cint *map, SCALAR *buf, int lower_only, int phase)
 {
     cint rows = 0;
     for (cint sb = sb0; sb < sb1; sb++) rows += S->blok_lrow[sb] - S->blok_frow[sb] + 1;
@@ -482,6 +509,7 @@ static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb
      * come first: sb0 == fb0): computing it in column chunks skips all but CHUNK^2/2 of its upper
      * half, which is up to half the update flops of a cblk facing one large separator. */
     cint chunk = lower_only ? K_SQUARE_CHUNK : hb;
+    if (trow >= 0 && map) trow = map[trow];
     if (trow >= 0) {
         cint tcol = S->blok_frow[fb0] - S->cblk_fcol[j];
         SCALAR *T0 = T + trow + (size_t)tcol * ldt;
@@ -497,7 +525,7 @@ static void kcontribute(const symbolic *S, cint sb0, cint sb1, cint fb0, cint fb
                 K_GEMM(CblasColMajor, CblasNoTrans, tb, (int)(rows - c0), (int)nc, w, K_BS(K_ONE), Arows + c0,
                        (int)lda, Bf + c0, (int)ldb, K_BS(K_ZERO), buf + c0 + (size_t)c0 * rows, (int)rows);
             }
-        if (phase != KC_COMPUTE) kscatter_sub(S, buf, rows, sb0, sb1, fb0, fb1, j, T, ldt, lower_only);
+        if (phase != KC_COMPUTE) kscatter_sub(S, buf, rows, sb0, sb1, fb0, fb1, j, T, ldt, map, lower_only);
     }
 }
 
@@ -537,7 +565,7 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
  * rb0..rb1-1 (fb0 <= rb0: all the rows from the facing group on for an UPDATE task, one facing
  * group's rows for an UPDATE2D task) to j. Phase: KC_ALL, or KC_COMPUTE then KC_APPLY with the
  * same buffer. @p W is scratch for the L*D rows (LDL^T only, stride * width scalars), @p buf the
- * update buffer (S->max_update_buf scalars, twice that for LU: the U side's product follows the
+ * update buffer (F->upd_scalars scalars, twice that for LU: the U side's product follows the
  * L side's).
  */
 static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, cint rb1, SCALAR *W, SCALAR *buf,
@@ -549,33 +577,35 @@ static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, ci
     cint r0 = S->blok_coefrow[fb0], q0 = S->blok_coefrow[rb0];
     int square = rb0 == fb0; /* the rows start with the facing rows: j's diagonal square */
     const SCALAR *P = c->L + c->coef[k];
-    SCALAR *Lj = c->L + c->coef[j];
-    cint stj = S->cblk_stride[j];
+    SCALAR *Lj = NULL, *Uj = NULL;
+    cint stj = 0;
+    const cint *map = NULL;
+    if (phase != KC_COMPUTE) ktarget(c, j, &Lj, &Uj, &stj, &map); /* the product alone touches no target */
     switch (c->kind) {
     case CANOPY_FACT_LLT:
-        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, P + r0, st, K_TRANS_H, Lj, stj, buf, square, phase);
+        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, P + r0, st, K_TRANS_H, Lj, stj, map, buf, square,
+                    phase);
         break;
     case CANOPY_FACT_LDLT: {
         cint hb = S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) - r0;
         if (phase != KC_APPLY) kld_rows(c, k, r0, hb, W);
-        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, W, hb, CblasTrans, Lj, stj, buf, square, phase);
+        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, W, hb, CblasTrans, Lj, stj, map, buf, square, phase);
         break;
     }
     default: {
         const SCALAR *UT = c->U + c->coef[k];
         /* L side: the rows against U^T of the facing rows */
-        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, UT + r0, st, CblasTrans, Lj, stj, buf, 0, phase);
+        kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, UT + r0, st, CblasTrans, Lj, stj, map, buf, 0, phase);
         /* U side: U^T rows strictly after the facing bloks, against L of the facing rows; its
          * product goes after the L side's (rows of the L side x facing height) */
         cint ub0 = rb0 > fb1 ? rb0 : fb1;
         if (ub0 < rb1) {
-            SCALAR *Uj = c->U + c->coef[j];
             cint hb = 0;
             for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
             cint q1 = rb1 < bend ? S->blok_coefrow[rb1] : st;
             SCALAR *ubuf = phase == KC_ALL ? buf : buf + (size_t)(q1 - q0) * (size_t)hb;
             kcontribute(S, ub0, rb1, fb0, fb1, j, (int)w, UT + S->blok_coefrow[ub0], st, P + r0, st, CblasTrans, Uj,
-                        stj, ubuf, 0, phase);
+                        stj, map, ubuf, 0, phase);
         }
         break;
     }
@@ -638,7 +668,8 @@ static canopy_status knot_spd(const symbolic *S, cint k, int64_t info, canopy_er
 canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_err *err)
 {
     const symbolic *S = F->S;
-    kctx c = {S, F->coef, F->kind, F->L, F->U, F->ipiv, F->dsub, F->threshold};
+    kctx c = {S, F->coef, F->kind, F->L, F->U, F->ipiv, F->dsub, F->threshold, F,
+              F->exec.local && F->exec.local->nranks > 1 ? F->exec.local : NULL};
     const SCALAR *Ax = A->values;
     F->perturbed = 0;
     if (F->exec.pool != NULL) return kfactorize_threaded(F, &c, Ax, err);
@@ -650,7 +681,7 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
     F->run.fill = canopy_wtime() - tf0;
     F->fresh = 0;
     SCALAR *buf = F->work;
-    SCALAR *W = buf + S->max_update_buf;
+    SCALAR *W = buf + F->upd_scalars;
     int64_t perturbed = 0;
     for (cint k = 0; k < S->ncblk; k++) {
         if (F->exec.stop && atomic_load_explicit(F->exec.stop, memory_order_relaxed))

@@ -181,8 +181,8 @@ void numeric_free(numeric *F)
     numa_free_pages(F->L, F->coef_bytes);
     numa_free_pages(F->U, F->coef_bytes);
     canopy_free(F->lcoef);
-    canopy_free(F->R);
-    canopy_free(F->recv_off);
+    canopy_free(F->fan_send); /* the buffers themselves never outlive a factorization */
+    canopy_free(F->fan_recv);
     canopy_free(F->send_slot);
     canopy_free(F->aval);
     canopy_free(F->send_order);
@@ -338,6 +338,7 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     }
     size_t ncoef = (size_t)S->cblk_coef[S->ncblk];
     /* LU's threaded updates keep the L and U sides' products side by side (see kupdate) */
+    F->upd_scalars = S->max_update_buf;
     F->work_scalars = S->max_update_buf * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? wbuf : 0);
     if (F->work_scalars == 0) F->work_scalars = 1;
     F->spare_scalars = CANOPY_MIN(S->max_update_buf, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);

@@ -110,13 +110,15 @@ typedef struct numeric {
     void *L;                        /**< panels held by this rank (all of them with one rank) */
     void *U;                        /**< LU only, same size */
     const int64_t *coef;            /**< [ncblk] offset of cblk k's panel in L and U: S->cblk_coef with one
-                                         rank; with several, the rank's own cblks, then its fan-in buffers
-                                         (shaped like the remote target's panel), -1 for the others */
+                                         rank; with several, the rank's own cblks, -1 for the others */
     int64_t *lcoef;                 /**< several ranks: the storage of coef */
     int64_t ncoef;                  /**< scalars of L (and of U) */
-    void *R;                        /**< several ranks: received fan-in buffers (L part, then U part) */
-    int64_t nrecv_scalars;
-    int64_t *recv_off;              /**< [recv_ptr[ncblk]] offset in R of each received buffer */
+    /* several ranks, while a factorization runs: the fan-in buffers (sched_local's compressed
+       layout), each alive only from its first contribution to its send, or from its arrival to
+       the panel task that adds it (comm/README.md) */
+    void **fan_send;                /**< [nsend x parts] buffer sent to send_cblk[q] (part p at q * parts + p),
+                                         NULL until its first contribution; the exchange frees it */
+    void **fan_recv;                /**< [recv_ptr[ncblk] x parts] buffer received, NULL until it arrives */
     int *send_slot;                 /**< [ncblk] first exchange slot of the fan-in sent to remote cblk j */
     comm_exchange *xch;             /**< the exchange of the running factorization */
     void *aval;                     /**< several ranks: this rank's entries of A (amap order) */
@@ -176,7 +178,9 @@ typedef struct numeric {
     numeric_run run;                /**< last threaded factorization */
     numeric_run solve_run;          /**< last threaded solve */
     void *work;                     /**< sequential runs: the calling thread's workspace (work_scalars) */
-    size_t work_scalars;            /**< update buffer (S->max_update_buf scalars), then for LDL^T the
+    size_t upd_scalars;             /**< the largest update product of the cblks this rank factors (one
+                                         rank: S->max_update_buf) */
+    size_t work_scalars;            /**< update buffer (upd_scalars scalars, LU: twice), then for LDL^T the
                                          dense kernel's scratch / the L*D rows of an update (max stride*width) */
     cint *ipiv;                     /**< LU and LDL^T, [n]: ipiv[fcol+j] = local row (0..w-1) of cblk k's
                                          diagonal block swapped with local row j (rows and columns for
@@ -194,6 +198,9 @@ typedef struct numeric {
     int inv_state;                  /**< 0: none; 1: in L and U (the factors are gone); 2: in inv_L/inv_U;
                                          3: an in-place inversion failed (interrupted): neither is there */
     void *inv_L, *inv_U;            /**< selinv-memory=separate: copies of L and U turned into the inverse */
+    int64_t *sel_xcoef;             /**< several ranks, during the selected inversion: [ncblk] offset in sel_x
+                                         of the received panel of another rank's cblk, -1 for the others */
+    void *sel_x[2];                 /**< those panels (L, then U for LU) */
 } numeric;
 
 /**
@@ -264,18 +271,22 @@ canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err 
 
 /**
  * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in
- * buffers it sends and receives (one part each; LU doubles them), @p nthreads workers, and
- * @p local_entries entries of A it holds. canopy-simulate prices every virtual rank with it.
+ * buffers it holds at once at most (one part each; LU doubles them), @p update_max its largest
+ * update product and @p panel_max its largest panel (sched_fanin_memory: the update buffers),
+ * @p nthreads workers, and @p local_entries entries of A it holds. canopy-simulate prices every
+ * virtual rank with it.
  */
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, int nthreads, int64_t local_entries);
+                                    double panel_entries, double update_max, double panel_max, int nthreads,
+                                    int64_t local_entries);
 
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
                              int64_t local_entries);
 
 /* used by the kernels: the fan-in exchange of one factorization */
-canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t), void *arg, canopy_err *err);
+canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,
+                                      canopy_err *err);
 canopy_status numeric_exchange_end(numeric *F, canopy_err *err);
 
 /**

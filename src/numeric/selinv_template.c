@@ -37,6 +37,14 @@ static cint ksi_find(const symbolic *S, cint J, cint r)
     return -1;
 }
 
+/* Cblk J's panel in Lx (side 0) or Ux (side 1): its place in the factors, or on several ranks,
+ * for a cblk of another rank, the copy the selected inversion received (F->sel_xcoef). */
+static inline const SCALAR *ksi_panel(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, int side, cint J)
+{
+    if (F->sel_xcoef && F->sel_xcoef[J] >= 0) return (const SCALAR *)F->sel_x[side] + F->sel_xcoef[J];
+    return (side ? Ux : Lx) + F->coef[J];
+}
+
 /* where the h2 x h1 block of Z (tr = 0) or of Z^T (tr = 1) at rows r2.. (cblk J2), columns r1..
  * (cblk J1) is stored: *p with leading dimension *ld, transposed (*op != CblasNoTrans) or not */
 static bool ksi_block(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, int tr, cint r2, cint h2, cint J2, cint r1,
@@ -47,18 +55,18 @@ static bool ksi_block(const numeric *F, const SCALAR *Lx, const SCALAR *Ux, int 
     if (J1 == J2) {
         cint f = S->cblk_fcol[J1];
         *ld = S->cblk_stride[J1];
-        *p = Lx + F->coef[J1] + (tr ? (r1 - f) + (size_t)(r2 - f) * *ld : (r2 - f) + (size_t)(r1 - f) * *ld);
+        *p = ksi_panel(F, Lx, Ux, 0, J1) + (tr ? (r1 - f) + (size_t)(r2 - f) * *ld : (r2 - f) + (size_t)(r1 - f) * *ld);
         *op = tr ? CblasTrans : CblasNoTrans;
         return true;
     }
     /* below the diagonal: in J1's panel (Z^T's lower part is Z's upper part, the U panel) */
     int lower = J2 > J1;
     cint J = lower ? J1 : J2, r = lower ? r2 : r1, h = lower ? h2 : h1, c = lower ? r1 : r2;
-    const SCALAR *base = F->kind != CANOPY_FACT_LU ? Lx : (lower == !tr ? Lx : Ux);
+    int side = F->kind != CANOPY_FACT_LU ? 0 : (lower == !tr ? 0 : 1);
     cint b = ksi_find(S, J, r);
     if (b < 0 || S->blok_fcblk[b] != (lower ? J2 : J1) || r + h - 1 > S->blok_lrow[b]) return false;
     *ld = S->cblk_stride[J];
-    *p = base + F->coef[J] + S->blok_coefrow[b] + (r - S->blok_frow[b]) + (size_t)(c - S->cblk_fcol[J]) * *ld;
+    *p = ksi_panel(F, Lx, Ux, side, J) + S->blok_coefrow[b] + (r - S->blok_frow[b]) + (size_t)(c - S->cblk_fcol[J]) * *ld;
     *op = lower ? CblasNoTrans : (F->kind == CANOPY_FACT_LU ? CblasTrans : t);
     return true;
 }
@@ -610,8 +618,8 @@ canopy_status KSFX(numeric_inverse_solve)(numeric *F, cint nent, const cint *r, 
  * (solve_dist_template.c): cblk K needs the finished Z(:, J) of every cblk J its bloks face.
  * Those of another rank arrive whole, broadcast by J's owner along the tree of J's members (the
  * ranks holding bloks facing J: the restricted broadcast of option tree=flat|binary|shifted), into
- * the rank's fan-in buffer for J, which has J's panel shape and has served its purpose once the
- * factorization is over: no memory beyond the factors. Each K is then inverted whole on its owner
+ * a copy of J's panel(s) allocated for the inversion and freed at its end (the factorization's
+ * fan-in buffers are gone by then, and held only the rows they updated). Each K is then inverted whole on its owner
  * (no reduction: one rank owns all of Z(:, K)). The shared cblks run on the calling thread between
  * messages, the own subtrees afterwards on every worker, a cblk as soon as its parent is done.
  */
@@ -692,13 +700,26 @@ canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, doub
     unsigned char *ltop = st == CANOPY_SUCCESS ? ksi_top(F, local, err) : NULL;
     if (st == CANOPY_SUCCESS && !ltop) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
     q.top = ltop;
+    /* the panels of the other ranks' cblks this rank faces, received whole */
+    int64_t nx = 0;
+    F->sel_xcoef = st == CANOPY_SUCCESS ? canopy_alloc((size_t)nc + 1, sizeof(int64_t), "selected inversion panels", err) : NULL;
+    if (st == CANOPY_SUCCESS && !F->sel_xcoef) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    for (cint k = 0; F->sel_xcoef && k < nc; k++) F->sel_xcoef[k] = -1;
+    for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
+        cint j = F->sol_cblk[i];
+        if (L->cblk_rank[j] == me) continue;
+        F->sel_xcoef[j] = nx;
+        nx += S->cblk_coef[j + 1] - S->cblk_coef[j];
+    }
+    for (int pt = 0; st == CANOPY_SUCCESS && pt < parts; pt++) {
+        F->sel_x[pt] = canopy_alloc((size_t)nx + 1, sizeof(SCALAR), "selected inversion panels", err);
+        if (!F->sel_x[pt]) st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
     for (int i = 0; st == CANOPY_SUCCESS && i < nm; i++) {
         cint j = F->sol_cblk[i];
         const int *mem = F->sol_members + F->sol_mptr[i];
         int p = (int)(F->sol_mptr[i + 1] - F->sol_mptr[i]);
         int count = (int)((S->cblk_coef[j + 1] - S->cblk_coef[j]) * dps);
-        if (F->coef[j] < 0) /* every member holds j's panel or a fan-in buffer shaped like it */
-            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "selected inversion: rank %d holds no panel for column block %" CINT_FMT, me, j);
         if (st == CANOPY_SUCCESS) st = comm_tree_build(mem, p, me, F->exec.tree, (unsigned)j, &ops[i].t, err);
         for (int pt = 0; st == CANOPY_SUCCESS && pt < parts; pt++)
             st = comm_tree_op_init(&ops[i].op[pt], &ops[i].t, mem, COMM_TREE_BCAST, count, err);
@@ -716,7 +737,7 @@ canopy_status KSFX(numeric_selinv_dist)(numeric *F, SCALAR *Lx, SCALAR *Ux, doub
             MPI_Comm comm;
             int tag;
             comm_tags_get(F->exec.tags, comm_tags_id(j, pt == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &comm, &tag);
-            if (comm_tree_op_post(&ops[i].op[pt], comm, tag, (double *)((pt ? Ux : Lx) + F->coef[j]), err) != CANOPY_SUCCESS)
+            if (comm_tree_op_post(&ops[i].op[pt], comm, tag, (double *)ksi_panel(F, Lx, Ux, pt, j), err) != CANOPY_SUCCESS)
                 failed = 1;
         }
         ops[i].active = 1;
@@ -777,6 +798,11 @@ out:
     kdl_free(&lq);
     canopy_free(q.work);
     canopy_free(q.idx);
+    canopy_free(F->sel_xcoef);
+    canopy_free(F->sel_x[0]);
+    canopy_free(F->sel_x[1]);
+    F->sel_xcoef = NULL;
+    F->sel_x[0] = F->sel_x[1] = NULL;
     if (flops) *flops = fl;
     return st;
 }

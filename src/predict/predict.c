@@ -109,8 +109,9 @@ static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
 }
 
 /*
- * Messages, memory and the solve's trees per rank. Per rank: fan-in buffers sent (msgs, bytes),
- * panels held, buffers received; then numeric_predict_bytes' formula.
+ * Messages, memory and the solve's trees per rank. Per rank: fan-in buffers sent (msgs, bytes: the
+ * rows they hold, sched_fanin_rows), panels held, the fan-in buffers alive at once at most
+ * (sched_fanin_memory); then numeric_predict_bytes' formula.
  */
 static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predict_opts *o, const int64_t *pairs,
                               size_t np, double *hop, predict_report *r)
@@ -118,12 +119,22 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
     const symbolic *S = &s->S;
     int R = P->nranks, T = P->threads_per_rank;
     double sb = s->arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = s->fact == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double *v = canopy_calloc(11 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
+    double *v = canopy_calloc(15 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
     int *mem = canopy_alloc((size_t)R + 1, sizeof(int), "prediction per rank", &s->err);
-    if (!v || !mem) {
+    cint *prow = canopy_alloc(np + 1, sizeof(cint), "prediction per rank", &s->err);
+    if (!v || !mem || !prow) {
         canopy_free(v);
         canopy_free(mem);
+        canopy_free(prow);
         return nomem(s);
+    }
+    double *peak = v + 11 * R, *sink = v + 12 * R, *upd = v + 13 * R, *pmax = v + 14 * R;
+    if (sched_fanin_rows(S, P->cblk_rank, R, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
+        sched_fanin_memory(S, P, peak, sink, upd, pmax, &s->err) != CANOPY_SUCCESS) {
+        canopy_free(v);
+        canopy_free(mem);
+        canopy_free(prow);
+        return s->err.status;
     }
     double *own = v, *held = v + R, *msgs = v + 2 * R, *bytes = v + 3 * R, *fanin = v + 4 * R, *smsgs = v + 5 * R,
            *sbytes = v + 6 * R, *memory = v + 7 * R, *factor = v + 8 * R,
@@ -152,11 +163,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
             int src = (int)(pairs[q] % R);
             mem[p++] = src;
             msgs[src] += parts;
-            bytes[src] += e * parts * sb;
-            held[src] += e;
-            held[owner] += e;
-            fanin[src] += e * parts * sb;
-            fanin[owner] += e * parts * sb;
+            bytes[src] += (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb;
         }
         /* the solve: j's members reduce a w x nrhs block to the owner, then the owner broadcasts
          * x_j back, along the tree the solve builds (heap order over the positions) */
@@ -178,7 +185,9 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
     }
     for (int q = 0; q < R; q++) {
         int64_t local = (int64_t)(tot > 0 ? (double)s->stats.nnz * own[q] / tot : 0);
-        memory[q] = numeric_predict_bytes_counts(S, s->fact, s->arith, held[q], T, local);
+        held[q] = own[q] + peak[q] + sink[q] / parts; /* as numeric_predict_bytes */
+        fanin[q] = (peak[q] + sink[q] / parts) * parts * sb;
+        memory[q] = numeric_predict_bytes_counts(S, s->fact, s->arith, held[q], upd[q], pmax[q], T, local);
         factor[q] = own[q] * parts * sb;
     }
     if (st == CANOPY_SUCCESS) {
@@ -195,6 +204,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
     }
     canopy_free(v);
     canopy_free(mem);
+    canopy_free(prow);
     return st;
 }
 

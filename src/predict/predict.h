@@ -49,7 +49,8 @@ typedef struct predict_report {
     int nlevels;
     predict_level *levels;     /**< [nlevels] */
     predict_spread factor_bytes;  /**< the factor's panels each rank holds */
-    predict_spread fanin_bytes;   /**< fan-in buffers each rank sends and receives (allocated with the factor) */
+    predict_spread fanin_bytes;   /**< fan-in buffers each rank holds at once at most (by the simulated times,
+                                       sched_fanin_memory), with the exchange's sink */
     predict_spread memory_bytes;  /**< what the memory check predicts for the rank (panels, buffers,
                                        workspaces, its share of A): its peak */
     predict_spread msgs, bytes;   /**< fan-in messages and bytes each rank sends (factorization) */
