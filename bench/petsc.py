@@ -5,9 +5,10 @@
 solvers; medians of --repeat. time_setup is KSPSetUp: the analysis (ordering, symbolic) and the
 first factorization; time_refactor a second numeric factorization of the same pattern; time_solve
 one KSPSolve. With --percall M: the per-call cost instead, M refactorizations and solves of a
-small matrix (ex_ksp -refactor M: new values, KSPSetUp, KSPSolve, per call), and with --baseline
-DIR the same for the libcanopy.so of another build (DIR holds it; LD_LIBRARY_PATH), alternated
-with this one: before/after. Timings are reported, never asserted."""
+small matrix (ex_ksp -refactor M: new values, KSPSetUp, KSPSolve, per call), wall and CPU time (all
+ranks and threads), and with --baseline DIR the same for the libcanopy.so of another build (DIR
+holds it; LD_LIBRARY_PATH; and that build's libcanopy_petsc.so when DIR has one), alternated with
+this one: before/after. Timings are reported, never asserted."""
 import argparse
 import json
 import os
@@ -44,10 +45,12 @@ def percall(a, launch, env, version):
     g = int(a.grid.split(",")[0])
     print("**Per-call cost through PETSc** (petsc/ex_ksp.c -refactor %d: new values, KSPSetUp, KSPSolve; "
           "%d unknowns; %s; OPENBLAS_CORETYPE=%s for both; Canopy %d thread(s) per rank; medians of %d "
-          "alternated runs; milliseconds per call)\n" % (a.percall, g * g, version, env.get("OPENBLAS_CORETYPE", "unset"),
-                                                      a.threads, a.repeat))
-    print("| problem | ranks | MUMPS | Canopy | Canopy / MUMPS |" + (" Canopy before | before / after |" if a.baseline else ""))
-    print("|---|---:|---:|---:|---:|" + ("---:|---:|" if a.baseline else ""))
+          "alternated runs; milliseconds per call, wall and CPU of all ranks)\n" % (
+              a.percall, g * g, version, env.get("OPENBLAS_CORETYPE", "unset"), a.threads, a.repeat))
+    print("| problem | ranks | MUMPS | Canopy | Canopy / MUMPS | MUMPS CPU | Canopy CPU |" +
+          (" Canopy before | before CPU | before / after |" if a.baseline else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if a.baseline else ""))
+    base_plugin = os.path.join(a.baseline, "libcanopy_petsc.so") if a.baseline else ""
     for name, opts in problems:
         for p in [int(x) for x in a.ranks.split(",")]:
             res = {s: [] for s in solvers}
@@ -56,7 +59,8 @@ def percall(a, launch, env, version):
                     e = dict(env)
                     extra = []
                     if solver != "mumps":
-                        extra = ["-dll_append", a.library, "-mat_canopy_threads", str(a.threads)]
+                        plugin = base_plugin if solver == "baseline" and os.path.exists(base_plugin) else a.library
+                        extra = ["-dll_append", plugin, "-mat_canopy_threads", str(a.threads)]
                         if solver == "baseline":
                             e["LD_LIBRARY_PATH"] = a.baseline + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
                     cmd = launch + ["-n", str(p), a.program, "-n", str(g), "-ksp_type", "preonly", "-refactor",
@@ -64,11 +68,13 @@ def percall(a, launch, env, version):
                                     "mumps" if solver == "mumps" else "canopy"] + opts + extra
                     res[solver].append(run(cmd, e))
             m = {s: med(res[s], "time_per_refactor") for s in solvers}
+            c = {s: med(res[s], "cpu_per_refactor") for s in solvers}
             fmt = lambda v: "-" if v is None else "%.3f" % (1e3 * v)  # noqa: E731
             ratio = lambda x, y: "%.2f" % (x / y) if x and y else "-"  # noqa: E731
-            row = "| %s | %d | %s | %s | %s |" % (name, p, fmt(m["mumps"]), fmt(m["canopy"]), ratio(m["canopy"], m["mumps"]))
+            row = "| %s | %d | %s | %s | %s | %s | %s |" % (name, p, fmt(m["mumps"]), fmt(m["canopy"]),
+                                                         ratio(m["canopy"], m["mumps"]), fmt(c["mumps"]), fmt(c["canopy"]))
             if a.baseline:
-                row += " %s | %s |" % (fmt(m["baseline"]), ratio(m["baseline"], m["canopy"]))
+                row += " %s | %s | %s |" % (fmt(m["baseline"]), fmt(c["baseline"]), ratio(m["baseline"], m["canopy"]))
             print(row)
     return 0
 

@@ -3,8 +3,9 @@
 # -ksp_type preonly -pc_type lu|cholesky), Canopy loaded with -dll_append; a Markdown table:
 #   bench/petsc.sh [--repeat R] [--ranks 1,2] [--grid 300,500] [--threads T]
 #   bench/petsc.sh --percall 200 --grid 14 [--baseline OLD/.libs] [--repeat R] [--ranks 1,2]
-# (per-call cost of a refactorization and its solve; --baseline: another build's libcanopy.so,
-# alternated with this one. OPENBLAS_CORETYPE, when set, applies to both solvers.)
+# (per-call cost of a refactorization and its solve, wall and CPU; --baseline: another build's
+# libcanopy.so, and its libcanopy_petsc.so when the folder has one, alternated with this one.
+# OPENBLAS_CORETYPE, when set, applies to both solvers.)
 # Needs PETSc (libpetsc-real-dev) and a build of Canopy with the PETSc package (configure found it).
 set -e
 here=$(cd "$(dirname "$0")" && pwd)

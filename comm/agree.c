@@ -52,18 +52,32 @@ int comm_quiet_barrier(MPI_Comm comm)
 
 canopy_status comm_agree(MPI_Comm comm, canopy_err *err)
 {
+    return comm_agree_min(comm, err, NULL, 0);
+}
+
+/* values carried by one agreement (comm_agree_min) */
+#define AGREE_MIN_MAX 8
+
+canopy_status comm_agree_min(MPI_Comm comm, canopy_err *err, int64_t *v, int nv)
+{
     int size, rank;
+    if (nv < 0 || nv > AGREE_MIN_MAX) return canopy_err_set(err, CANOPY_ERR_INTERNAL, "comm_agree_min: %d values", nv);
     if (MPI_Comm_size(comm, &size) != MPI_SUCCESS || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
         return canopy_err_set(err, CANOPY_ERR_MPI, "MPI communicator is not usable");
     if (size == 1) return err->status;
     /* severity key: errors sort below warnings, warnings below success. The reduction is the
      * barrier: ranks that are done wait in it without spinning for long, so that they leave the
-     * cores to those still at work (rank 0 ordering, for instance) */
-    int mine = (int)err->status, key[2] = {mine < 0 ? mine : 0, mine > 0 ? -mine : 0}, agreed[2];
+     * cores to those still at work (rank 0 ordering, for instance). The caller's values ride
+     * along in the same reduction */
+    int mine = (int)err->status;
+    int64_t key[2 + AGREE_MIN_MAX] = {mine < 0 ? mine : 0, mine > 0 ? -mine : 0}, agreed[2 + AGREE_MIN_MAX];
+    for (int i = 0; i < nv; i++) key[2 + i] = v[i];
     MPI_Request req;
-    if (MPI_Iallreduce(key, agreed, 2, MPI_INT, MPI_MIN, comm, &req) != MPI_SUCCESS || quiet_wait(&req) != MPI_SUCCESS)
+    if (MPI_Iallreduce(key, agreed, 2 + nv, MPI_INT64_T, MPI_MIN, comm, &req) != MPI_SUCCESS ||
+        quiet_wait(&req) != MPI_SUCCESS)
         return canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Iallreduce failed while agreeing on a status");
-    int status = agreed[0] < 0 ? agreed[0] : -agreed[1];
+    for (int i = 0; i < nv; i++) v[i] = agreed[2 + i];
+    int status = agreed[0] < 0 ? (int)agreed[0] : -(int)agreed[1];
     if (status == CANOPY_SUCCESS) {
         canopy_err_clear(err);
         return CANOPY_SUCCESS;

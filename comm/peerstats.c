@@ -152,6 +152,9 @@ void comm_summary_compute(const double *v, int n, comm_summary *out)
 }
 
 /* Copy an agreed failure into the caller's record; the agreed status is returned. */
+/* (k + 1) x ranks values that comm_summary_allranks_n gathers on the stack */
+#define SUMMARY_STACK 128
+
 static canopy_status agreed_failure(const canopy_err *local, canopy_err *err)
 {
     return canopy_err_set(err, local->status, "%s", local->msg);
@@ -159,25 +162,64 @@ static canopy_status agreed_failure(const canopy_err *local, canopy_err *err)
 
 canopy_status comm_summary_allranks(MPI_Comm comm, double mine, comm_summary *out, canopy_err *err)
 {
-    if (out != NULL) memset(out, 0, sizeof *out);
+    return comm_summary_allranks_n(comm, &mine, 1, out, NULL, err);
+}
+
+canopy_status comm_summary_allranks_n(MPI_Comm comm, const double *mine, int k, comm_summary *out, double *first,
+                                      canopy_err *err)
+{
+    if (out != NULL && k > 0) memset(out, 0, (size_t)k * sizeof *out);
+    if (first != NULL && k > 0) memset(first, 0, (size_t)k * sizeof *first);
     if (comm == MPI_COMM_NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "comm_summary_allranks: MPI_COMM_NULL");
     int size;
     if (MPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return canopy_err_set(err, CANOPY_ERR_MPI, "comm_summary_allranks: MPI communicator is not usable");
-    /* local checks and allocation, then one agreement: every rank reaches the same collectives */
     canopy_err local = {0};
     double *all = NULL;
-    if (out == NULL) canopy_err_set(&local, CANOPY_ERR_ARGUMENT, "comm_summary_allranks: NULL output");
-    else all = canopy_alloc((size_t)size, sizeof *all, "per-rank values", &local);
+    size_t cells = 0;
+    if (out == NULL || (mine == NULL && k > 0) || k < 1)
+        canopy_err_set(&local, CANOPY_ERR_ARGUMENT, "comm_summary_allranks: NULL output or values, or %d values", k);
+    if (k >= 1 && (size_t)size * (size_t)(k + 1) <= SUMMARY_STACK) {
+        /* few ranks: no allocation, and each rank's check travels with its values, so that a
+         * good run is one collective (a refactorization's figures); the agreement (and its
+         * message) only when some rank failed, which every rank then knows */
+        double row[SUMMARY_STACK], got[SUMMARY_STACK];
+        memset(row, 0, sizeof row);
+        row[0] = (double)local.status;
+        if (local.status == CANOPY_SUCCESS) memcpy(row + 1, mine, (size_t)k * sizeof *row);
+        if (MPI_Allgather(row, k + 1, MPI_DOUBLE, got, k + 1, MPI_DOUBLE, comm) != MPI_SUCCESS)
+            return canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Allgather failed while summarising %d values over %d ranks", k,
+                                  size);
+        bool failed = false;
+        for (int r = 0; r < size; r++) failed |= got[(size_t)r * (size_t)(k + 1)] != 0;
+        if (failed) {
+            comm_agree(comm, &local);
+            return agreed_failure(&local, err);
+        }
+        for (int i = 0; i < k; i++) summary_strided(got + 1 + i, size, (size_t)k + 1, &out[i]);
+        if (first != NULL) memcpy(first, got + 1, (size_t)k * sizeof *first);
+        return CANOPY_SUCCESS;
+    }
+    /* local checks and allocation, then one agreement: every rank reaches the same collectives */
+    if (local.status != CANOPY_SUCCESS) {
+        /* reported below */
+    } else if (!canopy_mul_ok((size_t)size, (size_t)k, &cells)) {
+        canopy_err_set(&local, CANOPY_ERR_TOO_LARGE, "comm_summary_allranks: %d values on %d ranks", k, size);
+    } else {
+        all = canopy_alloc(cells, sizeof *all, "per-rank values", &local);
+    }
     if (comm_agree(comm, &local) != CANOPY_SUCCESS) {
         canopy_free(all);
         return agreed_failure(&local, err);
     }
     canopy_status st = CANOPY_SUCCESS;
-    if (MPI_Allgather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, comm) != MPI_SUCCESS)
-        st = canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Allgather failed while summarising a value over %d ranks", size);
-    else
-        comm_summary_compute(all, size, out);
+    /* all k values in one collective: rank r's are all[r * k .. r * k + k - 1] */
+    if (MPI_Allgather(mine, k, MPI_DOUBLE, all, k, MPI_DOUBLE, comm) != MPI_SUCCESS) {
+        st = canopy_err_set(err, CANOPY_ERR_MPI, "MPI_Allgather failed while summarising %d values over %d ranks", k, size);
+    } else {
+        for (int i = 0; i < k; i++) summary_strided(all + i, size, (size_t)k, &out[i]);
+        if (first != NULL) memcpy(first, all, (size_t)k * sizeof *first);
+    }
     canopy_free(all);
     return st;
 }

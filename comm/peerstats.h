@@ -93,6 +93,19 @@ void comm_summary_compute(const double *v, int n, comm_summary *out);
 canopy_status comm_summary_allranks(MPI_Comm comm, double mine, comm_summary *out, canopy_err *err);
 
 /**
+ * Collective on @p comm: comm_summary_allranks of @p k values at once (one agreement and one
+ * gather, whatever @p k: the figures of a factorization cost one round, not one per figure).
+ *
+ * @param[in]  mine   this rank's @p k values
+ * @param[in]  k      how many (>= 1; the same on every rank)
+ * @param[out] out    @p k summaries, out[i] over the ranks' mine[i] (zeroed on failure)
+ * @param[out] first  rank 0's @p k values (may be NULL)
+ * @return as comm_summary_allranks.
+ */
+canopy_status comm_summary_allranks_n(MPI_Comm comm, const double *mine, int k, comm_summary *out, double *first,
+                                      canopy_err *err);
+
+/**
  * Collective on @p comm: summaries over the ranks of the bytes and messages each rank sent (the
  * totals of its row), given to every rank, and on rank 0 the full volume matrices:
  * bytes_matrix[i * P + j] and msgs_matrix[i * P + j] are what rank i sent to rank j, P the size of

@@ -188,23 +188,39 @@ canopy_status comm_share_counts(MPI_Comm comm, const int64_t *scounts, int64_t *
 canopy_status comm_share_alltoallv(MPI_Comm comm, const void *send, const int64_t *scounts, void *recv,
                                    const int64_t *rcounts, size_t elem, canopy_err *err)
 {
-    int rank, nranks;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &nranks);
-    /* messages of at most SHARE_CHUNK bytes; the same tag from one source arrives in order */
-    int64_t nreq = 0, soff = 0, roff = 0;
-    for (int q = 0; q < nranks; q++) {
-        if (q == rank) continue;
-        nreq += ((int64_t)((size_t)scounts[q] * elem) + SHARE_CHUNK - 1) / SHARE_CHUNK;
-        nreq += ((int64_t)((size_t)rcounts[q] * elem) + SHARE_CHUNK - 1) / SHARE_CHUNK;
-    }
-    MPI_Request *req = canopy_alloc((size_t)nreq + 1, sizeof *req, "message requests", err);
+    MPI_Request *req = comm_share_requests(comm, scounts, rcounts, elem, err);
     /* a rank without its requests must not leave the others waiting */
     canopy_status st = comm_agree(comm, err);
     if (st < 0) {
         canopy_free(req);
         return st;
     }
+    return comm_share_alltoallv_agreed(comm, send, scounts, recv, rcounts, elem, req, err);
+}
+
+MPI_Request *comm_share_requests(MPI_Comm comm, const int64_t *scounts, const int64_t *rcounts, size_t elem,
+                                 canopy_err *err)
+{
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    /* messages of at most SHARE_CHUNK bytes; the same tag from one source arrives in order */
+    int64_t nreq = 0;
+    for (int q = 0; q < nranks; q++) {
+        if (q == rank) continue;
+        nreq += ((int64_t)((size_t)scounts[q] * elem) + SHARE_CHUNK - 1) / SHARE_CHUNK;
+        nreq += ((int64_t)((size_t)rcounts[q] * elem) + SHARE_CHUNK - 1) / SHARE_CHUNK;
+    }
+    return canopy_alloc((size_t)nreq + 1, sizeof(MPI_Request), "message requests", err);
+}
+
+canopy_status comm_share_alltoallv_agreed(MPI_Comm comm, const void *send, const int64_t *scounts, void *recv,
+                                          const int64_t *rcounts, size_t elem, MPI_Request *req, canopy_err *err)
+{
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    int64_t soff = 0, roff = 0;
     int ok = 1;
     int64_t k = 0;
     for (int q = 0; q < nranks; q++) {

@@ -43,6 +43,17 @@ canopy_status comm_share_scatter_bytes(MPI_Comm comm, const void *send, const in
 canopy_status comm_share_alltoallv(MPI_Comm comm, const void *send, const int64_t *scounts, void *recv,
                                    const int64_t *rcounts, size_t elem, canopy_err *err);
 
+/**
+ * comm_share_alltoallv in two steps, so that a caller with allocations of its own agrees once
+ * for all: comm_share_requests allocates the requests the exchange needs (NULL and @p err set
+ * when it cannot); after the caller's agreement, comm_share_alltoallv_agreed runs the exchange
+ * with them and frees them. Collective (the second step).
+ */
+MPI_Request *comm_share_requests(MPI_Comm comm, const int64_t *scounts, const int64_t *rcounts, size_t elem,
+                                 canopy_err *err);
+canopy_status comm_share_alltoallv_agreed(MPI_Comm comm, const void *send, const int64_t *scounts, void *recv,
+                                          const int64_t *rcounts, size_t elem, MPI_Request *req, canopy_err *err);
+
 /** rcounts[q] = what rank q sends this rank (the transpose of every rank's scounts). Collective. */
 canopy_status comm_share_counts(MPI_Comm comm, const int64_t *scounts, int64_t *rcounts, canopy_err *err);
 

@@ -205,9 +205,9 @@ static PetscErrorCode CanopyAgree(Mat F, PetscBool bad, const char *what)
     PetscFunctionReturn(0);
 }
 
-/* Read the rows' values in MatGetRow order into c->values (through c->slot); a pattern other
- * than the analyzed one is refused on every rank */
-static PetscErrorCode CanopyReadValues(Mat F, Mat A, Mat_Canopy *c)
+/* Read the rows' values in MatGetRow order into c->values (through c->slot); *other: this rank's
+ * pattern is not the analyzed one (CanopyZeroLine's reduction refuses it on every rank) */
+static PetscErrorCode CanopyReadValues(Mat A, Mat_Canopy *c, PetscBool *other_out)
 {
     PetscInt rstart, rend, q = 0;
     PetscBool other = PETSC_FALSE;
@@ -226,8 +226,7 @@ static PetscErrorCode CanopyReadValues(Mat F, Mat A, Mat_Canopy *c)
         PetscCall(MatRestoreRow(A, i, &nc, &cj, &v));
     }
     if (c->upper) PetscCall(MatRestoreRowUpperTriangular(A));
-    PetscCall(CanopyAgree(F, other || q != c->nread,
-                          "the matrix's pattern is not the one analyzed (use DIFFERENT_NONZERO_PATTERN, or a new factor)"));
+    *other_out = other || q != c->nread ? PETSC_TRUE : PETSC_FALSE;
     PetscFunctionReturn(0);
 }
 
@@ -236,23 +235,30 @@ static PetscErrorCode CanopyReadValues(Mat F, Mat A, Mat_Canopy *c)
  * are all zero: the matrix is then exactly singular, a numeric failure as MUMPS and PETSc's own LU
  * report it (Canopy's static pivoting would perturb the zero pivot and solve something else).
  * The values are the ones read for Canopy: with one triangle (Cholesky), row i and column i are
- * the same line. Columns spread over the ranks: one reduction of n bytes.
+ * the same line. Columns spread over the ranks: one reduction of n bytes, and one more that says
+ * whether some rank's pattern is not the analyzed one (@p other: CanopyReadValues; the same error
+ * on every rank then, Canopy's next call being collective).
  */
-static PetscErrorCode CanopyZeroLine(Mat F, Mat_Canopy *c, PetscInt N, PetscInt *line, PetscBool *row)
+static PetscErrorCode CanopyZeroLine(Mat F, Mat_Canopy *c, PetscInt N, PetscBool other, PetscInt *line, PetscBool *row)
 {
-    unsigned char *flag; /* 1: row i has a nonzero, 2: column i has one */
+    unsigned char *flag; /* 1: row i has a nonzero, 2: column i has one; flag[N]: 1 another pattern */
     PetscFunctionBegin;
     PetscCall(PetscCalloc1(N + 1, &flag));
+    flag[N] = other ? 1 : 0;
     for (canopy_int k = 0; k < c->ncols; k++)
         for (canopy_int e = c->colptr[k]; e < c->colptr[k + 1]; e++)
             if (c->values[e] != (PetscScalar)0) {
                 flag[c->rowind[e]] |= 1;
                 flag[c->cols[k]] |= 2;
             }
-    for (PetscInt off = 0; off < N; off += (PetscInt)1 << 30) {
-        PetscMPIInt len = (PetscMPIInt)PetscMin(N - off, (PetscInt)1 << 30);
+    for (PetscInt off = 0; off < N + 1; off += (PetscInt)1 << 30) {
+        PetscMPIInt len = (PetscMPIInt)PetscMin(N + 1 - off, (PetscInt)1 << 30);
         PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, flag + off, len, MPI_UNSIGNED_CHAR, MPI_BOR, PetscObjectComm((PetscObject)F)));
     }
+    other = flag[N] ? PETSC_TRUE : PETSC_FALSE;
+    if (other) PetscCall(PetscFree(flag));
+    PetscCheck(!other, PetscObjectComm((PetscObject)F), PETSC_ERR_ARG_INCOMP,
+               "Canopy: the matrix's pattern is not the one analyzed (use DIFFERENT_NONZERO_PATTERN, or a new factor)");
     *line = -1;
     *row = PETSC_TRUE;
     for (PetscInt i = 0; i < N && *line < 0; i++) {
@@ -394,7 +400,9 @@ static PetscErrorCode CanopySymbolic(Mat F, Mat A)
     PetscCall(CanopyBuildPiece(A, c));
     PetscCall(CanopyAgree(F, sizeof(canopy_int) == 4 && (int64_t)c->nnz >= (int64_t)INT32_MAX,
                           "a rank's entries overflow Canopy's index type (build Canopy with --enable-int64)"));
-    PetscCall(CanopyReadValues(F, A, c));
+    PetscBool other;
+    PetscCall(CanopyReadValues(A, c, &other));
+    PetscCall(CanopyAgree(F, other, "the matrix's pattern changed while it was read"));
     canopy_dist_csc d = {.n = (canopy_int)N, .ncols = c->ncols, .cols = c->cols, .colptr = c->colptr,
                          .rowind = c->rowind, .values = c->values, .base = 0,
 #if defined(PETSC_USE_COMPLEX)
@@ -423,7 +431,7 @@ static PetscErrorCode CanopySymbolic(Mat F, Mat A)
      * analyzes again */
     PetscInt line;
     PetscBool row;
-    PetscCall(CanopyZeroLine(F, c, N, &line, &row));
+    PetscCall(CanopyZeroLine(F, c, N, PETSC_FALSE, &line, &row));
     c->reanalyze = line >= 0;
     PetscFunctionReturn(0);
 }
@@ -548,9 +556,10 @@ static PetscErrorCode CanopyNumeric(Mat F, Mat A)
     }
     F->factorerrortype = MAT_FACTOR_NOERROR;
     c->factorized = PETSC_FALSE;
-    PetscCall(CanopyReadValues(F, A, c));
+    PetscBool other;
+    PetscCall(CanopyReadValues(A, c, &other));
     PetscCall(MatGetSize(A, &N, NULL));
-    PetscCall(CanopyZeroLine(F, c, N, &line, &row));
+    PetscCall(CanopyZeroLine(F, c, N, other, &line, &row));
     if (line >= 0) {
         PetscCall(PetscSNPrintf(msg, sizeof msg, "%s %" PetscInt_FMT " of the matrix is zero", row ? "row" : "column", line));
         PetscCall(CanopyFail(F, MAT_FACTOR_NUMERIC_ZEROPIVOT, "numeric factorization", msg));

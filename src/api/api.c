@@ -117,6 +117,7 @@ bool api_factors_ok(canopy_solver *s, int need, const char *call)
 static void free_analysis(canopy_solver *s)
 {
     s->symbolic_everywhere = 0;
+    solve_direct_forget(s);
     numeric_free(&s->F);
     if (s->have_rt) runtime_drop_plan(&s->rt);
     symbolic_free(&s->S);
@@ -394,7 +395,8 @@ static canopy_status update_values_call(canopy_solver *s, const void *values)
         }
     }
     canopy_status st = finish(s);
-    if (s->nranks > 1) MPI_Bcast(&outcome, 1, MPI_INT, 0, s->comm);
+    /* rank 0's outcome; with a distributed matrix (the same on every rank) it is always 1 */
+    if (s->nranks > 1 && !distm_active(s)) MPI_Bcast(&outcome, 1, MPI_INT, 0, s->comm);
     if (outcome == 1 && s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED; /* refactorize */
     if (outcome == 2 && s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
     return st;
@@ -411,7 +413,8 @@ canopy_status api_values_changed(canopy_solver *s)
         outcome = 2;
     }
     canopy_status st = finish(s);
-    if (s->nranks > 1) MPI_Bcast(&outcome, 1, MPI_INT, 0, s->comm);
+    /* rank 0's outcome; with a distributed matrix (the same on every rank) it is always 1 */
+    if (s->nranks > 1 && !distm_active(s)) MPI_Bcast(&outcome, 1, MPI_INT, 0, s->comm);
     if (outcome == 1 && s->phase > PHASE_ANALYZED) s->phase = PHASE_ANALYZED;
     if (outcome == 2 && s->phase > PHASE_MATRIX) s->phase = PHASE_MATRIX;
     return st;
@@ -743,7 +746,9 @@ static canopy_status get_comm_matrix_call(canopy_solver *s, int64_t *bytes, int6
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    if (phase_ok(s, PHASE_FACTORIZED, "canopy_get_comm_matrix", "canopy_factorize") && s->rank == 0) {
+    if (phase_ok(s, PHASE_FACTORIZED, "canopy_get_comm_matrix", "canopy_factorize") && s->nranks > 1)
+        api_gather_comm_matrix(s); /* here, not at every factorization (the phase is the same everywhere) */
+    if (s->err.status >= 0 && s->phase >= PHASE_FACTORIZED && s->rank == 0) {
         size_t nn = (size_t)s->nranks * (size_t)s->nranks;
         for (size_t i = 0; i < nn; i++) {
             if (bytes) bytes[i] = s->comm_bytes ? s->comm_bytes[i] : 0;

@@ -21,6 +21,9 @@ void api_pingpong(canopy_solver *s);
 canopy_status api_analyze_dist(canopy_solver *s);
 /** canopy_factorize on every rank (memory check, entries, fan-in exchange, statistics). */
 canopy_status api_factorize_dist(canopy_solver *s);
+/** The last factorization's messages and bytes per pair of ranks to rank 0 (s->comm_bytes,
+ * s->comm_msgs; false on rank 0 when it has no room for them). Collective, several ranks. */
+bool api_gather_comm_matrix(canopy_solver *s);
 
 /**
  * canopy_analyze on one rank as the real run on @p ranks nodes x @p threads threads would do it

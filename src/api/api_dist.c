@@ -222,9 +222,10 @@ static canopy_status update_values_distributed_call(canopy_solver *s, const void
                 break;
             }
     }
-    /* the presence of a distributed matrix is the same everywhere: agree, then move the values */
-    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
-    if (distm_update(s, values) < 0) return s->err.status;
+    /* the presence of a distributed matrix is the same everywhere; the checks above are agreed
+     * inside distm_update with its buffers, its exchange's outcome in api_values_changed */
+    if (s->dist == NULL || s->phase < PHASE_MATRIX) return comm_agree(s->comm, &s->err);
+    if (distm_update(s, values) < 0) return s->err.status; /* agreed: the factors stay valid */
     return api_values_changed(s);
 }
 
@@ -388,11 +389,14 @@ static canopy_status solve_dist(canopy_solver *s, int trans, bool refine, cint n
         canopy_err_set(&s->err, CANOPY_ERR_PHASE, "%s called before canopy_factorize", call);
     else
         api_factors_ok(s, PHASE_FACTORIZED, call);
-    /* n, the arithmetic and the kind live on rank 0 */
-    int64_t shape[3] = {root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.n : 0,
-                        root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.arith : 0,
-                        root && s->phase >= PHASE_MATRIX ? (int64_t)s->A.kind : 0};
-    if (!mpi_ok(MPI_Bcast(shape, 3, MPI_INT64_T, 0, s->comm), &s->err, "MPI_Bcast (matrix shape)")) return s->err.status;
+    /* n, the arithmetic and the kind live on rank 0, and on every rank with a distributed
+     * matrix (assembled the same everywhere; distm_active is the same on every rank) */
+    const bool everywhere = distm_active(s) && s->phase >= PHASE_MATRIX;
+    int64_t shape[3] = {(root || everywhere) && s->phase >= PHASE_MATRIX ? (int64_t)s->A.n : 0,
+                        (root || everywhere) && s->phase >= PHASE_MATRIX ? (int64_t)s->A.arith : 0,
+                        (root || everywhere) && s->phase >= PHASE_MATRIX ? (int64_t)s->A.kind : 0};
+    if (!everywhere && !mpi_ok(MPI_Bcast(shape, 3, MPI_INT64_T, 0, s->comm), &s->err, "MPI_Bcast (matrix shape)"))
+        return s->err.status;
     const cint n = (cint)shape[0];
     const canopy_arith arith = (canopy_arith)shape[1];
     const canopy_matrix_kind kind = (canopy_matrix_kind)shape[2];
@@ -437,14 +441,16 @@ static canopy_status solve_dist(canopy_solver *s, int trans, bool refine, cint n
         }
         if (s->err.status == CANOPY_SUCCESS) value_type(L.vsz, &L.vt, &s->err);
     }
-    if (comm_agree(s->comm, &s->err) < 0) goto done;
+    /* nrhs and trans, the same on every rank, checked with the agreement: their minima and
+     * minus their maxima ride in its reduction */
+    int64_t lo[4] = {nrhs, -(int64_t)nrhs, trans, -(int64_t)trans};
+    if (comm_agree_min(s->comm, &s->err, lo, 4) < 0) goto done;
 
     if ((!refine || distm_active(s)) && s->nranks > 1) {
         /* straight to the owners and back (src/solve/solve_direct.c), once nrhs and the row count agree;
          * refinement of a distributed matrix on every rank over its own rows (refine_dist) */
-        int64_t mm[5] = {nrhs, -(int64_t)nrhs, trans, -(int64_t)trans, nloc}, lo[4], tot = 0;
-        if (!mpi_ok(MPI_Allreduce(mm, lo, 4, MPI_INT64_T, MPI_MIN, s->comm), &s->err, "MPI_Allreduce (nrhs)") ||
-            !mpi_ok(MPI_Allreduce(mm + 4, &tot, 1, MPI_INT64_T, MPI_SUM, s->comm), &s->err, "MPI_Allreduce (rows)"))
+        int64_t mine = nloc, tot = 0;
+        if (!mpi_ok(MPI_Allreduce(&mine, &tot, 1, MPI_INT64_T, MPI_SUM, s->comm), &s->err, "MPI_Allreduce (rows)"))
             goto done;
         if (lo[0] != -lo[1])
             canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "%s: nrhs differs across ranks (from %" PRId64 " to %" PRId64 ")",
@@ -466,7 +472,9 @@ static canopy_status solve_dist(canopy_solver *s, int trans, bool refine, cint n
                     memcpy((double *)bc + 2 * (size_t)k * nloc, (const double *)b + 2 * (size_t)k * ldb,
                            (size_t)nloc * 2 * sizeof(double));
         }
-        if (comm_agree(s->comm, &s->err) < 0 || nrhs == 0) {
+        /* the checks above give every rank the same outcome: an agreement only for the message
+         * (when they failed) or the conjugated copy's allocation */
+        if (((s->err.status != CANOPY_SUCCESS || (cj && refine)) && comm_agree(s->comm, &s->err) < 0) || nrhs == 0) {
             canopy_free(bc);
             goto done;
         }

@@ -382,32 +382,41 @@ canopy_status distm_update(canopy_solver *s, const void *values)
     canopy_err *err = &s->err;
     const int vsz = d->vsz;
     const int P = s->nranks;
-    double *sval = canopy_alloc((size_t)d->nsend * vsz + 1, sizeof(double), "record values", err);
-    double *rval = canopy_alloc((size_t)d->nrecv * vsz + 1, sizeof(double), "record values", err);
-    int64_t *fill = canopy_alloc((size_t)P + 1, sizeof(int64_t), "record offsets", err);
-    if (sval && rval && fill) {
+    const size_t elem = (size_t)vsz * sizeof(double);
+    /* nothing is packed after a failed check of the caller's, but the agreement is reached */
+    bool go = err->status >= 0;
+    double *sval = go ? canopy_alloc((size_t)d->nsend * vsz + 1, sizeof(double), "record values", err) : NULL;
+    double *rval = go ? canopy_alloc((size_t)d->nrecv * vsz + 1, sizeof(double), "record values", err) : NULL;
+    int64_t *fill = go ? canopy_alloc((size_t)P + 1, sizeof(int64_t), "record offsets", err) : NULL;
+    MPI_Request *req = go ? comm_share_requests(s->comm, d->send_counts, d->recv_counts, elem, err) : NULL;
+    if (sval && rval && fill && req) {
         record_starts(d, P, fill);
         pack_walk(d, s->A.n, P, values, fill, NULL, sval);
     }
     canopy_free(fill);
-    if (comm_agree(s->comm, err) >= 0 &&
-        comm_share_alltoallv(s->comm, sval, d->send_counts, rval, d->recv_counts, (size_t)vsz * sizeof(double), err) ==
+    /* the caller's checks, the buffers and the requests under one agreement */
+    canopy_status agreed = comm_agree(s->comm, err);
+    if (agreed >= 0) {
+        if (comm_share_alltoallv_agreed(s->comm, sval, d->send_counts, rval, d->recv_counts, elem, req, err) ==
             CANOPY_SUCCESS) {
-        double *mv = s->A.values;
-        memset(mv, 0, (size_t)matrix_nnz(&s->A) * vsz * sizeof(double));
-        for (int64_t q = 0; q < d->nrecv; q++) {
-            int64_t p = d->recv_pos[q];
-            if (p < 0) continue;
-            for (int c = 0; c < vsz; c++) mv[p * vsz + c] += rval[q * vsz + c];
+            double *mv = s->A.values;
+            memset(mv, 0, (size_t)matrix_nnz(&s->A) * vsz * sizeof(double));
+            for (int64_t q = 0; q < d->nrecv; q++) {
+                int64_t p = d->recv_pos[q];
+                if (p < 0) continue;
+                for (int c = 0; c < vsz; c++) mv[p * vsz + c] += rval[q * vsz + c];
+            }
+            if (d->herm)
+                for (cint j = 0; j < s->A.n; j++)
+                    for (cint p = s->A.colptr[j]; p < s->A.colptr[j + 1]; p++)
+                        if (s->A.rowind[p] == j) mv[2 * (size_t)p + 1] = 0;
         }
-        if (d->herm)
-            for (cint j = 0; j < s->A.n; j++)
-                for (cint p = s->A.colptr[j]; p < s->A.colptr[j + 1]; p++)
-                    if (s->A.rowind[p] == j) mv[2 * (size_t)p + 1] = 0;
+    } else {
+        canopy_free(req);
     }
     canopy_free(sval);
     canopy_free(rval);
-    return comm_agree(s->comm, err);
+    return agreed < 0 ? agreed : CANOPY_SUCCESS;
 }
 
 canopy_status distm_gather(canopy_solver *s, const canopy_csc *local, bool values, canopy_csc *full)

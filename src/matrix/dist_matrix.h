@@ -30,7 +30,11 @@ bool distm_active(const canopy_solver *s);
  */
 canopy_status distm_assemble(canopy_solver *s, const canopy_dist_csc *A, int64_t *nnz_out);
 
-/** New values in the layout given to distm_assemble (this rank's piece): s->A's values are replaced. */
+/** New values in the layout given to distm_assemble (this rank's piece): s->A's values are replaced.
+ * Collective; s->err may hold the caller's failed checks (nothing is sent then): they are agreed
+ * with the buffers' allocation: a negative return is that agreed failure, the same on every rank.
+ * A failure of the exchange itself is left in s->err (return CANOPY_SUCCESS) for the caller's
+ * next agreement. */
 canopy_status distm_update(canopy_solver *s, const void *values);
 
 /** Entries of the piece this rank gave (the length of its values). */

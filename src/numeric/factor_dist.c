@@ -228,10 +228,12 @@ static canopy_status numeric_share_values(numeric *F, const canopy_csc *A, canop
         for (int64_t q = 0; q < nsend; q++)
             for (int c = 0; c < dps; c++) send[q * dps + c] = v[F->send_order[q] * dps + c];
     }
+    /* the buffer and the exchange's requests under one agreement */
+    size_t elem = (size_t)dps * sizeof(double);
+    MPI_Request *req = comm_share_requests(F->exec.comm, F->send_counts, F->recv_counts, elem, err);
     canopy_status st = comm_agree(F->exec.comm, err);
-    if (st >= 0)
-        st = comm_share_alltoallv(F->exec.comm, send, F->send_counts, F->aval, F->recv_counts, (size_t)dps * sizeof(double),
-                                  err);
+    if (st >= 0) st = comm_share_alltoallv_agreed(F->exec.comm, send, F->send_counts, F->aval, F->recv_counts, elem, req, err);
+    else canopy_free(req);
     canopy_free(send);
     return st < 0 ? st : CANOPY_SUCCESS;
 }
@@ -252,10 +254,12 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     if (first) {
         numeric_free(F); /* what a failed first attempt left */
         st = numeric_layout_dist(F, S, arith, kind, err);
-    }
-    if (comm_agree(x->comm, err) < 0) {
-        numeric_free(F);
-        return err->status;
+        /* a refactorization changed nothing since the caller's last agreement: no round here
+         * (first is the same on every rank: the factors' presence follows agreed outcomes) */
+        if (comm_agree(x->comm, err) < 0) {
+            numeric_free(F);
+            return err->status;
+        }
     }
     if (first && (st = numeric_share_map(F, A, err)) != CANOPY_SUCCESS) {
         numeric_free(F);
@@ -267,12 +271,12 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     }
     if (release && A) matrix_free(A);
     if (first) numeric_panels_dist(F, err);
+    /* the panels and the workers' buffers under one agreement */
+    if (err->status >= 0) numeric_prepare_threads(F, err);
     if (comm_agree(x->comm, err) < 0) {
         if (first) numeric_free(F);
         return err->status;
     }
-    st = numeric_prepare_threads(F, err);
-    if (comm_agree(x->comm, err) < 0) return err->status;
     F->threshold = threshold;
     F->stress = comm_stress_enabled();
     F->flops = kind == CANOPY_FACT_LU ? S->flops_lu : S->flops_llt;

@@ -265,9 +265,13 @@ canopy_status numeric_selinv_dist(numeric *F, void *Lx, void *Ux, double *flops,
 /**
  * The solve over several ranks on y (n x nrhs, new numbering), of which this rank has filled the
  * rows of its own cblks (the others zero): they hold the solution's on return. For callers that
- * move the right-hand sides to the owners themselves. Collective; the status is agreed.
+ * move the right-hand sides to the owners themselves, after numeric_solve_dist_prepare and an
+ * agreement of theirs. Collective; the status is agreed.
  */
 canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err *err);
+/** The solve's plan over the ranks (members, trees), built at the first solve after a
+ * factorization; not collective, not agreed: the caller agrees before numeric_solve_dist_own. */
+canopy_status numeric_solve_dist_prepare(numeric *F, canopy_err *err);
 
 /**
  * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in

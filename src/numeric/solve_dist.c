@@ -203,15 +203,18 @@ static void solve_pack_own(const numeric *F, cint nrhs, char *y, char *pack, int
     }
 }
 
+canopy_status numeric_solve_dist_prepare(numeric *F, canopy_err *err)
+{
+    return F->sol_op == NULL ? solve_setup(F, err) : CANOPY_SUCCESS;
+}
+
 canopy_status numeric_solve_dist_own(numeric *F, cint nrhs, void *y, canopy_err *err)
 {
-    canopy_status st = F->sol_op == NULL ? solve_setup(F, err) : CANOPY_SUCCESS;
-    if (comm_agree(F->exec.comm, err) < 0) return err->status;
-    (void)st;
     F->solve_counts[0] = F->solve_counts[1] = 0;
     int old = numeric_blas_single();
-    st = F->arith == CANOPY_COMPLEX ? numeric_solve_dist_z(F, nrhs, (double _Complex *)y, err)
-                                    : numeric_solve_dist_d(F, nrhs, y, err);
+    /* the status is in err, agreed below */
+    if (F->arith == CANOPY_COMPLEX) numeric_solve_dist_z(F, nrhs, (double _Complex *)y, err);
+    else numeric_solve_dist_d(F, nrhs, y, err);
     numeric_blas_restore(old);
     return comm_agree(F->exec.comm, err);
 }

@@ -84,11 +84,16 @@ void solve_serve_end(canopy_solver *s)
 
 void solve_dist_stats(canopy_solver *s)
 {
-    int64_t mine[2] = {s->F.solve_counts ? s->F.solve_counts[0] : 0, s->F.solve_counts ? s->F.solve_counts[1] : 0};
-    int64_t sum[2] = {0, 0};
-    MPI_Allreduce(mine, sum, 2, MPI_INT64_T, MPI_SUM, s->comm);
-    s->stats.solve_comm_msgs = sum[0];
-    s->stats.solve_comm_bytes = sum[1];
-    solver_summary_stats(s->comm, (double)mine[1], &s->stats.solve_bytes_rank_min, &s->stats.solve_bytes_rank_max,
-                  &s->stats.solve_bytes_rank_median, &s->stats.solve_bytes_rank_stddev);
+    /* messages and bytes in one gather: totals and the bytes' summary */
+    double mine[2] = {(double)(s->F.solve_counts ? s->F.solve_counts[0] : 0),
+                      (double)(s->F.solve_counts ? s->F.solve_counts[1] : 0)};
+    comm_summary cs[2];
+    canopy_err e = {0};
+    comm_summary_allranks_n(s->comm, mine, 2, cs, NULL, &e);
+    s->stats.solve_comm_msgs = (int64_t)cs[0].total;
+    s->stats.solve_comm_bytes = (int64_t)cs[1].total;
+    s->stats.solve_bytes_rank_min = cs[1].min;
+    s->stats.solve_bytes_rank_max = cs[1].max;
+    s->stats.solve_bytes_rank_median = cs[1].median;
+    s->stats.solve_bytes_rank_stddev = cs[1].stddev;
 }

@@ -16,6 +16,9 @@ void solve_serve_end(canopy_solver *s);
 canopy_status solve_apply(canopy_solver *s, cint nrhs, void *y);
 /** After a solve: its communication figures. */
 void solve_dist_stats(canopy_solver *s);
+/** Drops the copy of rank 0's scaling that distributed solves keep until the next analysis
+ * (solve_direct.c); called wherever the analysis goes, on every rank. */
+void solve_direct_forget(canopy_solver *s);
 
 /** canopy_solve_distributed on several ranks, its arguments checked and agreed (nrhs > 0, the
  * same everywhere, n rows in all): the rows go straight to their owners and back

@@ -21,17 +21,46 @@
 #define DIRECT_CINT_MPI MPI_INT32_T
 #endif
 
-/* The scaling every rank needs to place rows: rank 0's, broadcast (pointers into s->sc on rank 0). */
+/* The scaling every rank needs to place rows: rank 0's (pointers into s->sc on rank 0; on the
+ * others the copies the first solve after an analysis received, kept in the solver until the next
+ * analysis: the scaling changes only there). */
 typedef struct direct_scaling {
     const double *row, *col;
     const cint *row_perm;
-    double *own_row, *own_col; /* what this rank allocated */
-    cint *own_perm;
 } direct_scaling;
 
+static void scaling_view(const canopy_solver *s, direct_scaling *d)
+{
+    if (s->rank == 0) {
+        d->row = s->sc.row;
+        d->col = s->sc.col;
+        d->row_perm = s->sc.row_perm;
+    } else {
+        d->row = s->sc_row;
+        d->col = s->sc_col;
+        d->row_perm = s->sc_perm;
+    }
+}
+
+void solve_direct_forget(canopy_solver *s)
+{
+    canopy_free(s->sc_row);
+    canopy_free(s->sc_col);
+    canopy_free(s->sc_perm);
+    s->sc_row = s->sc_col = NULL;
+    s->sc_perm = NULL;
+    s->sc_shared = 0;
+}
+
+/* Shares the scaling once per analysis; sc_shared is set on every rank after the same agreed
+ * success, so that every rank skips or reaches these collectives alike. */
 static canopy_status share_scaling(canopy_solver *s, cint n, direct_scaling *d)
 {
     memset(d, 0, sizeof *d);
+    if (s->sc_shared) {
+        scaling_view(s, d);
+        return CANOPY_SUCCESS;
+    }
     int have[3] = {0, 0, 0};
     if (s->rank == 0) {
         have[0] = s->sc.row != NULL;
@@ -39,20 +68,20 @@ static canopy_status share_scaling(canopy_solver *s, cint n, direct_scaling *d)
         have[2] = s->sc.row_perm != NULL;
     }
     MPI_Bcast(have, 3, MPI_INT, 0, s->comm);
-    if (s->rank == 0) {
-        d->row = s->sc.row;
-        d->col = s->sc.col;
-        d->row_perm = s->sc.row_perm;
-    } else {
-        if (have[0]) d->row = d->own_row = canopy_alloc((size_t)n, sizeof(double), "scaling", &s->err);
-        if (have[1]) d->col = d->own_col = canopy_alloc((size_t)n, sizeof(double), "scaling", &s->err);
-        if (have[2]) d->row_perm = d->own_perm = canopy_alloc((size_t)n, sizeof(cint), "scaling", &s->err);
+    if (s->rank != 0) {
+        solve_direct_forget(s);
+        if (have[0]) s->sc_row = canopy_alloc((size_t)n, sizeof(double), "scaling", &s->err);
+        if (have[1]) s->sc_col = canopy_alloc((size_t)n, sizeof(double), "scaling", &s->err);
+        if (have[2]) s->sc_perm = canopy_alloc((size_t)n, sizeof(cint), "scaling", &s->err);
     }
+    scaling_view(s, d);
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
     if (have[0]) comm_share_bcast(s->comm, (void *)(uintptr_t)d->row, n, &s->err);
     if (have[1]) comm_share_bcast(s->comm, (void *)(uintptr_t)d->col, n, &s->err);
     if (have[2]) MPI_Bcast((void *)(uintptr_t)d->row_perm, (int)n, DIRECT_CINT_MPI, 0, s->comm);
-    return comm_agree(s->comm, &s->err);
+    canopy_status st = comm_agree(s->comm, &s->err);
+    if (st >= 0) s->sc_shared = 1;
+    return st;
 }
 
 /*
@@ -82,17 +111,9 @@ static double scale_out(const direct_scaling *d, int trans, cint g)
     return d->col ? d->col[g] : 1.0;
 }
 
-static void scaling_release(direct_scaling *d)
+/* Displacements of the counts sent and received; the total received. */
+static void displacements(const int *send, const int *recv, int *sdispl, int *rdispl, int np, int64_t *rtotal)
 {
-    canopy_free(d->own_row);
-    canopy_free(d->own_col);
-    canopy_free(d->own_perm);
-}
-
-/* Exchange: counts per peer, then the indices (int counts: n <= INT_MAX was checked). */
-static bool exchange_counts(MPI_Comm comm, const int *send, int *recv, int *sdispl, int *rdispl, int np, int64_t *rtotal)
-{
-    if (MPI_Alltoall(send, 1, MPI_INT, recv, 1, MPI_INT, comm) != MPI_SUCCESS) return false;
     int64_t a = 0, b = 0;
     for (int r = 0; r < np; r++) {
         sdispl[r] = (int)a;
@@ -101,7 +122,6 @@ static bool exchange_counts(MPI_Comm comm, const int *send, int *recv, int *sdis
         b += recv[r];
     }
     *rtotal = b;
-    return true;
 }
 
 canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nrhs, cint nloc, const cint *rows, void *b,
@@ -113,13 +133,11 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
     int np = s->nranks, vsz = arith == CANOPY_COMPLEX ? 2 : 1;
     double t0 = canopy_wtime();
     direct_scaling sc;
-    if (share_scaling(s, n, &sc) < 0) {
-        scaling_release(&sc);
-        return s->err.status;
-    }
+    if (share_scaling(s, n, &sc) < 0) return s->err.status;
     /* counts of one message are ints: that many right-hand sides at a time */
     cint chunk = (cint)CANOPY_MIN((int64_t)nrhs, (int64_t)INT_MAX / CANOPY_MAX((int64_t)n, 1));
-    int *cnt = canopy_calloc(6 * (size_t)np, sizeof(int), "solve exchange", &s->err);
+    /* counts, displacements, one message's counts (c4) and the paired counts of steps 1 and 3 */
+    int *cnt = canopy_calloc(14 * (size_t)np, sizeof(int), "solve exchange", &s->err);
     int *dest_b = canopy_alloc((size_t)nloc + 1, sizeof(int), "solve exchange", &s->err);
     int *dest_x = canopy_alloc((size_t)nloc + 1, sizeof(int), "solve exchange", &s->err);
     cint *sidx = canopy_alloc((size_t)nloc + 1, sizeof(cint), "solve exchange", &s->err);
@@ -130,8 +148,11 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
     double *rval = NULL;
     int *from = NULL;
     int64_t nrecv = 0, nxreq = 0;
+    /* the solve's own plan (first solve after a factorization) under the same agreement */
+    if (s->err.status >= 0) numeric_solve_dist_prepare(&s->F, &s->err);
     if (comm_agree(s->comm, &s->err) < 0) goto out;
     int *scnt = cnt, *rcnt = cnt + np, *sdis = cnt + 2 * np, *rdis = cnt + 3 * np, *xcnt = cnt + 4 * np, *xrcnt = cnt + 5 * np;
+    int *c4 = cnt + 6 * np, *pair_s = cnt + 10 * np, *pair_r = cnt + 12 * np;
 
     /* where each local row of b goes (row scaling and matching first: row g of A is row
      * row_perm[g] of the matrix factorized, new index iperm of that), and where its solution
@@ -145,14 +166,29 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
         xcnt[dest_x[k]]++;
     }
 
-    /* 1. the rows of b to their owners: indices, then values chunk by chunk */
-    if (!exchange_counts(s->comm, scnt, rcnt, sdis, rdis, np, &nrecv)) goto mpi_fail;
+    /* the counts of steps 1 and 3 in one exchange: (b rows, x requests) per peer */
+    for (int r = 0; r < np; r++) {
+        pair_s[2 * r] = scnt[r];
+        pair_s[2 * r + 1] = xcnt[r];
+    }
+    if (MPI_Alltoall(pair_s, 2, MPI_INT, pair_r, 2, MPI_INT, s->comm) != MPI_SUCCESS) goto mpi_fail;
+    for (int r = 0; r < np; r++) {
+        rcnt[r] = pair_r[2 * r];
+        xrcnt[r] = pair_r[2 * r + 1];
+        nxreq += xrcnt[r];
+    }
+    displacements(scnt, rcnt, sdis, rdis, np, &nrecv);
+
+    /* 1. the rows of b to their owners: indices, then values chunk by chunk (every buffer of
+     * steps 1 and 3 allocated here, under one agreement) */
     ridx = canopy_alloc((size_t)nrecv + 1, sizeof(cint), "solve exchange", &s->err);
-    rval = canopy_alloc((size_t)nrecv * chunk + 1, (size_t)vsz * sizeof(double), "solve exchange", &s->err);
+    rval = canopy_alloc((size_t)CANOPY_MAX(nrecv, nxreq) * chunk + 1, (size_t)vsz * sizeof(double), "solve exchange",
+                        &s->err);
     from = canopy_alloc((size_t)n, sizeof(int), "solve exchange", &s->err);
+    xidx = canopy_alloc((size_t)nxreq + 1, sizeof(cint), "solve exchange", &s->err);
     if (comm_agree(s->comm, &s->err) < 0) goto out;
     {
-        int *at = xrcnt; /* borrowed as a cursor until step 3 */
+        int *at = c4; /* borrowed as a cursor */
         for (int r = 0; r < np; r++) at[r] = sdis[r];
         for (cint k = 0; k < nloc; k++) order[at[dest_b[k]]++] = (int)k;
         for (int64_t q = 0; q < nloc; q++) sidx[q] = rows[order[q]];
@@ -181,11 +217,6 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
     for (cint c0 = 0; c0 < nrhs; c0 += chunk) {
         cint cc = CANOPY_MIN(chunk, nrhs - c0);
         /* values: sent as cc x (rows to that peer) blocks, one peer after the other */
-        int *c4 = canopy_alloc(4 * (size_t)np, sizeof(int), "solve exchange", &s->err);
-        if (comm_agree(s->comm, &s->err) < 0) {
-            canopy_free(c4);
-            goto out;
-        }
         for (int r = 0; r < np; r++) {
             c4[r] = scnt[r] * cc;
             c4[np + r] = rcnt[r] * cc;
@@ -214,7 +245,6 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
                         for (int e = 0; e < vsz; e++) t[e] = v[e] * f;
                     }
         }
-        canopy_free(c4);
         if (rc != MPI_SUCCESS) goto mpi_fail;
     }
 
@@ -225,16 +255,8 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
      * their columns, answers in the same order */
     {
         int64_t xr = 0;
-        for (int r = 0; r < np; r++) sdis[r] = 0;
-        if (!exchange_counts(s->comm, xcnt, xrcnt, sdis, rdis, np, &xr)) goto mpi_fail;
-        nxreq = xr;
+        displacements(xcnt, xrcnt, sdis, rdis, np, &xr);
     }
-    xidx = canopy_alloc((size_t)nxreq + 1, sizeof(cint), "solve exchange", &s->err);
-    if ((size_t)nxreq * chunk > (size_t)nrecv * chunk) {
-        canopy_free(rval);
-        rval = canopy_alloc((size_t)nxreq * chunk + 1, (size_t)vsz * sizeof(double), "solve exchange", &s->err);
-    }
-    if (comm_agree(s->comm, &s->err) < 0) goto out;
     {
         int *at = scnt; /* the b counts are done with: a cursor over the x requests */
         for (int r = 0; r < np; r++) at[r] = sdis[r];
@@ -245,11 +267,6 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
         goto mpi_fail;
     for (cint c0 = 0; c0 < nrhs; c0 += chunk) {
         cint cc = CANOPY_MIN(chunk, nrhs - c0);
-        int *c4 = canopy_alloc(4 * (size_t)np, sizeof(int), "solve exchange", &s->err);
-        if (comm_agree(s->comm, &s->err) < 0) {
-            canopy_free(c4);
-            goto out;
-        }
         for (int r = 0; r < np; r++) {
             c4[r] = xrcnt[r] * cc; /* answers go back: the owner sends what it was asked */
             c4[np + r] = xcnt[r] * cc;
@@ -278,7 +295,6 @@ canopy_status solve_direct(canopy_solver *s, cint n, canopy_arith arith, cint nr
                                sval + ((size_t)c4[3 * np + r] + (size_t)c * xcnt[r] + q) * vsz, (size_t)vsz * sizeof(double));
                     }
         }
-        canopy_free(c4);
         if (rc != MPI_SUCCESS) goto mpi_fail;
     }
     {
@@ -296,7 +312,6 @@ mpi_fail:
     canopy_err_set(&s->err, CANOPY_ERR_MPI, "%s: exchanging right-hand sides with the owners failed", call);
     comm_agree(s->comm, &s->err);
 out:
-    scaling_release(&sc);
     canopy_free(cnt);
     canopy_free(dest_b);
     canopy_free(dest_x);

@@ -21,29 +21,37 @@ void solver_say(const canopy_solver *s, int level, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Rank 0's memory against the others', by Canopy's count (@p used: this rank's) and by the OS's
- * peak resident set. Collective on several ranks; reductions only, so that nothing can fail on one
- * rank alone. */
-void solver_memory_figures(canopy_solver *s, double used)
+double solver_rss_peak(void)
 {
     struct rusage ru;
-    double rss = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 : 0; /* Linux: KiB */
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 : 0; /* Linux: KiB */
+}
+
+void solver_memory_set(canopy_solver *s, const comm_summary *used, const comm_summary *rss, const double first[2])
+{
     canopy_stats *st = &s->stats;
-    double mine[2] = {used, rss}, first[2] = {used, rss}, sum[2] = {used, rss};
-    double lo = rss, hi = rss;
-    if (s->nranks > 1) {
-        MPI_Bcast(first, 2, MPI_DOUBLE, 0, s->comm);
-        MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, s->comm);
-        MPI_Allreduce(&rss, &lo, 1, MPI_DOUBLE, MPI_MIN, s->comm);
-        MPI_Allreduce(&rss, &hi, 1, MPI_DOUBLE, MPI_MAX, s->comm);
-    }
     double others = s->nranks > 1 ? (double)(s->nranks - 1) : 1.0;
     st->peak_memory_rank0 = first[0];
     st->rss_peak_rank0 = first[1];
-    st->peak_memory_rank_mean = s->nranks > 1 ? (sum[0] - first[0]) / others : used;
-    st->rss_peak_rank_mean = s->nranks > 1 ? (sum[1] - first[1]) / others : rss;
-    st->rss_peak_rank_min = lo;
-    st->rss_peak_rank_max = hi;
+    st->peak_memory_rank_mean = s->nranks > 1 ? (used->total - first[0]) / others : first[0];
+    st->rss_peak_rank_mean = s->nranks > 1 ? (rss->total - first[1]) / others : first[1];
+    st->rss_peak_rank_min = rss->min;
+    st->rss_peak_rank_max = rss->max;
+}
+
+/* Rank 0's memory against the others', by Canopy's count (@p used: this rank's) and by the OS's
+ * peak resident set. Collective on several ranks: one agreement and one gather. */
+void solver_memory_figures(canopy_solver *s, double used)
+{
+    double mine[2] = {used, solver_rss_peak()}, first[2] = {mine[0], mine[1]};
+    comm_summary cs[2];
+    comm_summary_compute(&mine[0], 1, &cs[0]);
+    comm_summary_compute(&mine[1], 1, &cs[1]);
+    if (s->nranks > 1) {
+        canopy_err e = {0};
+        comm_summary_allranks_n(s->comm, mine, 2, cs, first, &e);
+    }
+    solver_memory_set(s, &cs[0], &cs[1], first);
 }
 
 void solver_summary_stats(MPI_Comm comm, double mine, double *min, double *max, double *median, double *stddev)

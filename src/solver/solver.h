@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "base/common.h"
+#include "comm/peerstats.h"
 #include "numeric/numeric.h"
 #include "numeric/runtime.h"
 #include "matrix/scaling.h"
@@ -65,6 +66,12 @@ struct canopy_solver {
     cint rnl;
     cint *rrows;
     double predicted_bytes;     /* this rank's predicted factorization memory (analysis) */
+    double mem_checked;         /* predicted_bytes of the last memory check passed (0: none) */
+    /* rank 0's scaling on the other ranks for distributed solves, shared once per analysis
+     * (solve/solve_direct.c; sc_shared is 1 on every rank once it is) */
+    double *sc_row, *sc_col;
+    cint *sc_perm;
+    int sc_shared;
     int64_t *comm_bytes;        /* rank 0: [nranks^2] bytes sent from i to j (last factorization) */
     int64_t *comm_msgs;
     int virt_ranks;             /* > 0: analysis for a virtual machine of virt_ranks nodes x rt.virt_threads
@@ -124,5 +131,11 @@ void solver_say(const canopy_solver *s, int level, const char *fmt, ...) CANOPY_
 void solver_summary_stats(MPI_Comm comm, double mine, double *min, double *max, double *median, double *stddev);
 /** stats.peak_memory_rank0/_mean and rss_peak_*: collective with several ranks (src/solver/solver.c). */
 void solver_memory_figures(canopy_solver *s, double used);
+/** This process's peak resident set (bytes). */
+double solver_rss_peak(void);
+/** The figures of solver_memory_figures from summaries over the ranks of Canopy's count (@p used)
+ * and the resident set (@p rss), @p first rank 0's two values: for a caller that gathers them with
+ * others (comm_summary_allranks_n). Not collective. */
+void solver_memory_set(canopy_solver *s, const comm_summary *used, const comm_summary *rss, const double first[2]);
 
 #endif
