@@ -28,6 +28,9 @@
 #define PLAN_TWOD_MIN_WIDTH 32
 #define PLAN_TWOD_MAX_GROUPS 160
 
+/* 2d-levels=auto tries at most this many levels */
+#define PLAN_MAX_LEVELS 64
+
 static canopy_status plan_nomem(canopy_err *err)
 {
     return err && err->status ? err->status : CANOPY_ERR_NOMEM;
@@ -229,12 +232,11 @@ static inline int plan_update2d_id(int d0, int ng, int x, int y)
     return d0 + 1 + ng + x * ng - x * (x - 1) / 2 + (y - x);
 }
 
-/* Panel and update costs, cblk costs, the tree and the subtree sums. */
-static void plan_costs_and_tree(plan_build *B, sched_plan *P)
+/* Panel and update costs (B->pcost, B->ucost) and cblk costs (@p cblk_cost, when not NULL). */
+static void plan_unit_costs(plan_build *B, double *cblk_cost)
 {
     const symbolic *S = B->S;
-    cint n = B->n;
-    for (cint k = 0; k < n; k++) {
+    for (cint k = 0; k < B->n; k++) {
         B->pcost[k] = plan_panel_cost(B, k);
         double c = B->pcost[k];
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
@@ -243,8 +245,16 @@ static void plan_costs_and_tree(plan_build *B, sched_plan *P)
             c += B->ucost[b];
             b = e;
         }
-        P->cblk_cost[k] = c;
+        if (cblk_cost) cblk_cost[k] = c;
     }
+}
+
+/* Panel and update costs, cblk costs, the tree and the subtree sums. */
+static void plan_costs_and_tree(plan_build *B, sched_plan *P)
+{
+    const symbolic *S = B->S;
+    cint n = B->n;
+    plan_unit_costs(B, P->cblk_cost);
     /* children lists by counting sort on the parent (node n: the roots), ascending */
     for (cint k = 0; k <= n + 1; k++) B->child_ptr[k] = 0;
     for (cint k = 0; k < n; k++) {
@@ -898,11 +908,34 @@ static canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err
     return CANOPY_SUCCESS;
 }
 
+/* plan_contributions for a plan built without them: the unit costs again (the same arithmetic). */
+static canopy_status plan_contributions_of(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
+                                           sched_plan *P, canopy_err *err)
+{
+    plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .n = S->ncblk};
+    B.ucost = canopy_alloc((size_t)S->nblok + 1, sizeof(double), "plan scratch", err);
+    B.pcost = canopy_alloc((size_t)S->ncblk + 1, sizeof(double), "plan scratch", err);
+    canopy_status st = B.ucost && B.pcost ? CANOPY_SUCCESS : plan_nomem(err);
+    if (st == CANOPY_SUCCESS) {
+        plan_unit_costs(&B, NULL);
+        st = plan_contributions(&B, P, err);
+    }
+    canopy_free(B.ucost);
+    canopy_free(B.pcost);
+    if (st != CANOPY_SUCCESS) sched_plan_free(P);
+    return st;
+}
+
 /* ---- driver ------------------------------------------------------------------------------------- */
 
-/* One plan with 2D tasks in the top @p levels Snode levels (0: none); inputs already checked. */
+/*
+ * One plan with 2D tasks in the top @p levels Snode levels (0: none); inputs already checked.
+ * @p contrib 0 leaves the contribution numbers out (plan_contributions_of adds them later).
+ * @p twod_count, when not NULL: [PLAN_MAX_LEVELS + 1], how many cblks would be 2D with each count of
+ * levels 0..PLAN_MAX_LEVELS (what comes before the 2D choice does not depend on @p levels).
+ */
 static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
-                                    int levels, sched_plan *P, canopy_err *err)
+                                    int levels, int contrib, int64_t *twod_count, sched_plan *P, canopy_err *err)
 {
     memset(P, 0, sizeof *P);
     canopy_status st = CANOPY_SUCCESS;
@@ -988,12 +1021,17 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     plan_subtrees(&B, T == 1 ? INFINITY : total / ((double)T * gran));
     /* 2D: wide cblks shared by several threads in the top levels of the Snode tree */
     P->twod_levels = levels;
-    for (cint k = 0; k < n && levels > 0; k++) {
-        B.twod[k] = B.sroot[k] < 0 && B.t1[k] - B.t0[k] >= 2 &&
-                    P->factor.snode_depth[P->cblk_snode[k]] < levels &&
-                    S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH && plan_ngroups(S, k) <= PLAN_TWOD_MAX_GROUPS;
+    if (twod_count)
+        for (int l = 0; l <= PLAN_MAX_LEVELS; l++) twod_count[l] = 0;
+    for (cint k = 0; k < n && (levels > 0 || twod_count); k++) {
+        int depth = P->factor.snode_depth[P->cblk_snode[k]];
+        int fit = B.sroot[k] < 0 && B.t1[k] - B.t0[k] >= 2 && S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH &&
+                  plan_ngroups(S, k) <= PLAN_TWOD_MAX_GROUPS;
+        B.twod[k] = fit && depth < levels;
         P->twod_cblks += B.twod[k];
+        if (twod_count && fit && depth < PLAN_MAX_LEVELS) twod_count[depth + 1]++; /* 2D from depth + 1 levels on */
     }
+    for (int l = 0; twod_count && l < PLAN_MAX_LEVELS; l++) twod_count[l + 1] += twod_count[l];
     if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
     if ((st = plan_edges(&B, P, stamp, err)) != CANOPY_SUCCESS) goto out;
     if ((st = sched_bottom_level(&P->factor, err)) != CANOPY_SUCCESS) goto out;
@@ -1007,10 +1045,13 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
             st = plan_nomem(err);
             goto out;
         }
+        /* each rank's Snode: the last one whose range is the rank's threads */
+        for (int r = 0; r < R; r++) gsnode[r] = -1;
+        for (int q = 0; q < P->factor.nsnodes; q++) {
+            int t0 = P->factor.snode_t0[q];
+            if (t0 % TR == 0 && P->factor.snode_t1[q] == t0 + TR && t0 / TR < R) gsnode[t0 / TR] = q;
+        }
         for (int r = 0; r < R; r++) {
-            gsnode[r] = -1;
-            for (int q = 0; q < P->factor.nsnodes; q++)
-                if (P->factor.snode_t0[q] == r * TR && P->factor.snode_t1[q] == r * TR + TR) gsnode[r] = q;
             if (gsnode[r] < 0) {
                 st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "plan: rank %d has no Snode", r);
                 goto out;
@@ -1051,7 +1092,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         P->factor.snode[pt] = gsnode[r];
     }
     for (int i = 0; R > 1 && i < P->factor.ntasks; i++) P->factor.level[i] = P->factor.snode_depth[P->factor.snode[i]];
-    st = plan_contributions(&B, P, err);
+    if (contrib) st = plan_contributions(&B, P, err);
 out:
     canopy_free(B.ucost);
     canopy_free(B.pcost);
@@ -1108,28 +1149,33 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     int R = o->nranks > 1 ? o->nranks : 1, TR = o->nthreads;
     if ((int64_t)R * TR > 1 << 20)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d ranks x %d threads", R, TR);
-    if (o->twod_levels >= 0 || R * TR == 1) return plan_build_one(S, cm, o, o->twod_levels > 0 ? o->twod_levels : 0, P, err);
+    int contrib = !o->prediction_only;
+    if (o->twod_levels >= 0 || R * TR == 1)
+        return plan_build_one(S, cm, o, o->twod_levels > 0 ? o->twod_levels : 0, contrib, NULL, P, err);
     /* auto: the simulation decides. One level more at a time from none, while a level brings new
-     * 2D cblks and the predicted makespan drops by at least 1%; keep the best plan. */
-    st = plan_build_one(S, cm, o, 0, P, err);
+     * 2D cblks and the predicted makespan drops by at least 1%; keep the best plan. The 2D cblks of
+     * every level are known from the first plan, so a level that brings none is not built; the
+     * contributions are numbered once, for the plan kept. */
+    int64_t count[PLAN_MAX_LEVELS + 1];
+    st = plan_build_one(S, cm, o, 0, 0, count, P, err);
     int64_t prev = 0;
-    for (int levels = 1; st == CANOPY_SUCCESS && levels <= 64; levels++) {
+    for (int levels = 1; st == CANOPY_SUCCESS && levels <= PLAN_MAX_LEVELS; levels++) {
+        if (count[levels] <= prev) break; /* no new 2D cblk */
         sched_plan Q;
-        st = plan_build_one(S, cm, o, levels, &Q, err);
+        st = plan_build_one(S, cm, o, levels, 0, NULL, &Q, err);
         if (st != CANOPY_SUCCESS) {
             sched_plan_free(P);
             break;
         }
-        int more = Q.twod_cblks > prev;
         prev = Q.twod_cblks;
-        if (more && Q.factor.predicted_time < 0.99 * P->factor.predicted_time) {
+        if (Q.factor.predicted_time < 0.99 * P->factor.predicted_time) {
             sched_plan_free(P);
             *P = Q;
         } else {
             sched_plan_free(&Q);
         }
-        if (!more) break;
     }
+    if (st == CANOPY_SUCCESS && contrib) st = plan_contributions_of(S, cm, o, P, err);
     return st;
 }
 

@@ -47,6 +47,9 @@ typedef struct sched_plan_opts {
     int twod_levels;              /**< 2D tasks for the wide cblks shared by several threads in the top
                                        twod_levels levels of the Snode tree; 0 = none, -1 = auto (the
                                        count whose simulated makespan is shortest) */
+    int prediction_only;          /**< the caller reads only factor.predicted_time (and the schedule): the
+                                       contribution numbers (blok_contrib, task_contrib, cblk_ncontrib) are
+                                       left unset */
 } sched_plan_opts;
 
 typedef struct sched_plan {

@@ -6,6 +6,7 @@
  */
 #include "simulate.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -50,36 +51,44 @@ out:
 }
 
 /*
- * Heaps over task ids stored in pooled arrays (each task sits in at most one heap at a time).
- * mode 0: larger key first (priorities); mode 1: smaller key first (end times). Ties: lower id,
- * which keeps the whole simulation deterministic.
+ * Heaps of (key, id) entries stored in pooled arrays (each task sits in at most one heap at a
+ * time; a key never changes while its entry is in a heap, so it is kept in the entry: comparing
+ * two entries reads no other array). mode 0: larger key first (priorities); mode 1: smaller key
+ * first (end times). Ties: lower id, which keeps the whole simulation deterministic.
  */
-static inline int sim_first(const double *key, int mode, int a, int b)
+typedef struct sim_ent {
+    double key;
+    int id;
+} sim_ent;
+
+static inline int sim_first(int mode, sim_ent a, sim_ent b)
 {
-    if (key[a] != key[b]) return mode ? key[a] < key[b] : key[a] > key[b];
-    return a < b;
+    if (a.key != b.key) return mode ? a.key < b.key : a.key > b.key;
+    return a.id < b.id;
 }
 
-static void sim_push(int *h, int *n, int x, const double *key, int mode)
+static inline void sim_push(sim_ent *h, int *n, int x, double key, int mode)
 {
+    sim_ent e = {key, x};
     int i = (*n)++;
     while (i > 0) {
         int p = (i - 1) / 2;
-        if (!sim_first(key, mode, x, h[p])) break;
+        if (!sim_first(mode, e, h[p])) break;
         h[i] = h[p];
         i = p;
     }
-    h[i] = x;
+    h[i] = e;
 }
 
-static int sim_pop(int *h, int *n, const double *key, int mode)
+static inline int sim_pop(sim_ent *h, int *n, int mode)
 {
-    int top = h[0], x = h[--(*n)], i = 0;
+    int top = h[0].id, i = 0;
+    sim_ent x = h[--(*n)];
     for (;;) {
         int c = 2 * i + 1;
         if (c >= *n) break;
-        if (c + 1 < *n && sim_first(key, mode, h[c + 1], h[c])) c++;
-        if (!sim_first(key, mode, h[c], x)) break;
+        if (c + 1 < *n && sim_first(mode, h[c + 1], h[c])) c++;
+        if (!sim_first(mode, h[c], x)) break;
         h[i] = h[c];
         i = c;
     }
@@ -92,12 +101,17 @@ typedef struct sim_state {
     int *pref;
     sched_sim_groups *g;
     const cint *serial;
-    int **heap, *hn, *hcap;   /* ready heap of each Snode (grown on demand: an update of a shared cblk
+    sim_ent **heap;
+    int *hn, *hcap;           /* ready heap of each Snode (grown on demand: an update of a shared cblk
                                  lands in the Snode of whichever rank its panel went to) */
     int oom;                  /* a heap could not grow */
-    int *poff, *pn, *ppool;   /* parked updates of each serial key (target busy) */
+    int *poff, *pn;
+    sim_ent *ppool;           /* parked updates of each serial key (target busy) */
     unsigned char *busy;      /* [nserial] a contribution into the key is running */
     int *nidle;               /* [nsnodes] idle threads in the Snode's range */
+    int *leaf;                /* [nthreads] the thread's leaf Snode */
+    int *path_ptr, *path;     /* thread t's Snodes from its leaf up: path[path_ptr[t] .. path_ptr[t + 1]),
+                                 or NULL (too many: walk snode_parent instead) */
     /* the eligible Snodes (a ready task and an idle thread), best top task first */
     int *sh, *spos, nsh;
 } sim_state;
@@ -105,7 +119,7 @@ typedef struct sim_state {
 /* Snode a's best ready task comes before Snode b's */
 static inline int sim_sfirst(const sim_state *S, int a, int b)
 {
-    return sim_first(S->d->prio, 0, S->heap[a][0], S->heap[b][0]);
+    return sim_first(0, S->heap[a][0], S->heap[b][0]);
 }
 
 static void sim_sset(sim_state *S, int i, int s)
@@ -175,14 +189,14 @@ static void sim_release(sim_state *S, int i)
     }
     cint key = S->serial ? S->serial[i] : -1;
     if (key >= 0 && S->busy[key]) {
-        sim_push(S->ppool + S->poff[key], &S->pn[key], i, S->d->prio, 0);
+        sim_push(S->ppool + S->poff[key], &S->pn[key], i, S->d->prio[i], 0);
         return;
     }
     int s = S->d->snode[i];
     if (S->hn[s] == S->hcap[s]) {
         int cap = S->hcap[s] < 4 ? 8 : 2 * S->hcap[s];
         canopy_err e = {0};
-        int *h = canopy_realloc(S->heap[s], (size_t)cap, sizeof(int), "simulation heap", &e);
+        sim_ent *h = canopy_realloc(S->heap[s], (size_t)cap, sizeof(sim_ent), "simulation heap", &e);
         if (h == NULL) {
             S->oom = 1;
             return;
@@ -190,18 +204,50 @@ static void sim_release(sim_state *S, int i)
         S->heap[s] = h;
         S->hcap[s] = cap;
     }
-    sim_push(S->heap[s], &S->hn[s], i, S->d->prio, 0);
+    sim_push(S->heap[s], &S->hn[s], i, S->d->prio[i], 0);
     sim_touch(S, s);
 }
 
 /* Thread t becomes idle (+1) or busy (-1): every Snode containing it, i.e. its leaf's path;
  * eligibility changes only where the count leaves or reaches zero. */
-static void sim_idle(sim_state *S, int leaf, int delta)
+static void sim_idle(sim_state *S, int t, int delta)
 {
-    for (int s = leaf; s >= 0; s = S->d->snode_parent[s]) {
-        S->nidle[s] += delta;
-        if (S->nidle[s] == (delta > 0 ? 1 : 0)) sim_touch(S, s);
+    int edge = delta > 0 ? 1 : 0;
+    if (S->path) {
+        for (int x = S->path_ptr[t], e = S->path_ptr[t + 1]; x < e; x++) {
+            int s = S->path[x];
+            if ((S->nidle[s] += delta) == edge) sim_touch(S, s);
+        }
+        return;
     }
+    for (int s = S->leaf[t]; s >= 0; s = S->d->snode_parent[s])
+        if ((S->nidle[s] += delta) == edge) sim_touch(S, s);
+}
+
+/* The threads' paths (sim_state.path), unless they would hold more than 64 Snodes per thread and
+ * Snode on average (deep Snode trees): then S->path stays NULL. */
+static canopy_status sim_paths(sim_state *S, int T, int ns, canopy_err *err)
+{
+    const int *parent = S->d->snode_parent;
+    int64_t total = 0, cap = 64 * ((int64_t)T + ns);
+    for (int t = 0; t < T && total <= cap; t++)
+        for (int s = S->leaf[t]; s >= 0 && total <= cap; s = parent[s]) total++;
+    if (total > cap || total >= INT_MAX) return CANOPY_SUCCESS;
+    S->path_ptr = canopy_alloc((size_t)T + 1, sizeof(int), "simulation", err);
+    S->path = canopy_alloc((size_t)total + 1, sizeof(int), "simulation", err);
+    if (!S->path_ptr || !S->path) {
+        canopy_free(S->path_ptr);
+        canopy_free(S->path);
+        S->path_ptr = S->path = NULL;
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    int x = 0;
+    for (int t = 0; t < T; t++) {
+        S->path_ptr[t] = x;
+        for (int s = S->leaf[t]; s >= 0; s = parent[s]) S->path[x++] = s;
+    }
+    S->path_ptr[T] = x;
+    return CANOPY_SUCCESS;
 }
 
 canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint nserial, sched_sim_groups *groups,
@@ -215,31 +261,30 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
     sim_state S = {.d = d, .pref = pref, .g = groups, .serial = serial};
     int *cnt = canopy_alloc(n1, sizeof(int), "simulation", err);
     int *order = canopy_alloc(n1, sizeof(int), "simulation", err);
-    int *ev = canopy_alloc(n1, sizeof(int), "simulation", err);
+    sim_ent *ev = canopy_alloc(n1, sizeof(sim_ent), "simulation", err);
     double *tend = end ? end : canopy_alloc(n1, sizeof(double), "simulation", err);
-    S.heap = canopy_calloc((size_t)ns + 1, sizeof(int *), "simulation", err);
+    S.heap = canopy_calloc((size_t)ns + 1, sizeof(sim_ent *), "simulation", err);
     S.hn = canopy_calloc((size_t)ns + 1, sizeof(int), "simulation", err);
     S.hcap = canopy_calloc((size_t)ns + 1, sizeof(int), "simulation", err);
     S.poff = canopy_calloc(k1, sizeof(int), "simulation", err);
     S.pn = canopy_calloc(k1, sizeof(int), "simulation", err);
-    S.ppool = canopy_alloc(n1, sizeof(int), "simulation", err);
+    S.ppool = canopy_alloc(n1, sizeof(sim_ent), "simulation", err);
     S.busy = canopy_calloc(k1, 1, "simulation", err);
     unsigned char *idle = canopy_alloc((size_t)T, 1, "simulation", err);
     S.nidle = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
     S.sh = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
     S.spos = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
-    int *leaf = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
+    int *leaf = S.leaf = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
     int *fill = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
     /* messages between groups (ranks): one arrival event per crossing edge */
     size_t ne = (size_t)(n > 0 ? d->succ_ptr[n] : 0) + 1;
-    double *mt = group ? canopy_alloc(ne, sizeof(double), "simulation", err) : NULL;
-    int *mh = group ? canopy_alloc(ne, sizeof(int), "simulation", err) : NULL;
+    sim_ent *mh = group ? canopy_alloc(ne, sizeof(sim_ent), "simulation", err) : NULL;
     int nmh = 0;
     if (d->list_ptr == NULL) d->list_ptr = canopy_alloc((size_t)T + 1, sizeof(int), "static lists", err);
     if (d->list == NULL) d->list = canopy_alloc(n1, sizeof(int), "static lists", err);
     if (!cnt || !order || !ev || !tend || !S.heap || !S.hn || !S.hcap || !S.poff || !S.pn || !S.ppool || !S.busy ||
         !idle || !S.nidle || !S.sh || !S.spos || !leaf || !fill || !d->list_ptr || !d->list ||
-        (group && (!mt || !mh || !delay))) {
+        (group && (!mh || !delay))) {
         st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
         goto out;
     }
@@ -248,7 +293,7 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
         if (serial && serial[i] >= 0) S.poff[serial[i] + 1]++;
     }
     for (int s = 0; s < ns && st == CANOPY_SUCCESS; s++)
-        if (S.hcap[s] > 0 && (S.heap[s] = canopy_alloc((size_t)S.hcap[s], sizeof(int), "simulation", err)) == NULL)
+        if (S.hcap[s] > 0 && (S.heap[s] = canopy_alloc((size_t)S.hcap[s], sizeof(sim_ent), "simulation", err)) == NULL)
             st = err && err->status ? err->status : CANOPY_ERR_NOMEM;
     if (st != CANOPY_SUCCESS) goto out;
     for (cint k = 0; k < nserial; k++) S.poff[k + 1] += S.poff[k];
@@ -266,6 +311,7 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
             st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "simulation: thread %d has no leaf Snode", t);
             goto out;
         }
+    if ((st = sim_paths(&S, T, ns, err)) != CANOPY_SUCCESS) goto out;
     memcpy(cnt, d->npred, (size_t)n * sizeof(int));
     for (int i = 0; i < n; i++)
         if (cnt[i] == 0) sim_release(&S, i);
@@ -285,11 +331,11 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
         for (;;) {
             if (S.nsh == 0) break;
             int bs = S.sh[0];
-            int bi = sim_pop(S.heap[bs], &S.hn[bs], d->prio, 0);
+            int bi = sim_pop(S.heap[bs], &S.hn[bs], 0);
             sim_touch(&S, bs);
             cint key = serial ? serial[bi] : -1;
             if (key >= 0 && S.busy[key]) { /* its target got busy since it became ready */
-                sim_push(S.ppool + S.poff[key], &S.pn[key], bi, d->prio, 0);
+                sim_push(S.ppool + S.poff[key], &S.pn[key], bi, d->prio[bi], 0);
                 continue;
             }
             int a = d->snode_t0[bs], b = d->snode_t1[bs], who = -1;
@@ -304,30 +350,30 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
             d->owner[bi] = who;
             if (groups && groups->group[bi] < 0) groups->group[bi] = who / groups->size; /* a shared panel placed */
             idle[who] = 0;
-            sim_idle(&S, leaf[who], -1);
+            sim_idle(&S, who, -1);
             if (key >= 0) S.busy[key] = 1;
             if (start) start[bi] = now;
             tend[bi] = now + d->cost[bi];
             if (tend[bi] > makespan) makespan = tend[bi];
             if (seq) seq[bi] = nseq;
             order[nseq++] = bi;
-            sim_push(ev, &nev, bi, tend, 1);
+            sim_push(ev, &nev, bi, tend[bi], 1);
         }
         if (nev == 0 && nmh == 0) break;
-        now = nev == 0 ? mt[mh[0]] : nmh == 0 ? tend[ev[0]] : fmin(tend[ev[0]], mt[mh[0]]);
-        while (nmh > 0 && mt[mh[0]] == now) {
-            int q = sim_pop(mh, &nmh, mt, 1);
+        now = nev == 0 ? mh[0].key : nmh == 0 ? ev[0].key : fmin(ev[0].key, mh[0].key);
+        while (nmh > 0 && mh[0].key == now) {
+            int q = sim_pop(mh, &nmh, 1);
             if (--cnt[d->succ[q]] == 0) sim_release(&S, d->succ[q]);
         }
-        while (nev > 0 && tend[ev[0]] == now) {
-            int i = sim_pop(ev, &nev, tend, 1);
+        while (nev > 0 && ev[0].key == now) {
+            int i = sim_pop(ev, &nev, 1);
             idle[d->owner[i]] = 1;
-            sim_idle(&S, leaf[d->owner[i]], +1);
+            sim_idle(&S, d->owner[i], +1);
             cint key = serial ? serial[i] : -1;
             if (key >= 0) {
                 S.busy[key] = 0;
                 /* one parked update at a time: releasing all would park all but one again */
-                if (S.pn[key] > 0) sim_release(&S, sim_pop(S.ppool + S.poff[key], &S.pn[key], d->prio, 0));
+                if (S.pn[key] > 0) sim_release(&S, sim_pop(S.ppool + S.poff[key], &S.pn[key], 0));
             }
             for (int q = d->succ_ptr[i]; q < d->succ_ptr[i + 1]; q++) {
                 int sq = d->succ[q];
@@ -335,8 +381,7 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
                 if (group && gs < 0 && groups->follow[sq] >= 0 && groups->follow[sq] == i)
                     gs = d->owner[i] / groups->size; /* the panel's own updates stay on its rank */
                 if (group && (gs < 0 || gs != group[i]) && delay[sq] > 0) {
-                    mt[q] = now + delay[sq];
-                    sim_push(mh, &nmh, q, mt, 1);
+                    sim_push(mh, &nmh, q, now + delay[sq], 1);
                 } else if (--cnt[sq] == 0) {
                     sim_release(&S, sq);
                 }
@@ -376,8 +421,9 @@ out:
     canopy_free(S.sh);
     canopy_free(S.spos);
     canopy_free(leaf);
+    canopy_free(S.path_ptr);
+    canopy_free(S.path);
     canopy_free(fill);
-    canopy_free(mt);
     canopy_free(mh);
     return st;
 }

@@ -68,6 +68,7 @@ typedef struct split_cand {
     cint width;
     symbolic S;
     double predicted;
+    int twod_levels; /* the 2D levels its plan chose */
     canopy_err err;
 } split_cand;
 
@@ -77,7 +78,7 @@ static void *split_try(void *arg)
     canopy_solver *s = c->s;
     if (symbolic_resplit(c->Su, c->cut, c->width, &c->S, &c->err) == CANOPY_SUCCESS &&
         runtime_predict(&s->rt, &s->opts, &c->S, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), &c->predicted,
-                        &c->err) != CANOPY_SUCCESS)
+                        &c->twod_levels, &c->err) != CANOPY_SUCCESS)
         symbolic_free(&c->S);
     return NULL;
 }
@@ -133,6 +134,9 @@ static canopy_status choose_split_from(canopy_solver *s, symbolic Su, unsigned c
     for (int i = 0; i < ncand; i++)
         if (i != kept || st != CANOPY_SUCCESS) symbolic_free(&c[i].S);
     if (st == CANOPY_SUCCESS) s->S = c[kept].S;
+    /* canopy-simulate plans this structure for the same layout next: with the 2D levels chosen here
+     * it builds that one plan instead of trying the levels again */
+    if (st == CANOPY_SUCCESS && ncand > 1 && s->virt_ranks > 0) s->virt_twod_levels = c[kept].twod_levels;
     s->stats.split_width = st == CANOPY_SUCCESS ? (int)widths[kept] : 0;
     symbolic_free(&Su);
     canopy_free(cut);
@@ -163,7 +167,7 @@ static canopy_status choose_split_ranks(canopy_solver *s, symbolic *Su, unsigned
         if ((i + 1) % s->nranks != s->rank) continue;
         symbolic Sc;
         if (symbolic_resplit(Su, *cut, split_widths[i], &Sc, &s->err) != CANOPY_SUCCESS) break;
-        runtime_predict(&s->rt, &s->opts, &Sc, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), &pred[i], &s->err);
+        runtime_predict(&s->rt, &s->opts, &Sc, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), &pred[i], NULL, &s->err);
         symbolic_free(&Sc);
     }
     if (comm_agree(s->comm, &s->err) < 0) return s->err.status;

@@ -364,6 +364,7 @@ canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, doub
     if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
         free_analysis(s);
         s->virt_ranks = ranks;
+        s->virt_twod_levels = -1;
         s->rt.virt_threads = threads;
         s->rt.comm_latency = latency;
         s->rt.comm_byte_time = byte_time;

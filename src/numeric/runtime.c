@@ -106,24 +106,32 @@ int runtime_plan_threads(const runtime *rt)
     return rt->virt_threads > 0 ? rt->virt_threads : rt->nthreads;
 }
 
-canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
-                               int complex_arith, int nranks, sched_plan *P, canopy_err *err)
+static canopy_status plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                              int complex_arith, int nranks, int prediction_only, sched_plan *P, canopy_err *err)
 {
     sched_plan_opts po;
     sched_cost_model loaded;
     memset(P, 0, sizeof *P);
     canopy_status st = plan_setup(rt, o, kind, complex_arith, nranks, &po, &loaded, err);
+    po.prediction_only = prediction_only;
     if (st == CANOPY_SUCCESS) st = sched_plan_build(S, &loaded, &po, P, err);
     return st;
 }
 
+canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                               int complex_arith, int nranks, sched_plan *P, canopy_err *err)
+{
+    return plan_for(rt, o, S, kind, complex_arith, nranks, 0, P, err);
+}
+
 canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
-                              int complex_arith, int nranks, double *predicted, canopy_err *err)
+                              int complex_arith, int nranks, double *predicted, int *twod_levels, canopy_err *err)
 {
     sched_plan P;
-    canopy_status st = runtime_plan_for(rt, o, S, kind, complex_arith, nranks, &P, err);
+    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 1, &P, err);
     if (st != CANOPY_SUCCESS) return st;
     *predicted = P.factor.predicted_time;
+    if (twod_levels) *twod_levels = P.twod_levels;
     sched_plan_free(&P);
     return CANOPY_SUCCESS;
 }

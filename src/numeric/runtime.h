@@ -67,9 +67,13 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
 /** The threads each rank plans for: rt->virt_threads when set, else the workers. */
 int runtime_plan_threads(const runtime *rt);
 
-/** The factorization time the plan predicts for @p S on @p nranks ranks of rt's threads (nothing kept). */
+/**
+ * The factorization time the plan predicts for @p S on @p nranks ranks of rt's threads (nothing
+ * kept; the contributions are not numbered). @p twod_levels (may be NULL): the plan's 2D levels,
+ * the ones 2d-levels=auto chose (with them as options.twod_levels the same plan is built at once).
+ */
 canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
-                              int complex_arith, int nranks, double *predicted, canopy_err *err);
+                              int complex_arith, int nranks, double *predicted, int *twod_levels, canopy_err *err);
 
 /** Cost model (once), plan and solve graph for @p S factorized with @p kind; starts the pool. */
 canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,

@@ -370,7 +370,11 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     double t0 = canopy_wtime();
     int cplx = s->arith == CANOPY_COMPLEX;
     sched_plan P, P1;
-    canopy_status st = runtime_plan_for(&s->rt, &s->opts, &s->S, s->fact, cplx, o->ranks, &P, &s->err);
+    /* 2d-levels=auto: the analysis' plan of this structure for this layout chose its levels already
+     * (split=auto); the plan with them is the one the choice kept (plans are pure functions) */
+    canopy_options po = s->opts;
+    if (po.twod_levels < 0 && s->virt_twod_levels >= 0) po.twod_levels = s->virt_twod_levels;
+    canopy_status st = runtime_plan_for(&s->rt, &po, &s->S, s->fact, cplx, o->ranks, &P, &s->err);
     if (st != CANOPY_SUCCESS) return st;
     r->time_plan = canopy_wtime() - t0;
     /* the 1 x 1 reference: the same structure on one thread, no load */
