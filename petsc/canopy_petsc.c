@@ -87,8 +87,8 @@ static const CanopyOption canopy_options_help[] = {
     {"2d-levels", "2D tasks in the top N levels of the thread tree (0: 1D only; auto: chosen by simulation)", NULL},
     {"cost-cache", "kernel cost model: PATH of the cache file, none (calibrate, no file), fixed (built-in); unset: "
                    "calibrate once and cache under ~/.cache/canopy", NULL},
-    {"memory-check", "several ranks: refuse a factorization, before allocating, when a rank's predicted memory "
-                     "exceeds memory-limit", "on, off"},
+    {"memory-check", "refuse a factorization, before allocating, when a rank's predicted memory exceeds "
+                     "memory-limit", "on, off"},
     {"memory-limit", "bytes per rank (0: the node's available memory divided by its ranks)", NULL},
     {"comm-heatmap", "FILE.svg or FILE.png: rank 0 writes the rank x rank volume after each factorization", NULL},
     {"selinv-memory", "where the selected inversion works: over the factors or in a copy", "inplace, separate"},

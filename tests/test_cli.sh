@@ -32,6 +32,12 @@ t "bad environment" 2 env CANOPY_NUMA=far "$bin" --laplacian 5
 for f in "$data"/bad_*.mtx; do
     [ -f "$f" ] && t "malformed $(basename "$f")" 1 "$bin" "$f"
 done
+# the memory check on one rank: refused before anything is allocated, with the way out
+mo=$("$bin" --kind spd --memory-limit 1e6 --laplacian 20x20x20 2>&1); rc=$?
+if [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "out of memory.*only 0.001 GB are available.*memory-check=off"; then
+    echo "ok: one rank over the memory limit refused"; else
+    echo "FAIL: one rank over the memory limit (exit $rc)"; printf '%s\n' "$mo" | tail -3; fails=$((fails + 1)); fi
+t "one rank, memory-check off" 0 "$bin" --kind spd --memory-limit 1e6 --memory-check off --laplacian 20x20x20
 # accepted-and-validated options of later releases
 t "bad --progress" 2 "$bin" --progress sometimes --laplacian 5
 
@@ -89,6 +95,25 @@ if [ -n "$MPIEXEC" ]; then
         done
     done
     t "2 ranks --distributed, bad file" 1 $MPIEXEC -n 2 "$bin" --distributed "$data/bad_nan.mtx"
+    # the memory check (issue 31): a limit below the prediction refuses before anything is
+    # allocated, on every rank, saying how many ranks would fit; those ranks then pass the check
+    pm=$($MPIEXEC -n 2 "$bin" --json --threads 1 --kind spd --laplacian 30x30x30 2>/dev/null | tail -1 |
+        sed -n 's/.*"memory_predicted_rank_max": \([^,]*\),.*/\1/p')
+    lim=$(awk -v p="$pm" 'BEGIN { if (p + 0 > 0) printf "%.0f", 0.8 * p }')
+    if [ -n "$lim" ]; then
+        mo=$($MPIEXEC -n 2 "$bin" --threads 1 --kind spd --memory-limit "$lim" --laplacian 30x30x30 2>&1); rc=$?
+        fit=$(printf '%s\n' "$mo" | sed -n 's/.*it fits on \([0-9]*\) ranks x 1 threads.*/\1/p' | head -1)
+        if [ "$rc" -eq 1 ] && [ -n "$fit" ] && [ "$fit" -gt 2 ]; then echo "ok: 2 ranks refused, fits on $fit"; else
+            echo "FAIL: 2 ranks over the memory limit (exit $rc, fits on '$fit')"; printf '%s\n' "$mo" | tail -3; fails=$((fails + 1)); fi
+        if [ -n "$fit" ] && [ "$fit" -le 8 ]; then
+            jm=$($MPIEXEC -n "$fit" "$bin" --json --threads 1 --kind spd --memory-limit "$lim" --laplacian 30x30x30 2>&1 | tail -1)
+            if be_ok "$jm"; then echo "ok: $fit ranks fit the same limit"; else
+                echo "FAIL: $fit ranks under the limit the refusal named"; echo "$jm" | tail -3; fails=$((fails + 1)); fi
+        fi
+    else
+        echo "FAIL: no memory_predicted_rank_max on 2 ranks"; fails=$((fails + 1))
+    fi
+
     # rank 0 releases its scaled copy of A once the entries are out: refactorizations and the
     # fallback from LL^T to LDL^T (a KKT matrix claimed SPD) rebuild it
     jr=$($MPIEXEC -n 2 "$bin" --json --repeat 3 --laplacian 9x9x9 2>&1 | tail -1)

@@ -66,4 +66,8 @@ canopy_status api_analyze_all(canopy_solver *s);
 /** The matrix the factorization reads: As, or A itself when a distributed matrix is not scaled. */
 canopy_csc *api_factor_source(canopy_solver *s);
 
+/** The memory check's refusal: rank s->rank needs @p need bytes against @p limit; the message says
+ * how many ranks would fit by the same prediction. */
+void api_refuse_memory(canopy_solver *s, double need, double limit);
+
 #endif

@@ -16,30 +16,6 @@
 #include "matrix/dist_matrix.h"
 #include "matrix/matrix.h"
 
-/* Memory this process may use: the option, else MemAvailable shared by the ranks of the node. */
-static double memory_limit(const canopy_solver *s)
-{
-    if (s->opts.memory_limit > 0) return s->opts.memory_limit;
-    double avail = 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %lf kB", &avail) == 1) {
-                avail *= 1024;
-                break;
-            }
-        fclose(f);
-    }
-    if (!(avail > 0)) {
-        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-        avail = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
-    }
-    /* the memory already held by our factors is reusable */
-    avail += (double)numeric_bytes(&s->F);
-    return avail > 0 ? avail / (s->ranks_on_node > 0 ? s->ranks_on_node : 1) : INFINITY;
-}
-
 /* The scaled copy of A (rank 0's, or every rank's block columns of a distributed matrix), rebuilt
  * when the last factorization released it; a distributed matrix that is not scaled needs none. */
 static void scaled_matrix(canopy_solver *s)
@@ -102,13 +78,9 @@ canopy_status api_factorize_dist(canopy_solver *s)
      * every rank: the factors and the check's outcome follow agreed results. */
     if (!(s->F.L != NULL && s->mem_checked > 0 && s->mem_checked == s->predicted_bytes)) {
         s->mem_checked = 0;
-        double limit = memory_limit(s);
+        double limit = solver_memory_limit(s);
         s->stats.memory_limit_rank = limit;
-        if (s->opts.memory_check && s->predicted_bytes > limit)
-            canopy_err_set(&s->err, CANOPY_ERR_NOMEM,
-                           "the factorization needs about %.3g GB on rank %d but only %.3g GB are available to it "
-                           "(option memory-limit, or memory-check=off to proceed anyway)",
-                           s->predicted_bytes * 1e-9, s->rank, limit * 1e-9);
+        if (s->opts.memory_check && s->predicted_bytes > limit) api_refuse_memory(s, s->predicted_bytes, limit);
         st = comm_agree(s->comm, &s->err);
         if (st < 0) return st;
         s->mem_checked = s->predicted_bytes;

@@ -6,6 +6,7 @@
 #include "numa/placement.h"
 #include "sched/trace.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -301,4 +302,33 @@ void runtime_free(runtime *rt)
     canopy_free(rt->node_found);
     canopy_free(rt->thread_bytes);
     memset(rt, 0, sizeof *rt);
+}
+
+canopy_status runtime_predict_peak(runtime *rt, const canopy_options *o, const symbolic *S,
+                                      canopy_factorization kind, canopy_arith arith, int ranks, double nnz,
+                                      double *worst, canopy_err *err)
+{
+    sched_plan P;
+    *worst = 0;
+    canopy_status st = runtime_plan_for(rt, o, S, kind, arith == CANOPY_COMPLEX, ranks, &P, err);
+    if (st != CANOPY_SUCCESS) return st;
+    int R = P.nranks > 0 ? P.nranks : 1, T = P.threads_per_rank > 0 ? P.threads_per_rank : P.nthreads;
+    double *v = canopy_calloc(5 * (size_t)R, sizeof(double), "memory prediction", err);
+    if (v == NULL) {
+        sched_plan_free(&P);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    double *own = v, *peak = v + R, *sink = v + 2 * R, *upd = v + 3 * R, *pmax = v + 4 * R;
+    st = sched_fanin_memory(S, &P, peak, sink, upd, pmax, err);
+    double parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0, tot = (double)S->cblk_coef[S->ncblk];
+    for (cint k = 0; k < S->ncblk && st == CANOPY_SUCCESS; k++) own[R > 1 ? P.cblk_rank[k] : 0] += (double)(S->cblk_coef[k + 1] - S->cblk_coef[k]);
+    for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) {
+        int64_t local = (int64_t)(tot > 0 ? nnz * own[q] / tot : 0);
+        double m = numeric_predict_bytes_counts(S, kind, arith, own[q] + peak[q] + sink[q] / parts, upd[q], pmax[q], T,
+                                                local);
+        *worst = fmax(*worst, m);
+    }
+    canopy_free(v);
+    sched_plan_free(&P);
+    return st;
 }

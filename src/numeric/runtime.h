@@ -102,4 +102,11 @@ void runtime_set_cost(runtime *rt, const sched_cost_model *cm);
 void runtime_drop_plan(runtime *rt);
 void runtime_free(runtime *rt);
 
+/** The memory check's figure for the heaviest rank (bytes) were @p S planned for @p ranks ranks x
+ * the runtime's threads (plans are pure functions of the structure): the panels each rank would
+ * own, its fan-in buffers alive at once, its workspaces, its share of A's @p nnz entries. */
+canopy_status runtime_predict_peak(runtime *rt, const canopy_options *o, const symbolic *S,
+                                      canopy_factorization kind, canopy_arith arith, int ranks, double nnz,
+                                      double *worst, canopy_err *err);
+
 #endif

@@ -427,3 +427,4 @@ void predict_report_free(predict_report *r)
     r->levels = NULL;
     r->nlevels = 0;
 }
+

@@ -6,7 +6,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "comm/peerstats.h"
 
@@ -63,4 +65,27 @@ void solver_summary_stats(MPI_Comm comm, double mine, double *min, double *max, 
     if (max) *max = cs.max;
     if (median) *median = cs.median;
     if (stddev) *stddev = cs.stddev;
+}
+
+double solver_memory_limit(const canopy_solver *s)
+{
+    if (s->opts.memory_limit > 0) return s->opts.memory_limit;
+    double avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &avail) == 1) {
+                avail *= 1024;
+                break;
+            }
+        fclose(f);
+    }
+    if (!(avail > 0)) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        avail = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+    }
+    /* the memory already held by our factors is reusable */
+    avail += (double)numeric_bytes(&s->F);
+    return avail > 0 ? avail / (s->ranks_on_node > 0 ? s->ranks_on_node : 1) : INFINITY;
 }

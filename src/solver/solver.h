@@ -134,6 +134,9 @@ void solver_say(const canopy_solver *s, int level, const char *fmt, ...) CANOPY_
 void solver_summary_stats(MPI_Comm comm, double mine, double *min, double *max, double *median, double *stddev);
 /** stats.peak_memory_rank0/_mean and rss_peak_*: collective with several ranks (src/solver/solver.c). */
 void solver_memory_figures(canopy_solver *s, double used);
+/** Memory this process may use (bytes): the option memory-limit, else MemAvailable (plus what its
+ * factors hold already) shared by the ranks of the node. Reads /proc/meminfo. */
+double solver_memory_limit(const canopy_solver *s);
 /** This process's peak resident set (bytes). */
 double solver_rss_peak(void);
 /** The figures of solver_memory_figures from summaries over the ranks of Canopy's count (@p used)
