@@ -9,6 +9,7 @@
  * always broken by the smaller index.
  */
 #include "plan.h"
+#include "grid.h"
 #include "simulate.h"
 
 #include <limits.h>
@@ -946,7 +947,8 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     B.gstart = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "plan scratch", err);
     stamp = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
     int *scount = NULL, *group = NULL, *follow = NULL, *gsnode = NULL;
-    double *delay = NULL;
+    double *delay = NULL, *edge_delay = NULL;
+    double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
     if (!P->cblk_rank || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
         !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
         !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !B.twod || !B.gstart || !stamp) {
@@ -996,6 +998,17 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     }
     if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
     if ((st = plan_edges(&B, P, stamp, err)) != CANOPY_SUCCESS) goto out;
+    /* top2d (a model, sched/grid.h): the shared 2D cblks' tiles over grids of their ranks */
+    if (R > 1 && o->top2d > 0 && P->twod_cblks > 0) {
+        P->grid = canopy_calloc(1, sizeof(sched_grid), "plan", err);
+        if (P->grid == NULL) {
+            st = plan_nomem(err);
+            goto out;
+        }
+        if ((st = sched_grid_plan(S, &P->factor, P->cblk_task, B.t0, B.t1, R, TR, o->top2d, P->grid, err)) !=
+            CANOPY_SUCCESS)
+            goto out;
+    }
     if ((st = sched_bottom_level(&P->factor, err)) != CANOPY_SUCCESS) goto out;
     if (R > 1) {
         int ntk = P->factor.ntasks;
@@ -1016,7 +1029,6 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
                 goto out;
             }
         }
-        double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
         for (int i = 0; i < ntk; i++) {
             cint src = P->factor.cblk[i];
             int shared_src = P->factor.kind[i] != SCHED_TASK_SUBTREE && B.shared[src];
@@ -1030,12 +1042,15 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
                 delay[i] = o->comm_latency + bytes * o->comm_byte_time;
             }
         }
+        if (P->grid && (st = sched_grid_place(S, &P->factor, P->grid, TR, gsnode, group, follow, X.pref, delay, sb,
+                                              o->comm_latency, o->comm_byte_time, &edge_delay, err)) != CANOPY_SUCCESS)
+            goto out;
     }
     cint nserial = n;
     if (R > 1 && (st = plan_serial_by_rank(P->factor.ntasks, X.serial, group, R, &nserial, err)) != CANOPY_SUCCESS)
         goto out;
     sched_sim_groups sg = {.size = TR, .ngroups = R, .group = group, .delay = delay, .follow = follow,
-                           .group_snode = gsnode};
+                           .group_snode = gsnode, .edge_delay = edge_delay};
     if ((st = sched_simulate(&P->factor, X.pref, X.serial, nserial, R > 1 ? &sg : NULL, P->task_seq, P->task_start,
                              P->task_end, err)) != CANOPY_SUCCESS)
         goto out;
@@ -1051,6 +1066,10 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         P->factor.snode[pt] = gsnode[r];
     }
     for (int i = 0; R > 1 && i < P->factor.ntasks; i++) P->factor.level[i] = P->factor.snode_depth[P->factor.snode[i]];
+    if (P->grid) {
+        for (int i = 0; i < P->factor.ntasks; i++) group[i] = P->factor.owner[i] / TR;
+        if ((st = sched_grid_count(S, &P->factor, group, sb, P->grid, err)) != CANOPY_SUCCESS) goto out;
+    }
     st = plan_contributions(&B, P, err);
 out:
     canopy_free(B.ucost);
@@ -1072,6 +1091,7 @@ out:
     canopy_free(B.shared);
     canopy_free(group);
     canopy_free(delay);
+    canopy_free(edge_delay);
     canopy_free(follow);
     canopy_free(gsnode);
     canopy_free(X.cand_t0);
@@ -1108,6 +1128,28 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     int R = o->nranks > 1 ? o->nranks : 1, TR = o->nthreads;
     if ((int64_t)R * TR > 1 << 20)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d ranks x %d threads", R, TR);
+    if (o->top2d < -1 || o->top2d > SCHED_GRID_TALL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: top2d %d (-1 = auto, 0 = off, 1-3 a shape)",
+                              o->top2d);
+    if (o->top2d < 0 && R > 1) {
+        /* top2d auto: every shape rule, the shortest simulated plan (ties: the first) */
+        st = CANOPY_SUCCESS;
+        for (int shape = SCHED_GRID_SQUARE; shape <= SCHED_GRID_TALL && st == CANOPY_SUCCESS; shape++) {
+            sched_plan_opts os = *o;
+            sched_plan Q;
+            os.top2d = shape;
+            st = sched_plan_build(S, cm, &os, shape == SCHED_GRID_SQUARE ? P : &Q, err);
+            if (st != CANOPY_SUCCESS) {
+                sched_plan_free(P);
+            } else if (shape != SCHED_GRID_SQUARE && Q.factor.predicted_time < P->factor.predicted_time) {
+                sched_plan_free(P);
+                *P = Q;
+            } else if (shape != SCHED_GRID_SQUARE) {
+                sched_plan_free(&Q);
+            }
+        }
+        return st;
+    }
     if (o->twod_levels >= 0 || R * TR == 1) return plan_build_one(S, cm, o, o->twod_levels > 0 ? o->twod_levels : 0, P, err);
     /* auto: the simulation decides. One level more at a time from none, while a level brings new
      * 2D cblks and the predicted makespan drops by at least 1%; keep the best plan. */
@@ -1149,6 +1191,8 @@ void sched_plan_free(sched_plan *P)
     canopy_free(P->task_seq);
     canopy_free(P->task_start);
     canopy_free(P->task_end);
+    sched_grid_free(P->grid);
+    canopy_free(P->grid);
     sched_dag_free(&P->factor);
     memset(P, 0, sizeof *P);
 }
