@@ -28,6 +28,11 @@
  * most this many facing groups (the UPDATE2D tasks grow with their square). */
 #define PLAN_TWOD_MIN_WIDTH 32
 #define PLAN_TWOD_MAX_GROUPS 160
+/* top2d (a model, sched/grid.h): a shared cblk's tasks spread over its grid's ranks, so it is tiled
+ * up to this many groups. At 160, 100^3 cut at 64 columns on 256 x 16 (the group counts of 215^3
+ * at 256) left 862 of 2181 shared cblks whole and gained 5%; at 1000, 59% efficiency against 4.4%,
+ * for 3x the tasks (25.8M) */
+#define PLAN_TOP2D_MAX_GROUPS 1000
 
 static canopy_status plan_nomem(canopy_err *err)
 {
@@ -993,7 +998,8 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     for (cint k = 0; k < n && levels > 0; k++) {
         B.twod[k] = B.sroot[k] < 0 && B.t1[k] - B.t0[k] >= 2 &&
                     P->factor.snode_depth[P->cblk_snode[k]] < levels &&
-                    S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH && plan_ngroups(S, k) <= PLAN_TWOD_MAX_GROUPS;
+                    S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH &&
+                    plan_ngroups(S, k) <= (o->top2d > 0 && B.shared[k] ? PLAN_TOP2D_MAX_GROUPS : PLAN_TWOD_MAX_GROUPS);
         P->twod_cblks += B.twod[k];
     }
     if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
