@@ -20,7 +20,7 @@ typedef struct cli {
     predict_opts po;
     const char *file;
     long lap[3];
-    int have_lap, helm, stencil, json, kind_override;
+    int have_lap, helm, stencil, json, kind_override, top2d;
     double core_gflops, load_gemm, load_scatter;
 } cli;
 
@@ -48,6 +48,9 @@ static void usage(FILE *f)
             "  --nrhs K                  right-hand sides of the predicted solve (default 1)\n"
             "  --json                    one JSON object on stdout\n"
             "  --trace FILE              the simulated factorization as a trace (canopy-trace draws it)\n"
+            "model (predicted only: the factorization does not execute it yet):\n"
+            "  --top2d off|on|square|flat|tall  the shared top's 2D tiles over 2D grids of their ranks (sched/grid.h);\n"
+            "                            on = the shape whose simulation is shortest (default off)\n"
             "analysis options as canopy-solve: --split, --2d-levels, --ordering-threads, --factorization,\n"
             "  --tree, --amalgamation, --scaling, --ordering, --verbose, ...\n");
 }
@@ -131,6 +134,14 @@ static int parse_args(int argc, char **argv, cli *c)
         else if (!strcmp(name, "load-scatter")) bad = parse_double(v, 1, 100, &c->load_scatter);
         else if (!strcmp(name, "nrhs")) bad = parse_int(v, 1, 100000, &c->po.nrhs);
         else if (!strcmp(name, "trace")) c->po.trace = v;
+        else if (!strcmp(name, "top2d")) {
+            static const char *const shapes[] = {"off", "square", "flat", "tall", "on", "auto"};
+            int found = -2;
+            for (int q = 0; q < 6; q++)
+                if (!strcmp(v, shapes[q])) found = q < 4 ? q : -1;
+            bad = found == -2;
+            c->top2d = found;
+        }
         else if (!strcmp(name, "stencil"))
             bad = parse_int(v, 5, 27, &c->stencil) || (c->stencil != 5 && c->stencil != 7 && c->stencil != 27);
         else if (!strcmp(name, "laplacian")) {
@@ -315,7 +326,14 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_num("selinv_top_share", r->selinv.top_share, 0);
     printf("\"selinv_top_cblks\": %lld, ", (long long)r->selinv.top_cblks);
     json_num("selinv_serial_share", r->selinv.serial_share, 0);
-    json_num("selinv_task_serial_share", r->selinv.task_serial_share, 1);
+    json_num("selinv_task_serial_share", r->selinv.task_serial_share, 0);
+    printf("\"top2d_shape\": %d, \"top2d_cblks\": %lld, \"top2d_shared\": %lld, \"top2d_grids\": %d, \"top2d_root_grid\": [%d, %d], "
+           "\"top2d_diag_msgs\": %lld, \"top2d_trsm_msgs\": %lld, \"top2d_fanin_msgs\": %lld, ",
+           r->top2d_shape, (long long)r->top2d_cblks, (long long)r->top2d_shared, r->top2d_grids, r->top2d_root_pr, r->top2d_root_pc,
+           (long long)r->top2d_diag_msgs, (long long)r->top2d_trsm_msgs, (long long)r->top2d_fanin_msgs);
+    json_spread("top2d_factor_bytes", &r->top2d_factor_bytes);
+    json_num("top2d_bcast_bytes", r->top2d_bcast_bytes, 0);
+    json_num("top2d_fanin_bytes", r->top2d_fanin_bytes, 1);
     printf("}\n");
 }
 
@@ -347,6 +365,7 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     printf("  critical path %.4g s (%.1f%% of the prediction); work %.4g thread-s under load: the plan keeps the\n"
            "  threads %.1f%% busy\n", r->critical_path, r->time_factorize > 0 ? 100 * r->critical_path / r->time_factorize : 0,
            r->work, 100 * r->efficiency_loaded);
+    if (r->top2d_shape) printf("  (top2d: the critical path includes the tiles' messages)\n");
     printf("  idle per level of the thread tree (0 = all threads; a thread's idle time counts at the level of its\n"
            "  next task, its idle time after its last task at level 0):\n");
     printf("    %5s %7s %15s %9s %12s %12s %7s\n", "level", "Snodes", "threads each", "tasks", "busy (t-s)",
@@ -359,6 +378,20 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
         else snprintf(th, sizeof th, "%d-%d", L->threads_min, L->threads_max);
         printf("    %5d %7d %15s %9lld %12.4g %12.4g %6.1f%%\n", l, L->snodes, th, (long long)L->tasks, L->busy, L->idle,
                tot > 0 ? 100 * L->idle / tot : 0);
+    }
+    if (r->top2d_shape) {
+        static const char *const shapes[] = {"off", "square", "flat", "tall"};
+        printf("top2d (a MODEL: the factorization does not execute this plan yet): %lld of %lld shared column blocks "
+               "tiled over %d grids (%s; the widest %d x %d)\n",
+               (long long)r->top2d_cblks, (long long)r->top2d_shared, r->top2d_grids, shapes[r->top2d_shape],
+               r->top2d_root_pr, r->top2d_root_pc);
+        printf("  broadcasts: %lld diagonal + %lld tile messages, %.4g GB; tile fan-ins: %lld messages, %.4g GB\n",
+               (long long)r->top2d_diag_msgs, (long long)r->top2d_trsm_msgs, r->top2d_bcast_bytes * 1e-9,
+               (long long)r->top2d_fanin_msgs, r->top2d_fanin_bytes * 1e-9);
+        print_spread("factor held (tiles)", &r->top2d_factor_bytes, 1e-9, "GB");
+        printf("  heaviest rank %.4g GB against an even share %.4g GB (x%.3g)\n", r->top2d_factor_bytes.max * 1e-9,
+               r->top2d_factor_bytes.total / r->ranks * 1e-9,
+               r->top2d_factor_bytes.total > 0 ? r->top2d_factor_bytes.max * r->ranks / r->top2d_factor_bytes.total : 0);
     }
     printf("solve (%d right-hand side%s): %.4g s predicted\n", po->nrhs, po->nrhs > 1 ? "s" : "", r->time_solve);
     printf("per rank:\n");
@@ -416,6 +449,7 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     st = canopy_set_matrix(s, &A);
     canopy_csc_free(&A);
+    s->rt.top2d = c.top2d; /* a prediction only: plans for a virtual machine are never run */
     if (st >= 0) st = set_cost(s, &c) ? s->err.status : CANOPY_SUCCESS;
     if (st >= 0)
         st = api_analyze_virtual(s, c.po.ranks, c.po.threads, c.po.latency, 1.0 / c.po.bandwidth);

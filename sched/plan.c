@@ -9,6 +9,7 @@
  * always broken by the smaller index.
  */
 #include "plan.h"
+#include "grid.h"
 #include "simulate.h"
 
 #include <limits.h>
@@ -27,6 +28,11 @@
  * most this many facing groups (the UPDATE2D tasks grow with their square). */
 #define PLAN_TWOD_MIN_WIDTH 32
 #define PLAN_TWOD_MAX_GROUPS 160
+/* top2d (a model, sched/grid.h): a shared cblk's tasks spread over its grid's ranks, so it is tiled
+ * up to this many groups. At 160, 100^3 cut at 64 columns on 256 x 16 (the group counts of 215^3
+ * at 256) left 862 of 2181 shared cblks whole and gained 5%; at 1000, 59% efficiency against 4.4%,
+ * for 3x the tasks (25.8M) */
+#define PLAN_TOP2D_MAX_GROUPS 1000
 
 /* 2d-levels=auto tries at most this many levels */
 #define PLAN_MAX_LEVELS 64
@@ -979,7 +985,8 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     B.gstart = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "plan scratch", err);
     stamp = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
     int *scount = NULL, *group = NULL, *follow = NULL, *gsnode = NULL;
-    double *delay = NULL;
+    double *delay = NULL, *edge_delay = NULL;
+    double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
     if (!P->cblk_rank || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
         !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
         !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !B.twod || !B.gstart || !stamp) {
@@ -1026,7 +1033,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     for (cint k = 0; k < n && (levels > 0 || twod_count); k++) {
         int depth = P->factor.snode_depth[P->cblk_snode[k]];
         int fit = B.sroot[k] < 0 && B.t1[k] - B.t0[k] >= 2 && S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH &&
-                  plan_ngroups(S, k) <= PLAN_TWOD_MAX_GROUPS;
+                  plan_ngroups(S, k) <= (o->top2d > 0 && B.shared[k] ? PLAN_TOP2D_MAX_GROUPS : PLAN_TWOD_MAX_GROUPS);
         B.twod[k] = fit && depth < levels;
         P->twod_cblks += B.twod[k];
         if (twod_count && fit && depth < PLAN_MAX_LEVELS) twod_count[depth + 1]++; /* 2D from depth + 1 levels on */
@@ -1034,6 +1041,17 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     for (int l = 0; twod_count && l < PLAN_MAX_LEVELS; l++) twod_count[l + 1] += twod_count[l];
     if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
     if ((st = plan_edges(&B, P, stamp, err)) != CANOPY_SUCCESS) goto out;
+    /* top2d (a model, sched/grid.h): the shared 2D cblks' tiles over grids of their ranks */
+    if (R > 1 && o->top2d > 0 && P->twod_cblks > 0) {
+        P->grid = canopy_calloc(1, sizeof(sched_grid), "plan", err);
+        if (P->grid == NULL) {
+            st = plan_nomem(err);
+            goto out;
+        }
+        if ((st = sched_grid_plan(S, &P->factor, P->cblk_task, B.t0, B.t1, R, TR, o->top2d, P->grid, err)) !=
+            CANOPY_SUCCESS)
+            goto out;
+    }
     if ((st = sched_bottom_level(&P->factor, err)) != CANOPY_SUCCESS) goto out;
     if (R > 1) {
         int ntk = P->factor.ntasks;
@@ -1057,7 +1075,6 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
                 goto out;
             }
         }
-        double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
         for (int i = 0; i < ntk; i++) {
             cint src = P->factor.cblk[i];
             int shared_src = P->factor.kind[i] != SCHED_TASK_SUBTREE && B.shared[src];
@@ -1071,12 +1088,15 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
                 delay[i] = o->comm_latency + bytes * o->comm_byte_time;
             }
         }
+        if (P->grid && (st = sched_grid_place(S, &P->factor, P->grid, TR, gsnode, group, follow, X.pref, delay, sb,
+                                              o->comm_latency, o->comm_byte_time, &edge_delay, err)) != CANOPY_SUCCESS)
+            goto out;
     }
     cint nserial = n;
     if (R > 1 && (st = plan_serial_by_rank(P->factor.ntasks, X.serial, group, R, &nserial, err)) != CANOPY_SUCCESS)
         goto out;
     sched_sim_groups sg = {.size = TR, .ngroups = R, .group = group, .delay = delay, .follow = follow,
-                           .group_snode = gsnode};
+                           .group_snode = gsnode, .edge_delay = edge_delay};
     if ((st = sched_simulate(&P->factor, X.pref, X.serial, nserial, R > 1 ? &sg : NULL, P->task_seq, P->task_start,
                              P->task_end, err)) != CANOPY_SUCCESS)
         goto out;
@@ -1092,6 +1112,10 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         P->factor.snode[pt] = gsnode[r];
     }
     for (int i = 0; R > 1 && i < P->factor.ntasks; i++) P->factor.level[i] = P->factor.snode_depth[P->factor.snode[i]];
+    if (P->grid) {
+        for (int i = 0; i < P->factor.ntasks; i++) group[i] = P->factor.owner[i] / TR;
+        if ((st = sched_grid_count(S, &P->factor, group, sb, P->grid, err)) != CANOPY_SUCCESS) goto out;
+    }
     if (contrib) st = plan_contributions(&B, P, err);
 out:
     canopy_free(B.ucost);
@@ -1113,6 +1137,7 @@ out:
     canopy_free(B.shared);
     canopy_free(group);
     canopy_free(delay);
+    canopy_free(edge_delay);
     canopy_free(follow);
     canopy_free(gsnode);
     canopy_free(X.cand_t0);
@@ -1150,6 +1175,28 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     if ((int64_t)R * TR > 1 << 20)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d ranks x %d threads", R, TR);
     int contrib = !o->prediction_only;
+    if (o->top2d < -1 || o->top2d > SCHED_GRID_TALL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: top2d %d (-1 = auto, 0 = off, 1-3 a shape)",
+                              o->top2d);
+    if (o->top2d < 0 && R > 1) {
+        /* top2d auto: every shape rule, the shortest simulated plan (ties: the first) */
+        st = CANOPY_SUCCESS;
+        for (int shape = SCHED_GRID_SQUARE; shape <= SCHED_GRID_TALL && st == CANOPY_SUCCESS; shape++) {
+            sched_plan_opts os = *o;
+            sched_plan Q;
+            os.top2d = shape;
+            st = sched_plan_build(S, cm, &os, shape == SCHED_GRID_SQUARE ? P : &Q, err);
+            if (st != CANOPY_SUCCESS) {
+                sched_plan_free(P);
+            } else if (shape != SCHED_GRID_SQUARE && Q.factor.predicted_time < P->factor.predicted_time) {
+                sched_plan_free(P);
+                *P = Q;
+            } else if (shape != SCHED_GRID_SQUARE) {
+                sched_plan_free(&Q);
+            }
+        }
+        return st;
+    }
     if (o->twod_levels >= 0 || R * TR == 1)
         return plan_build_one(S, cm, o, o->twod_levels > 0 ? o->twod_levels : 0, contrib, NULL, P, err);
     /* auto: the simulation decides. One level more at a time from none, while a level brings new
@@ -1195,6 +1242,8 @@ void sched_plan_free(sched_plan *P)
     canopy_free(P->task_seq);
     canopy_free(P->task_start);
     canopy_free(P->task_end);
+    sched_grid_free(P->grid);
+    canopy_free(P->grid);
     sched_dag_free(&P->factor);
     memset(P, 0, sizeof *P);
 }

@@ -50,6 +50,9 @@ typedef struct sched_plan_opts {
     int prediction_only;          /**< the caller reads only factor.predicted_time (and the schedule): the
                                        contribution numbers (blok_contrib, task_contrib, cblk_ncontrib) are
                                        left unset */
+    int top2d;                    /**< a MODEL, not executed yet (sched/grid.h): several ranks, the shared 2D
+                                       cblks' tiles over 2D grids of their ranks; enum sched_grid_shape
+                                       (0 = off: today's plan), -1 = the shape whose simulation is shortest */
 } sched_plan_opts;
 
 typedef struct sched_plan {
@@ -79,6 +82,8 @@ typedef struct sched_plan {
                                    every static list is sorted by it, contributions are numbered by it */
     double *task_start;       /**< [factor.ntasks] simulated start, seconds */
     double *task_end;         /**< [factor.ntasks] simulated end (start + cost) */
+    struct sched_grid *grid;  /**< top2d: the grids, tile owners and messages (sched/grid.h); NULL when off.
+                                   The tiled tasks then run on several ranks: a prediction only */
 } sched_plan;
 
 /**

@@ -380,8 +380,9 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
                 int gs = group ? group[sq] : -1;
                 if (group && gs < 0 && groups->follow[sq] >= 0 && groups->follow[sq] == i)
                     gs = d->owner[i] / groups->size; /* the panel's own updates stay on its rank */
-                if (group && (gs < 0 || gs != group[i]) && delay[sq] > 0) {
-                    sim_push(mh, &nmh, q, now + delay[sq], 1);
+                double dl = group ? (groups->edge_delay ? groups->edge_delay[q] : delay[sq]) : 0;
+                if (group && (gs < 0 || gs != group[i]) && dl > 0) {
+                    sim_push(mh, &nmh, q, now + dl, 1);
                 } else if (--cnt[sq] == 0) {
                     sim_release(&S, sq);
                 }

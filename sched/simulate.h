@@ -43,6 +43,8 @@ typedef struct sched_sim_groups {
     const double *delay;      /**< [ntasks] */
     const int *follow;        /**< [ntasks] */
     const int *group_snode;   /**< [ngroups] Snode of each group's threads */
+    const double *edge_delay; /**< [edges] NULL, or the delay of each edge (indexed like succ) instead of
+                                   delay[successor] (top2d: broadcast depths, tile sizes) */
 } sched_sim_groups;
 
 canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint nserial, sched_sim_groups *groups,

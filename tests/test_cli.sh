@@ -217,6 +217,16 @@ done
 printf '%s\n' "$j" | grep -q '"core_gflops": 50,' || { echo "FAIL: --core-gflops not applied"; fails=$((fails + 1)); }
 t "simulated trace reads back" 0 "$tr" "$trace"
 rm -f "$trace"
+# --top2d: a prediction the factorization does not execute, said so, with the grids' figures
+t "simulate bad --top2d" 2 "$sim" --top2d round --laplacian 8
+jt=$("$sim" --json --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d square --cost-cache fixed --laplacian 16x16x16)
+printf '%s\n' "$jt" | grep -q '"top2d_shape": 1, "top2d_cblks": [1-9]' || { echo "FAIL: --top2d square tiles nothing"; fails=$((fails + 1)); }
+for k in top2d_shared top2d_grids top2d_root_grid top2d_fanin_msgs top2d_factor_bytes top2d_bcast_bytes; do
+    printf '%s\n' "$jt" | grep -q "\"$k\": " || { echo "FAIL: simulate json lacks $k"; fails=$((fails + 1)); }
+done
+"$sim" --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d on --cost-cache fixed --laplacian 16x16x16 |
+    grep -q "a MODEL: the factorization does not execute this plan yet" ||
+    { echo "FAIL: --top2d on does not say it is a model"; fails=$((fails + 1)); }
 
 echo "$fails failed"
 [ "$fails" -eq 0 ]

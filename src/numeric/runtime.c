@@ -87,7 +87,8 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
     int T = runtime_plan_threads(rt), busy = rt->virt_threads > 0 ? T : T * rt->ranks_on_node;
     *po = (sched_plan_opts){.nthreads = T, .kind = kind, .complex_arith = complex_arith,
                             .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
-                            .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels};
+                            .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels,
+                            .top2d = rt->virt_threads > 0 ? rt->top2d : 0};
     /* kernels run slower when every worker of the node computes: plan with the loaded rates */
     *loaded = rt->cost;
     cost_model_under_load(loaded, busy);

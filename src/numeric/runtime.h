@@ -32,6 +32,7 @@ typedef struct runtime {
     double comm_latency, comm_byte_time; /**< ping-pong model (several ranks) */
     int virt_threads;               /**< > 0: plans are for nodes of this many threads, one rank each, instead
                                          of this node's workers (canopy-simulate); no pool is started */
+    int top2d;                      /**< canopy-simulate only: sched_plan_opts.top2d (a plan nothing executes yet) */
     comm_tags tags;                 /**< several ranks: message ids */
     int have_tags;
     int have_plan;

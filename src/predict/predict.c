@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "comm/tree.h"
+#include "sched/grid.h"
 #include "sched/trace.h"
 
 static canopy_status nomem(canopy_solver *s)
@@ -340,6 +341,34 @@ static canopy_status solve_time(canopy_solver *s, const sched_plan *P, const sch
     return st;
 }
 
+/* top2d: the grids, their messages and the factor bytes each rank holds as tiles (sched/grid.h). */
+static canopy_status top2d_figures(canopy_solver *s, const sched_plan *P, predict_report *r)
+{
+    const sched_grid *G = P->grid;
+    int R = P->nranks;
+    double sb = (s->arith == CANOPY_COMPLEX ? 16.0 : 8.0) * (s->fact == CANOPY_FACT_LU ? 2.0 : 1.0);
+    double *held = canopy_calloc((size_t)R + 1, sizeof(double), "prediction per rank", &s->err);
+    if (!held) return nomem(s);
+    sched_grid_held(&s->S, G, P->cblk_rank, sb, held);
+    r->top2d_factor_bytes = spread(held, R);
+    canopy_free(held);
+    r->top2d_shape = G->tiled_cblks > 0 ? G->shape : 0;
+    r->top2d_cblks = G->tiled_cblks;
+    r->top2d_shared = G->shared_cblks;
+    r->top2d_grids = G->ngrids;
+    for (int g = 0; g < G->ngrids; g++)
+        if (G->grid_pr[g] * G->grid_pc[g] > r->top2d_root_pr * r->top2d_root_pc) {
+            r->top2d_root_pr = G->grid_pr[g];
+            r->top2d_root_pc = G->grid_pc[g];
+        }
+    r->top2d_diag_msgs = G->diag_msgs;
+    r->top2d_trsm_msgs = G->trsm_msgs;
+    r->top2d_fanin_msgs = G->fanin_msgs;
+    r->top2d_bcast_bytes = G->diag_bytes + G->trsm_bytes;
+    r->top2d_fanin_bytes = G->fanin_bytes;
+    return CANOPY_SUCCESS;
+}
+
 /* The simulated schedule as a trace canopy-trace reads (phase "factorize", scheduler "simulated"). */
 static canopy_status write_trace(canopy_solver *s, const sched_plan *P, const char *path)
 {
@@ -413,6 +442,7 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     }
     canopy_free(pairs);
     canopy_free(hop);
+    if (st == CANOPY_SUCCESS && P.grid) st = top2d_figures(s, &P, r);
     if (st == CANOPY_SUCCESS) st = numeric_selinv_top(&s->S, s->fact, cplx, NULL, NULL, &r->selinv, &s->err);
     if (st == CANOPY_SUCCESS && o->trace && o->trace[0]) st = write_trace(s, &P, o->trace);
     sched_plan_free(&P);

@@ -61,6 +61,15 @@ typedef struct predict_report {
     double solve_rhs_bytes;    /**< right-hand side broadcast and solution gather (whole vectors) */
     numeric_selinv_profile selinv; /**< the selected inversion's structure on one rank: the top of the
                                         tree in pieces, and what no thread count shortens */
+    /* top2d (runtime.top2d, sched/grid.h): a plan the factorization does not execute yet */
+    int top2d_shape;           /**< enum sched_grid_shape of the plan (0: off or nothing tiled) */
+    int64_t top2d_cblks;       /**< shared cblks tiled over grids */
+    int64_t top2d_shared;      /**< shared cblks (several candidate ranks): the tiled ones and those left whole */
+    int top2d_grids, top2d_root_pr, top2d_root_pc; /**< grids, and the widest one's shape */
+    predict_spread top2d_factor_bytes; /**< factor bytes each rank holds: tiles at their owners, whole
+                                            panels of the other cblks at their rank */
+    int64_t top2d_diag_msgs, top2d_trsm_msgs, top2d_fanin_msgs; /**< broadcasts' messages, tile fan-ins */
+    double top2d_bcast_bytes, top2d_fanin_bytes;
 } predict_report;
 
 /**
