@@ -17,7 +17,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 #include "comm/agree.h"
 #include "matrix/dist_matrix.h"
@@ -422,79 +421,9 @@ canopy_status api_values_changed(canopy_solver *s)
     return st;
 }
 
-/*
- * How many ranks (of this run's threads, the same memory each) the factorization would fit on by
- * the memory check's own prediction: from the perfectly scaled estimate up by 25% a try, a few
- * seconds at most (only a refusal pays for it). The count, or -N when none up to N ranks fits,
- * or 0 when the prediction failed; @p at: the heaviest rank's need at that count.
- */
-#define API_FIT_MAX_RANKS 65536
-static int ranks_to_fit(canopy_solver *s, double need, double limit, double nnz, double *at)
-{
-    int P0 = s->nranks > 0 ? s->nranks : 1;
-    double c = fmax(ceil((double)P0 * need / limit), P0 + 1.0), t0 = canopy_wtime();
-    canopy_options po = s->opts;
-    if (po.twod_levels < 0 && s->stats.twod_levels >= 0) po.twod_levels = s->stats.twod_levels; /* no search */
-    *at = 0;
-    for (int tries = 0; tries < 12 && c <= API_FIT_MAX_RANKS && canopy_wtime() - t0 < 20.0; tries++) {
-        canopy_err e = {0};
-        if (runtime_predict_peak(&s->rt, &po, &s->S, s->fact, s->arith, (int)c, nnz, at, &e) != CANOPY_SUCCESS)
-            return 0;
-        if (*at <= limit) return (int)c;
-        c = ceil(c * 1.25);
-    }
-    return -(int)fmin(c, API_FIT_MAX_RANKS);
-}
-
-void api_refuse_memory(canopy_solver *s, double need, double limit)
-{
-    /* nnz: rank 0 knows it; the others estimate it by the factor's size (the message only) */
-    double nnz = s->stats.nnz > 0 ? (double)s->stats.nnz : (double)s->S.cblk_coef[s->S.ncblk], at = 0;
-    int T = s->rt.nthreads > 0 ? s->rt.nthreads : 1;
-    /* one rank's structure was split for one rank: planned for several it would mislead, and
-     * canopy-simulate analyzes each layout afresh */
-    int fit = limit > 0 && s->nranks > 1 ? ranks_to_fit(s, need, limit, nnz, &at) : 0;
-    char more[200] = "";
-    if (s->nranks <= 1)
-        snprintf(more, sizeof more, "; canopy-simulate --ranks P --threads T predicts the memory per rank of a layout "
-                 "of several ranks");
-    if (fit > 0)
-        snprintf(more, sizeof more, "; by the same prediction it fits on %d ranks x %d threads (%.3g GB on the heaviest)",
-                 fit, T, at * 1e-9);
-    else if (fit < 0)
-        snprintf(more, sizeof more, "; by the same prediction no layout up to %d ranks x %d threads fits (%.3g GB on the "
-                 "heaviest)", -fit, T, at * 1e-9);
-    canopy_err_set(&s->err, CANOPY_ERR_NOMEM,
-                   "the factorization needs about %.3g GB on rank %d but only %.3g GB are available to it%s (option "
-                   "memory-limit, or memory-check=off to proceed anyway)",
-                   need * 1e-9, s->rank, limit * 1e-9, more);
-}
-
-/* One rank: the memory check of several ranks, before the first factorization allocates (a
- * refactorization reuses what it holds). The need is the formula of the ranks' check with every
- * panel held and no fan-in. */
-static bool memory_fits_rank0(canopy_solver *s)
-{
-    if (!s->opts.memory_check || s->F.L != NULL) return true;
-    const symbolic *S = &s->S;
-    double pmax = 0;
-    for (cint k = 0; k < S->ncblk; k++)
-        pmax = fmax(pmax, (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]));
-    int T = s->rt.nthreads > 0 ? s->rt.nthreads : 1;
-    double need = numeric_predict_bytes_counts(S, s->fact, s->A.arith, (double)S->cblk_coef[S->ncblk],
-                                               (double)S->max_update_buf, pmax, T, s->stats.nnz);
-    double limit = solver_memory_limit(s);
-    s->predicted_bytes = need;
-    s->stats.memory_predicted_rank_max = need;
-    s->stats.memory_limit_rank = limit;
-    if (need <= limit) return true;
-    api_refuse_memory(s, need, limit);
-    return false;
-}
-
 static canopy_status factorize_rank0(canopy_solver *s)
 {
-    if (!memory_fits_rank0(s)) return s->err.status;
+    if (!api_memory_fits_rank0(s)) return s->err.status;
     double t0 = canopy_wtime();
     /* the infinity norm (largest row sum) of the scaled matrix sets the scale of tiny pivots */
     s->anorm = matrix_norm_inf(&s->As);

@@ -69,5 +69,8 @@ canopy_csc *api_factor_source(canopy_solver *s);
 /** The memory check's refusal: rank s->rank needs @p need bytes against @p limit; the message says
  * how many ranks would fit by the same prediction. */
 void api_refuse_memory(canopy_solver *s, double need, double limit);
+/** One rank: the memory check before a first factorization allocates; false (and the refusal in
+ * s->err) when it would not fit. */
+bool api_memory_fits_rank0(canopy_solver *s);
 
 #endif
