@@ -10,8 +10,8 @@
 
 /*
  * How many ranks (of this run's threads, the same memory each) the factorization would fit on by
- * the memory check's own prediction: from the perfectly scaled estimate up by 25% a try, a few
- * seconds at most (only a refusal pays for it). The count, or -N when none up to N ranks fits,
+ * the memory check's own prediction, with 10% to spare: from the perfectly scaled estimate up by
+ * 25% a try, a few seconds at most (only a refusal pays for it). The count, or -N when none up to N ranks fits,
  * or 0 when the prediction failed; @p at: the heaviest rank's need at that count.
  */
 #define API_FIT_MAX_RANKS 65536
@@ -26,7 +26,9 @@ static int ranks_to_fit(canopy_solver *s, double need, double limit, double nnz,
         canopy_err e = {0};
         if (runtime_predict_peak(&s->rt, &po, &s->S, s->fact, s->arith, (int)c, nnz, at, &e) != CANOPY_SUCCESS)
             return 0;
-        if (*at <= limit) return (int)c;
+        /* 10% to spare: that layout's own analysis splits the top its own way (measured: 2 ranks'
+         * structure planned for 4 gave 0.0270 GB, 4 ranks' own analysis 0.0284 GB) */
+        if (*at <= 0.9 * limit) return (int)c;
         c = ceil(c * 1.25);
     }
     return -(int)fmin(c, API_FIT_MAX_RANKS);
