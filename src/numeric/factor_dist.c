@@ -52,6 +52,28 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     return numeric_predict_bytes_counts(S, kind, arith, held, L->update_max, L->panel_max, L->nthreads, local_entries);
 }
 
+canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
+                                    canopy_arith arith, double nnz, double *memory, double *fanin, canopy_err *err)
+{
+    int R = P->nranks > 0 ? P->nranks : 1, T = P->threads_per_rank > 0 ? P->threads_per_rank : P->nthreads;
+    double *v = canopy_calloc(5 * (size_t)R, sizeof(double), "memory prediction", err);
+    if (v == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    double *own = v, *peak = v + R, *sink = v + 2 * R, *upd = v + 3 * R, *pmax = v + 4 * R;
+    canopy_status st = sched_fanin_memory(S, P, peak, sink, upd, pmax, err);
+    double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    double tot = (double)S->cblk_coef[S->ncblk];
+    for (cint k = 0; k < S->ncblk && st == CANOPY_SUCCESS; k++) own[R > 1 ? P->cblk_rank[k] : 0] += (double)panel_size(S, k);
+    for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) {
+        /* as numeric_predict_bytes: the own panels, the buffers alive at once, the sink (one part) */
+        double buffers = peak[q] + sink[q] / parts;
+        int64_t local = (int64_t)(tot > 0 ? nnz * own[q] / tot : 0);
+        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + buffers, upd[q], pmax[q], T, local);
+        if (fanin) fanin[q] = buffers * parts * sb;
+    }
+    canopy_free(v);
+    return st;
+}
+
 /* The layout of this rank's factor (offsets, fan-in slots, entry map pointers): the small arrays
  * the entry distribution needs; the panels come after it (numeric_panels_dist). */
 static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_arith arith, canopy_factorization kind,

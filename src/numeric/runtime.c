@@ -313,22 +313,11 @@ canopy_status runtime_predict_peak(runtime *rt, const canopy_options *o, const s
     *worst = 0;
     canopy_status st = runtime_plan_for(rt, o, S, kind, arith == CANOPY_COMPLEX, ranks, &P, err);
     if (st != CANOPY_SUCCESS) return st;
-    int R = P.nranks > 0 ? P.nranks : 1, T = P.threads_per_rank > 0 ? P.threads_per_rank : P.nthreads;
-    double *v = canopy_calloc(5 * (size_t)R, sizeof(double), "memory prediction", err);
-    if (v == NULL) {
-        sched_plan_free(&P);
-        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
-    }
-    double *own = v, *peak = v + R, *sink = v + 2 * R, *upd = v + 3 * R, *pmax = v + 4 * R;
-    st = sched_fanin_memory(S, &P, peak, sink, upd, pmax, err);
-    double parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0, tot = (double)S->cblk_coef[S->ncblk];
-    for (cint k = 0; k < S->ncblk && st == CANOPY_SUCCESS; k++) own[R > 1 ? P.cblk_rank[k] : 0] += (double)(S->cblk_coef[k + 1] - S->cblk_coef[k]);
-    for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) {
-        int64_t local = (int64_t)(tot > 0 ? nnz * own[q] / tot : 0);
-        double m = numeric_predict_bytes_counts(S, kind, arith, own[q] + peak[q] + sink[q] / parts, upd[q], pmax[q], T,
-                                                local);
-        *worst = fmax(*worst, m);
-    }
+    int R = P.nranks > 0 ? P.nranks : 1;
+    double *v = canopy_calloc((size_t)R, sizeof(double), "memory prediction", err);
+    st = v ? numeric_predict_ranks(S, &P, kind, arith, nnz, v, NULL, err)
+           : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) *worst = fmax(*worst, v[q]);
     canopy_free(v);
     sched_plan_free(&P);
     return st;

@@ -111,16 +111,16 @@ static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
 
 /*
  * Messages, memory and the solve's trees per rank. Per rank: fan-in buffers sent (msgs, bytes: the
- * rows they hold, sched_fanin_rows), panels held, the fan-in buffers alive at once at most
- * (sched_fanin_memory); then numeric_predict_bytes' formula.
+ * rows they hold, sched_fanin_rows), panels held; the memory and the fan-in buffers alive at once
+ * as the memory check counts them (numeric_predict_ranks).
  */
 static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predict_opts *o, const int64_t *pairs,
                               size_t np, double *hop, predict_report *r)
 {
     const symbolic *S = &s->S;
-    int R = P->nranks, T = P->threads_per_rank;
+    int R = P->nranks;
     double sb = s->arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = s->fact == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double *v = canopy_calloc(15 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
+    double *v = canopy_calloc(11 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
     int *mem = canopy_alloc((size_t)R + 1, sizeof(int), "prediction per rank", &s->err);
     cint *prow = canopy_alloc(np + 1, sizeof(cint), "prediction per rank", &s->err);
     if (!v || !mem || !prow) {
@@ -129,20 +129,18 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         canopy_free(prow);
         return nomem(s);
     }
-    double *peak = v + 11 * R, *sink = v + 12 * R, *upd = v + 13 * R, *pmax = v + 14 * R;
     if (sched_fanin_rows(S, P->cblk_rank, R, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
-        sched_fanin_memory(S, P, peak, sink, upd, pmax, &s->err) != CANOPY_SUCCESS) {
+        numeric_predict_ranks(S, P, s->fact, s->arith, (double)s->stats.nnz, v + 7 * R, v + 4 * R, &s->err) !=
+            CANOPY_SUCCESS) {
         canopy_free(v);
         canopy_free(mem);
         canopy_free(prow);
         return s->err.status;
     }
-    double *own = v, *held = v + R, *msgs = v + 2 * R, *bytes = v + 3 * R, *fanin = v + 4 * R, *smsgs = v + 5 * R,
+    double *own = v, *msgs = v + 2 * R, *bytes = v + 3 * R, *fanin = v + 4 * R, *smsgs = v + 5 * R,
            *sbytes = v + 6 * R, *memory = v + 7 * R, *factor = v + 8 * R,
            *imsgs = v + 9 * R, *ibytes = v + 10 * R;
-    double tot = (double)S->cblk_coef[S->ncblk];
     for (cint k = 0; k < S->ncblk; k++) own[P->cblk_rank[k]] += panel_entries(S, k);
-    for (int q = 0; q < R; q++) held[q] = own[q];
     /* remote updates without fan-in, for comparison */
     for (cint k = 0; k < S->ncblk; k++)
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
@@ -184,13 +182,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
             ibytes[rk] += kids * e * parts * sb;
         }
     }
-    for (int q = 0; q < R; q++) {
-        int64_t local = (int64_t)(tot > 0 ? (double)s->stats.nnz * own[q] / tot : 0);
-        held[q] = own[q] + peak[q] + sink[q] / parts; /* as numeric_predict_bytes */
-        fanin[q] = (peak[q] + sink[q] / parts) * parts * sb;
-        memory[q] = numeric_predict_bytes_counts(S, s->fact, s->arith, held[q], upd[q], pmax[q], T, local);
-        factor[q] = own[q] * parts * sb;
-    }
+    for (int q = 0; q < R; q++) factor[q] = own[q] * parts * sb;
     if (st == CANOPY_SUCCESS) {
         r->factor_bytes = spread(factor, R);
         r->fanin_bytes = spread(fanin, R);
