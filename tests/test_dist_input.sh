@@ -24,6 +24,10 @@ if [ -f "$mats/hangGlider_2.mtx" ]; then
         for o in ptscotch scotch; do
             out=$($tmo $MPIEXEC -n $n "${top_builddir:-.}/canopy-solve" "$mats/hangGlider_2.mtx" --distributed \
                 --factorization lu --ordering $o --threads 1 --json 2>&1)
+            # a build without PT-SCOTCH (MPICH's: Debian builds PT-SCOTCH for Open MPI) refuses it
+            if [ $o = ptscotch ] && echo "$out" | grep -q "built without PT-SCOTCH"; then
+                echo "skip: ordering ptscotch, $n ranks: this build has no PT-SCOTCH"; continue
+            fi
             be=$(echo "$out" | sed -n 's/.*"backward_error": \([^,]*\).*/\1/p' | tail -n 1)
             awk -v b="$be" 'BEGIN { exit !(b != "" && b <= 1e-12) }' ||
                 { echo "LU of a symmetric distributed matrix, $n ranks, ordering $o: $out" | tail -5; exit 1; }
