@@ -2,7 +2,7 @@
  * Cost model of the dense kernels (see cost.h): the per-call formulas the planner evaluates for
  * every task, the calibration that measures this machine, and the text cache that spares the
  * calibration on later runs (keyed by CPU, BLAS and cores, and checked by a quick GEMM). Owns no
- * task logic: sched/plan.c decides which calls a task makes; sched/blascheck.c says what the
+ * task logic: sched/plan_costs.c decides which calls a task makes; sched/blascheck.c says what the
  * machine is and whether its BLAS wastes it.
  */
 #include "cost.h"

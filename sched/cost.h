@@ -1,8 +1,8 @@
 /*
  * Cost model of the dense kernels: predicted seconds of one call as a function of its sizes, for
- * the mapping and the simulation (sched/plan.c). Calibrated on the machine at first use (a few
- * tenths of a second of timed calls, single-threaded BLAS) and cached in a text file; a fixed
- * fallback serves when calibration is not wanted (tests) or fails.
+ * the mapping and the simulation (the plan prices its tasks in sched/plan_costs.c). Calibrated on
+ * the machine at first use (a few tenths of a second of timed calls, single-threaded BLAS) and
+ * cached in a text file; a fixed fallback serves when calibration is not wanted (tests) or fails.
  *
  * Model: t(call) = latency + flops / rate(kind, d), rate = peak * d / (d + d_half) with d the
  * smallest dimension that limits blocking (k for GEMM, the triangle for TRSM/factorizations),

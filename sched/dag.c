@@ -1,6 +1,7 @@
 /*
  * Task graph housekeeping (see dag.h): freeing, and the invariant check that the engine relies on
- * before it runs a graph. Builds nothing: sched/plan.c makes the graphs.
+ * before it runs a graph. Builds nothing: the plan makes the graphs
+ * (sched/plan_tasks.c the factorization's, sched/solvegraph.c the solve's).
  */
 #include "dag.h"
 #include "base/common.h"

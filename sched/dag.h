@@ -1,6 +1,7 @@
 /*
- * A task graph ready to execute: what sched/plan.c builds from the block structure (factorization
- * and solve) and what sched/engine.c runs. Plain arrays, owned by whoever built the graph.
+ * A task graph ready to execute: what the plan builds from the block structure (factorization:
+ * sched/plan_tasks.c, solve: sched/solvegraph.c) and what sched/engine.c runs. Plain arrays,
+ * owned by whoever built the graph.
  *
  * Snodes: the queues of the dynamic scheduler. Each Snode is a range of threads [t0, t1) (its
  * candidate set); the ranges form a laminar family whose containment tree is the Snode tree,

@@ -69,7 +69,7 @@ void sched_grid_shape_of(int nr, int shape, int *pr, int *pc);
  * Grids, positions and the ranks of the tasks, then the edges of the tiled UPDATE2Ds retargeted
  * to their target tile (TRSM or DIAG of the target) and D->npred recounted. @p t0, @p t1: the
  * cblks' candidate threads (TR per rank); a cblk is tiled when its range spans several ranks and
- * its task is a DIAG. Tasks are in the plan's layout (sched/plan.c: DIAG k, its TRSMs, its
+ * its task is a DIAG. Tasks are in the plan's layout (sched/plan_tasks.c: DIAG k, its TRSMs, its
  * UPDATE2Ds by (g, g2)). Fills @p G (sched_grid_free frees it).
  */
 canopy_status sched_grid_plan(const symbolic *S, sched_dag *D, const int *cblk_task, const int *t0, const int *t1,

@@ -26,6 +26,10 @@
  * of the simulation (task sequence, then source cblk). Under scheduler=static the kernels apply
  * them in that order, which makes the factors bitwise reproducible; since every thread's list
  * follows the same sequence, a contribution only ever waits for earlier ones (no deadlock).
+ *
+ * Implemented by sched/plan.c (the driver) with its parts plan_costs.c (task costs, the tree),
+ * plan_mapping.c (proportional mapping, Snodes) and plan_tasks.c (tasks, edges, contribution
+ * numbers), which share sched/plan_parts.h; the solve graph by sched/solvegraph.c.
  */
 #ifndef CANOPY_SCHED_PLAN_H
 #define CANOPY_SCHED_PLAN_H

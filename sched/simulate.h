@@ -1,7 +1,8 @@
 /*
  * Simulation of a task graph on threads with predicted task costs (list scheduling), and the
- * critical-path priorities it uses. Internal to sched/: sched/plan.c builds the graph and the
- * candidate sets, this file decides who runs what and in which order.
+ * critical-path priorities it uses. Internal to sched/: the plan builds the graph and the candidate
+ * sets (sched/plan_tasks.c) and runs the simulation (sched/plan.c), this file decides who runs
+ * what and in which order.
  */
 #ifndef CANOPY_SCHED_SIMULATE_H
 #define CANOPY_SCHED_SIMULATE_H

@@ -1,5 +1,5 @@
 /*
- * The static plan (sched/plan.c, sched/simulate.c, sched/dag.c) on 2D and 3D Laplacians, with and
+ * The static plan (sched/plan*.c, sched/simulate.c, sched/dag.c) on 2D and 3D Laplacians, with and
  * without split chains, a forest, LL^T/LDL^T/LU and 1..16 threads: graph invariants, coverage,
  * proportional mapping, Snodes, owners, edges as documented, contribution numbering (against an
  * independent count), simulation invariants, balance, determinism, the solve graph, errors and
