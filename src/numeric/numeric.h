@@ -294,12 +294,13 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
 
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
-                             int64_t local_entries);
+                             canopy_scheduler sched, int64_t local_entries);
 /** Every rank's figure of the memory check (@p memory[r], bytes) and its fan-in buffers alive at
- * once (@p fanin[r], bytes; may be NULL) under plan @p P, with A's @p nnz entries shared as the
- * panels are: what numeric_predict_bytes gives each rank of that plan. */
+ * once (@p fanin[r], bytes; may be NULL) under plan @p P run by scheduler @p sched, with A's @p nnz
+ * entries shared as the panels are: what numeric_predict_bytes gives each rank of that plan. */
 canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
-                                    canopy_arith arith, double nnz, double *memory, double *fanin, canopy_err *err);
+                                    canopy_arith arith, canopy_scheduler sched, double nnz, double *memory,
+                                    double *fanin, canopy_err *err);
 
 /* used by the kernels: the fan-in exchange of one factorization */
 canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,
