@@ -283,8 +283,6 @@ typedef struct canopy_stats {
     char blas_message[400];       /**< the warning, also printed once per process on stderr ("" if none) */
     /* several ranks, the last factorization, all ranks (scheduler=dynamic; 0 under static) */
     int64_t fanin_early;          /**< fan-in messages added into their panel on arrival, not held for its task */
-    int64_t fanin_partial;        /**< fan-in messages sent before their last contribution (the cap on the
-                                       bytes a rank holds in unsent buffers was reached) */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

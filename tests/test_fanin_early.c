@@ -120,8 +120,7 @@ static void run(const canopy_csc *A, canopy_matrix_kind kind, canopy_factorizati
         if (sched == CANOPY_SCHED_STATIC && rank == 0 && memcmp(x, x1, (size_t)A->n * sizeof *x) != 0)
             fail("%s: two factorizations gave different solutions", what);
         if (rank == 0)
-            printf("%s: backward error %.2e, messages added on arrival %lld, partial sends %lld\n", what, berr,
-                   (long long)early, (long long)S.fanin_partial);
+            printf("%s: backward error %.2e, messages added on arrival %lld\n", what, berr, (long long)early);
     }
     free(x);
     free(x1);

@@ -181,7 +181,6 @@ typedef struct numeric {
     numeric_handover *msg_hand;     /**< several ranks: [npending] a received message waiting for its
                                          ticket's turn, by ticket (pending_off), scheduler=dynamic */
     int64_t fan_early;              /**< messages added on arrival in the last factorization (dynamic) */
-    int64_t fan_partial;            /**< messages sent before their last contribution (the cap) */
     const void *pending_plan;       /**< the local plan pending_off was counted for */
     numeric_run run;                /**< last threaded factorization */
     numeric_run solve_run;          /**< last threaded solve */
