@@ -576,7 +576,8 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                    (long long)S.twod_cblks, S.split_width);
             json_num("busy_fraction", S.busy_fraction, 0);
             json_num("time_lock_wait", S.time_lock_wait, 0);
-            printf("\"handovers\": %lld, ", (long long)S.handovers);
+            printf("\"handovers\": %lld, \"fanin_early\": %lld, ", (long long)S.handovers,
+                   (long long)S.fanin_early);
             json_num("time_fill", S.time_fill, 0);
             printf("\"distributed_input\": %d, \"comm_threads\": %d, \"tree\": \"%s\", \"comm_msgs\": %lld, "
                    "\"comm_bytes\": %lld, \"comm_msgs_without_fanin\": %lld, \"comm_bytes_without_fanin\": %lld, "

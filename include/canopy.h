@@ -281,6 +281,8 @@ typedef struct canopy_stats {
                                        set, or a slow library); blas_message says why and the fix */
     char blas_name[128];          /**< "OpenBLAS 0.3.21 Cooperlake" (library, version, kernels), or the file */
     char blas_message[400];       /**< the warning, also printed once per process on stderr ("" if none) */
+    /* several ranks, the last factorization, all ranks (scheduler=dynamic; 0 under static) */
+    int64_t fanin_early;          /**< fan-in messages added into their panel on arrival, not held for its task */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

@@ -125,8 +125,8 @@ static int dist_cmp_event(const void *a, const void *b)
     return x->delta > y->delta ? -1 : x->delta < y->delta; /* arrivals first: touching lives overlap */
 }
 
-canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *sink, double *upd,
-                                 double *panel, canopy_err *err)
+canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
+                                 double *upd, double *panel, canopy_err *err)
 {
     if (S == NULL || P == NULL || P->ncblk != S->ncblk)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_memory: bad argument");
@@ -135,6 +135,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     const sched_dag *G = &P->factor;
     for (int r = 0; r < R; r++) {
         if (peak) peak[r] = 0;
+        if (peak_arrival) peak_arrival[r] = 0;
         if (sink) sink[r] = 0;
         if (upd) upd[r] = 0;
         if (panel) panel[r] = 0;
@@ -149,7 +150,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
             if (upd) upd[r] = fmax(upd[r], (double)(S->cblk_stride[k] - S->blok_coefrow[b]) * h);
         }
     }
-    if (R < 2 || (!peak && !sink)) return CANOPY_SUCCESS;
+    if (R < 2 || (!peak && !peak_arrival && !sink)) return CANOPY_SUCCESS;
     /* the pairs and their rows */
     int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "fan-in memory scratch", err);
     if (!pairs) return dist_nomem(err);
@@ -202,25 +203,33 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
                     last[q] = fmax(last[q], P->task_end[i]);
                 }
         }
-        size_t ne = 0;
-        for (size_t q = 0; q < nu; q++) {
-            cint j = (cint)(pairs[q] / R);
-            int src = (int)(pairs[q] % R), dst = P->cblk_rank[j];
-            double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
-            double panel_at = P->task_start[P->cblk_task[j]];
-            if (first[q] > last[q]) first[q] = last[q] = panel_at; /* no task found: at the panel */
-            ev[ne++] = (dist_event){src, first[q], size};
-            ev[ne++] = (dist_event){src, fmax(panel_at, last[q]), -size};
-            ev[ne++] = (dist_event){dst, fmin(last[q], panel_at), size};
-            ev[ne++] = (dist_event){dst, panel_at, -size};
-            if (sink) sink[dst] = fmax(sink[dst], size);
-        }
-        qsort(ev, ne, sizeof *ev, dist_cmp_event);
-        double live = 0;
-        for (size_t a = 0; a < ne; a++) {
-            if (a > 0 && ev[a].rank != ev[a - 1].rank) live = 0;
-            live += ev[a].delta;
-            if (peak) peak[ev[a].rank] = fmax(peak[ev[a].rank], live);
+        /* mode 0: received buffers held until the panel task (static); mode 1: added on arrival
+         * (dynamic), an instant that still counts beside the buffers alive then */
+        for (int mode = 0; mode < 2; mode++) {
+            double *out = mode ? peak_arrival : peak;
+            if (out == NULL && !(mode == 0 && sink)) continue;
+            size_t ne = 0;
+            for (size_t q = 0; q < nu; q++) {
+                cint j = (cint)(pairs[q] / R);
+                int src = (int)(pairs[q] % R), dst = P->cblk_rank[j];
+                double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+                double panel_at = P->task_start[P->cblk_task[j]];
+                if (first[q] > last[q]) first[q] = last[q] = panel_at; /* no task found: at the panel */
+                double arrival = fmin(last[q], panel_at);
+                ev[ne++] = (dist_event){src, first[q], size};
+                ev[ne++] = (dist_event){src, fmax(panel_at, last[q]), -size};
+                ev[ne++] = (dist_event){dst, arrival, size};
+                ev[ne++] = (dist_event){dst, mode ? arrival : panel_at, -size};
+                if (sink && mode == 0) sink[dst] = fmax(sink[dst], size);
+            }
+            if (out == NULL) continue;
+            qsort(ev, ne, sizeof *ev, dist_cmp_event);
+            double live = 0;
+            for (size_t a = 0; a < ne; a++) {
+                if (a > 0 && ev[a].rank != ev[a - 1].rank) live = 0;
+                live += ev[a].delta;
+                out[ev[a].rank] = fmax(out[ev[a].rank], live);
+            }
         }
     }
     canopy_free(pairs);
@@ -509,13 +518,14 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     }
     /* this rank's memory: its buffers' peak by the simulation, its workspaces */
     {
-        double *v = canopy_alloc(4 * (size_t)R, sizeof(double), "local plan scratch", err);
+        double *v = canopy_alloc(5 * (size_t)R, sizeof(double), "local plan scratch", err);
         if (v == NULL) {
             st = dist_nomem(err);
             goto out;
         }
-        st = sched_fanin_memory(S, P, v, v + R, v + 2 * R, v + 3 * R, err);
+        st = sched_fanin_memory(S, P, v, v + 4 * R, v + R, v + 2 * R, v + 3 * R, err);
         L->fanin_peak = v[rank];
+        L->fanin_peak_arrival = v[4 * R + rank];
         L->fanin_sink = v[R + rank];
         L->update_max = v[2 * R + rank];
         L->panel_max = v[3 * R + rank];

@@ -7,7 +7,8 @@
  * cblk j of another rank are summed into one buffer holding the rows of j's panel they write
  * (sched_fanin_rows; all of j's columns: rows x width, its L part and its U part for LU) and
  * sent once the last of them is applied; the owner of j adds the buffers of every contributing
- * rank, in rank order, at the start of j's panel task. A panel task therefore waits for its local
+ * rank, in rank order, at the start of j's panel task (scheduler=static; dynamic adds each on
+ * arrival, src/numeric/factor_par_template.c). A panel task therefore waits for its local
  * predecessors and for ext[task] = (buffers per fan-in) x (contributing ranks) messages.
  */
 #ifndef CANOPY_SCHED_DISTRIBUTE_H
@@ -44,7 +45,9 @@ typedef struct sched_local {
     cint *fan_rmap;               /**< row maps, stride of the target each: panel row -> buffer row, -1
                                        for a row the buffer does not hold */
     /* this rank's memory (sched_fanin_memory): scalars, one part (LU doubles them) */
-    double fanin_peak;            /**< fan-in buffers alive at once at most, as the simulation runs */
+    double fanin_peak;            /**< fan-in buffers alive at once at most, as the simulation runs, received
+                                       ones held until their panel task (scheduler=static) */
+    double fanin_peak_arrival;    /**< the same with received ones added on arrival (scheduler=dynamic) */
     double fanin_sink;            /**< the largest buffer it receives (the exchange's sink) */
     double update_max;            /**< the largest update product of its cblks (update buffers) */
     double panel_max;             /**< the largest stride x width of its cblks (LDL^T scratch) */
@@ -80,13 +83,14 @@ void sched_local_free(sched_local *L);
  * times: a sent buffer lives from the start of the rank's first task contributing to it (its
  * first contribution allocates it) to the start of the target's panel task (the send has
  * completed by then); a received buffer from the end of the sender's last contributing task (its
- * arrival) to the start of the target's panel task (which adds and frees it). Intervals that
- * touch count together. @p sink: the largest buffer the rank receives; @p upd: the largest update
- * product (source rows x facing rows) of the rank's cblks; @p panel: their largest stride x
- * width. Any of them may be NULL.
+ * arrival) to the start of the target's panel task (which adds and frees it: scheduler=static).
+ * @p peak_arrival: the same with received buffers added into the panel on arrival
+ * (scheduler=dynamic): they count only at that instant. Intervals that touch count together.
+ * @p sink: the largest buffer the rank receives; @p upd: the largest update product (source rows x
+ * facing rows) of the rank's cblks; @p panel: their largest stride x width. Any of them may be NULL.
  */
-canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *sink, double *upd,
-                                 double *panel, canopy_err *err);
+canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
+                                 double *upd, double *panel, canopy_err *err);
 
 canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
                                cint *rows, const int64_t *moff, cint *maps, canopy_err *err);

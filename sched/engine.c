@@ -230,6 +230,11 @@ void sched_wake(sched_worker *w)
     if (w) sched_evc_notify(&w->pool->evc);
 }
 
+void sched_run_wake(sched_run *run)
+{
+    if (run) sched_evc_notify(&run->pool->evc);
+}
+
 /* ---- sub-queues (binary max-heaps on prio, ties: smaller task first) ------------------------- */
 
 static bool sched_before(const double *prio, int a, int b)

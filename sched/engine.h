@@ -134,6 +134,8 @@ int sched_wait_equal(sched_worker *w, const atomic_int *counter, int value);
 
 /** Wake workers waiting in sched_wait_equal after a counter they may wait on changed. */
 void sched_wake(sched_worker *w);
+/** The same from a thread that is not a worker (a communication thread applying a message). */
+void sched_run_wake(sched_run *run);
 
 /**
  * Inspection aid (tests, traces): the sub-queues worker @p thread visits, in order, when it looks

@@ -199,7 +199,7 @@ static void check_ranks(canopy_solver *s, int P, int T, const predict_report *r)
         double own = 0;
         for (cint k = 0; k < s->S.ncblk; k++)
             if (G.cblk_rank[k] == q) own += (double)(s->S.cblk_coef[k + 1] - s->S.cblk_coef[k]);
-        double mem = numeric_predict_bytes(&s->S, &L, s->fact, CANOPY_REAL, (int64_t)(tot > 0 ? s->stats.nnz * own / tot : 0));
+        double mem = numeric_predict_bytes(&s->S, &L, s->fact, CANOPY_REAL, s->opts.scheduler, (int64_t)(tot > 0 ? s->stats.nnz * own / tot : 0));
         sent += L.nsend;
         sent_max = fmax(sent_max, L.nsend);
         sent_min = fmin(sent_min, L.nsend);

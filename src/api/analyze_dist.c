@@ -71,7 +71,7 @@ canopy_status api_analyze_dist(canopy_solver *s)
     double nnz = (double)s->stats.nnz;
     MPI_Bcast(&nnz, 1, MPI_DOUBLE, 0, s->comm);
     s->predicted_bytes =
-        numeric_predict_bytes(&s->S, &s->rt.local, s->fact, s->arith, (int64_t)(tot > 0 ? nnz * own / tot : 0));
+        numeric_predict_bytes(&s->S, &s->rt.local, s->fact, s->arith, s->opts.scheduler, (int64_t)(tot > 0 ? nnz * own / tot : 0));
     double worst = s->predicted_bytes;
     MPI_Allreduce(&s->predicted_bytes, &worst, 1, MPI_DOUBLE, MPI_MAX, s->comm);
     s->stats.memory_predicted_rank_max = worst;

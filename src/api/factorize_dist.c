@@ -144,9 +144,9 @@ canopy_status api_factorize_dist(canopy_solver *s)
      * microseconds: a collective per figure cost more than it); counts are exact as doubles */
     size_t peak = canopy_mem_peak();
     double used = peak > s->mem_base ? (double)(peak - s->mem_base) : 0;
-    enum { F_BYTES, F_MSGS, F_FACTOR, F_USED, F_RSS, F_PERTURBED, F_COUNT };
+    enum { F_BYTES, F_MSGS, F_FACTOR, F_USED, F_RSS, F_PERTURBED, F_EARLY, F_COUNT };
     double mine[F_COUNT] = {(double)bsent, (double)msent, (double)sts->factor_bytes, used, solver_rss_peak(),
-                            (double)s->F.perturbed}, first[F_COUNT];
+                            (double)s->F.perturbed, (double)s->F.fan_early}, first[F_COUNT];
     comm_summary cs[F_COUNT];
     canopy_err gerr = {0};
     int64_t all = 0;
@@ -169,6 +169,7 @@ canopy_status api_factorize_dist(canopy_solver *s)
     sts->comm_msgs_rank_stddev = cs[F_MSGS].stddev;
     sts->comm_msgs = (int64_t)cs[F_MSGS].total;
     sts->comm_bytes = (int64_t)cs[F_BYTES].total;
+    sts->fanin_early = (int64_t)cs[F_EARLY].total;
     double sb = s->arith == CANOPY_COMPLEX ? 16.0 : 8.0;
     sts->comm_msgs_without_fanin = s->rt.local.update_msgs;
     sts->comm_bytes_without_fanin = (int64_t)((double)s->rt.local.update_entries * sb);

@@ -40,26 +40,29 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
 }
 
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
-                             int64_t local_entries)
+                             canopy_scheduler sched, int64_t local_entries)
 {
     /* the own panels, the fan-in buffers alive at once at most (sched_fanin_memory: by the
-     * simulated times, from first contribution to send, from arrival to the panel task), the
-     * exchange's sink (the largest receive, one part) */
+     * simulated times, from first contribution to send, from arrival to the panel task under
+     * static, to their addition on arrival under dynamic), the exchange's sink (the largest
+     * receive, one part) */
     double held = 0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     for (cint k = 0; k < S->ncblk; k++)
         if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
-    held += L->fanin_peak + L->fanin_sink / parts;
+    held += (sched == CANOPY_SCHED_DYNAMIC ? L->fanin_peak_arrival : L->fanin_peak) + L->fanin_sink / parts;
     return numeric_predict_bytes_counts(S, kind, arith, held, L->update_max, L->panel_max, L->nthreads, local_entries);
 }
 
 canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
-                                    canopy_arith arith, double nnz, double *memory, double *fanin, canopy_err *err)
+                                    canopy_arith arith, canopy_scheduler sched, double nnz, double *memory, double *fanin,
+                                    canopy_err *err)
 {
     int R = P->nranks > 0 ? P->nranks : 1, T = P->threads_per_rank > 0 ? P->threads_per_rank : P->nthreads;
     double *v = canopy_calloc(5 * (size_t)R, sizeof(double), "memory prediction", err);
     if (v == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     double *own = v, *peak = v + R, *sink = v + 2 * R, *upd = v + 3 * R, *pmax = v + 4 * R;
-    canopy_status st = sched_fanin_memory(S, P, peak, sink, upd, pmax, err);
+    int dyn = sched == CANOPY_SCHED_DYNAMIC;
+    canopy_status st = sched_fanin_memory(S, P, dyn ? NULL : peak, dyn ? peak : NULL, sink, upd, pmax, err);
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     double tot = (double)S->cblk_coef[S->ncblk];
     for (cint k = 0; k < S->ncblk && st == CANOPY_SUCCESS; k++) own[R > 1 ? P->cblk_rank[k] : 0] += (double)panel_size(S, k);

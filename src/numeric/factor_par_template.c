@@ -18,6 +18,7 @@ typedef struct kpar {
     atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
     atomic_int nomem;                /* several ranks: a fan-in buffer could not be allocated */
     sched_run *run;                  /* for the arrivals */
+    atomic_llong early;              /* messages added on arrival (scheduler=dynamic) */
     atomic_llong failed_info;
 } kpar;
 
@@ -104,6 +105,23 @@ static void kfanin_add(kpar *pc, cint j, int add)
     }
 }
 
+/* scheduler=dynamic: received message h (a ticket of target j's lock, its turn now) is added
+ * into j's panel through its row map and freed (a draining rank only frees it). */
+static void kfan_apply(kpar *pc, cint j, numeric_handover *h)
+{
+    const sched_local *L = pc->loc;
+    const symbolic *S = pc->c.S;
+    int parts = pc->c.U ? 2 : 1, p = h->recv % parts;
+    cint q = h->recv / parts, st = S->cblk_stride[j], w = S->cblk_fcol[j + 1] - S->cblk_fcol[j], nr = L->recv_rows[q];
+    const cint *map = L->fan_rmap + L->recv_moff[q];
+    SCALAR *X = (p ? pc->c.U : pc->c.L) + pc->c.coef[j], *B = h->buf;
+    h->buf = NULL;
+    for (cint c = 0; B && c < w && !atomic_load_explicit(&pc->drain, memory_order_relaxed); c++)
+        for (cint i = 0; i < st; i++)
+            if (map[i] >= 0) X[i + (size_t)c * st] += B[map[i] + (size_t)c * nr];
+    canopy_free(B);
+}
+
 /* Scalars of the product kupdate_rows computes into its buffer (LU: both sides). */
 static size_t kproduct_scalars(const kpar *pc, cint k, cint fb0, cint fb1, cint rb0, cint rb1)
 {
@@ -123,20 +141,29 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
 {
     numeric *F = pc->F;
     int n = pc->loc->cblk_ncontrib[j];
+    /* tickets of j: this rank's contributions, then under dynamic its received messages */
+    int slots = (int)(F->pending_off[j + 1] - F->pending_off[j]);
     for (;;) {
         /* seq_cst store, then load of the slot: with a hand-over's seq_cst store of the slot, then
            load of serving, at least one of the two sees the other (and the CAS picks one) */
         atomic_store(&F->serving[j], next);
-        sched_wake(wk);
-        if (next >= n) {
-            if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank) ksend_fanin(pc, j);
+        if (wk) sched_wake(wk);
+        else sched_run_wake(pc->run); /* a message's thread: workers may wait for this lock */
+        if (next >= n && pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank) {
+            ksend_fanin(pc, j);
             return;
         }
+        if (next >= slots) return;
         numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + next];
         numeric_handover *h = atomic_load(slot);
         if (h == NULL || !atomic_compare_exchange_strong(slot, &h, NULL)) return;
-        if (h->compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, W, h->buf, KC_APPLY);
-        atomic_store_explicit(&h->busy, 0, memory_order_release); /* its owner may reuse the buffer */
+        if (h->msg) {
+            kfan_apply(pc, j, h);
+        } else {
+            /* KC_APPLY needs no scratch: a message's thread passes W = NULL */
+            if (h->compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, W, h->buf, KC_APPLY);
+            atomic_store_explicit(&h->busy, 0, memory_order_release); /* its owner may reuse the buffer */
+        }
         next++;
     }
 }
@@ -249,8 +276,15 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     switch (d->kind[task]) {
     case SCHED_TASK_PANEL:
     case SCHED_TASK_DIAG:
-        if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k])
-            kfanin_add(pc, k, !atomic_load_explicit(&pc->drain, memory_order_relaxed));
+        if (pc->dist && pc->loc->recv_ptr[k + 1] > pc->loc->recv_ptr[k]) {
+            if (pc->dynamic) {
+                /* every ticket of k is drawn (its contributions ran, its messages arrived); a
+                 * message's chain may still be applying the last ones: wait for it */
+                if (sched_wait_equal(wk, &pc->F->serving[k], atomic_load(&pc->F->tickets[k])) != 0) return 1;
+            } else {
+                kfanin_add(pc, k, !atomic_load_explicit(&pc->drain, memory_order_relaxed));
+            }
+        }
         return kpar_panel(pc, k, t, W, d->kind[task] == SCHED_TASK_DIAG);
     case SCHED_TASK_TRSM: {
         cint b = d->first[task], e = kgroup_end(S, k, b);
@@ -331,10 +365,41 @@ static void kfill_owned(void *arg, int t)
 static void karrived(void *arg, int64_t cookie, void *buf, int count, int lost)
 {
     kpar *pc = arg;
+    numeric *F = pc->F;
+    int i = (int)(cookie >> 32), task = (int)(cookie & 0xffffffff);
     (void)count;
-    pc->F->fan_recv[cookie >> 32] = buf;
     if (lost) kfail_nomem(pc);
-    sched_release(pc->run, (int)(cookie & 0xffffffff));
+    if (!pc->dynamic) {
+        F->fan_recv[i] = buf;
+        sched_release(pc->run, task);
+        return;
+    }
+    /*
+     * scheduler=dynamic (no fixed order of the sums anyway): the message draws a ticket of its
+     * target's lock like a local contribution and is added at its turn, by this thread at once or,
+     * handed over, by whoever applies the ticket before it; so it lives only until then. Its
+     * record is the ticket's own (msg_hand), so nothing is allocated here. The panel task waits
+     * for every ticket drawn (ktask): releasing it once the ticket is drawn is enough.
+     */
+    cint j = pc->dag->cblk[task];
+    int ticket = atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed);
+    numeric_handover *h = &F->msg_hand[F->pending_off[j] + ticket];
+    h->buf = buf;
+    h->msg = 1;
+    h->recv = i;
+    if (buf) atomic_fetch_add_explicit(&pc->early, 1, memory_order_relaxed);
+    if (atomic_load(&F->serving[j]) != ticket) {
+        numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + ticket];
+        atomic_store(slot, h);
+        numeric_handover *expected = h;
+        if (atomic_load(&F->serving[j]) != ticket || !atomic_compare_exchange_strong(slot, &expected, NULL)) {
+            sched_release(pc->run, task);
+            return;
+        }
+    }
+    kfan_apply(pc, j, h);
+    kadvance(pc, NULL, j, ticket + 1, NULL);
+    sched_release(pc->run, task);
 }
 
 /* What a run that stopped early left (no message is in flight any more). */
@@ -349,6 +414,10 @@ static void kfan_free_all(numeric *F)
     for (int64_t i = 0; F->fan_recv && i < (int64_t)L->recv_ptr[F->S->ncblk] * parts; i++) {
         canopy_free(F->fan_recv[i]);
         F->fan_recv[i] = NULL;
+    }
+    for (int64_t i = 0; F->msg_hand && i < F->pending_off[F->S->ncblk]; i++) {
+        canopy_free(F->msg_hand[i].buf);
+        F->msg_hand[i].buf = NULL;
     }
 }
 
@@ -410,12 +479,14 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     for (int64_t i = 0; i < F->pending_off[S->ncblk]; i++) atomic_store_explicit(&F->pending[i], NULL, memory_order_relaxed);
     for (size_t i = 0; i < (size_t)F->nthreads * (NUMERIC_SPARES + 1); i++)
         atomic_store_explicit(&F->hand[i].busy, 0, memory_order_relaxed);
+    for (int64_t i = 0; F->msg_hand && i < F->pending_off[S->ncblk]; i++) F->msg_hand[i].buf = NULL;
     kpar pc = {.c = *c, .F = F, .loc = L, .dag = &L->factor, .dynamic = x->scheduler == CANOPY_SCHED_DYNAMIC,
                .dist = L->nranks > 1, .x = F->xch};
     atomic_init(&pc.drain, 0);
     atomic_init(&pc.failed_cblk, -1);
     atomic_init(&pc.failed_info, 0);
     atomic_init(&pc.nomem, 0);
+    atomic_init(&pc.early, 0);
     numeric_run *r = &F->run;
     sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
     int result = 0;
@@ -455,6 +526,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     }
     sched_discard(run);
     if (pc.dist) kfan_free_all(F);
+    F->fan_early = atomic_load(&pc.early);
     if (st != CANOPY_SUCCESS) return st;
     if (atomic_load(&pc.nomem))
         return canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory allocating a fan-in buffer during the factorization");

@@ -72,9 +72,11 @@ static void threads_free(numeric *F)
     canopy_free(F->tickets);
     canopy_free(F->hand);
     canopy_free(F->pending);
+    canopy_free(F->msg_hand);
     canopy_free(F->pending_off);
     F->hand = NULL;
     F->pending = NULL;
+    F->msg_hand = NULL;
     F->pending_off = NULL;
     F->npending = 0;
     F->pending_plan = NULL;
@@ -403,21 +405,30 @@ static canopy_status run_alloc(numeric_run *r, int nthreads, int ntasks, canopy_
     return r->busy && r->steals && r->tasks && r->lock_wait && r->handed && r->events ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
 }
 
-/* The hand-over slots of the local plan in use: one per contribution this rank makes into each
- * target (recounted every factorization, O(ncblk); reallocated only when it grows). */
+/* The hand-over slots of the local plan in use: one per ticket of each target, i.e. per
+ * contribution this rank makes into it and, with several ranks, per fan-in message it receives
+ * for it (scheduler=dynamic adds them under the target's lock on arrival), with a record for such
+ * a message (recounted every factorization, O(ncblk); reallocated only when it grows). */
 static canopy_status prepare_pending(numeric *F, const sched_local *L, canopy_err *err)
 {
     int64_t total = 0;
+    int parts = F->kind == CANOPY_FACT_LU ? 2 : 1, dist = L->nranks > 1 && L->recv_ptr != NULL;
     for (cint j = 0; j < F->S->ncblk; j++) {
         F->pending_off[j] = total;
-        total += L->cblk_ncontrib[j];
+        total += L->cblk_ncontrib[j] + (dist ? (int64_t)(L->recv_ptr[j + 1] - L->recv_ptr[j]) * parts : 0);
     }
     F->pending_off[F->S->ncblk] = total;
-    if (F->pending == NULL || total > F->npending) {
+    if (F->pending == NULL || total > F->npending || (dist && F->msg_hand == NULL)) {
         canopy_free(F->pending);
+        canopy_free(F->msg_hand);
+        F->msg_hand = NULL;
         F->npending = 0;
         F->pending = canopy_calloc((size_t)(total > 0 ? total : 1), sizeof *F->pending, "hand-over slots", err);
         if (F->pending == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        if (dist) {
+            F->msg_hand = canopy_calloc((size_t)(total > 0 ? total : 1), sizeof *F->msg_hand, "hand-over slots", err);
+            if (F->msg_hand == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+        }
         F->npending = total;
     }
     return CANOPY_SUCCESS;

@@ -76,6 +76,9 @@ typedef struct numeric_handover {
     cint k, fb0, fb1, rb0, rb1;     /**< what kupdate_rows computed: source, facing group, rows */
     int compute;                    /**< 0: a draining rank's placeholder, nothing to subtract */
     atomic_int busy;                /**< 1 from the hand-over until the product has been applied */
+    int msg;                        /**< 1: a received fan-in message (scheduler=dynamic): buf is added
+                                         through the row map of receive `recv`, then freed */
+    int recv;                       /**< its receive: q * parts + part (sched_local.recv_ptr order) */
 } numeric_handover;
 
 #define NUMERIC_SPARES 2 /* products a worker may leave behind before it has to wait its turn */
@@ -115,7 +118,8 @@ typedef struct numeric {
     int64_t ncoef;                  /**< scalars of L (and of U) */
     /* several ranks, while a factorization runs: the fan-in buffers (sched_local's compressed
        layout), each alive only from its first contribution to its send, or from its arrival to
-       the panel task that adds it (comm/README.md) */
+       its addition into the panel: at once under scheduler=dynamic (a ticket of the target's
+       lock, like a local contribution), by the panel task in rank order under static */
     void **fan_send;                /**< [nsend x parts] buffer sent to send_cblk[q] (part p at q * parts + p),
                                          NULL until its first contribution; the exchange frees it */
     void **fan_recv;                /**< [recv_ptr[ncblk] x parts] buffer received, NULL until it arrives */
@@ -174,6 +178,9 @@ typedef struct numeric {
     numeric_handover *_Atomic *pending; /**< [npending] handed-over contribution per (target, ticket) */
     int64_t *pending_off;           /**< [ncblk + 1] target j's tickets start at pending_off[j] */
     int64_t npending;
+    numeric_handover *msg_hand;     /**< several ranks: [npending] a received message waiting for its
+                                         ticket's turn, by ticket (pending_off), scheduler=dynamic */
+    int64_t fan_early;              /**< messages added on arrival in the last factorization (dynamic) */
     const void *pending_plan;       /**< the local plan pending_off was counted for */
     numeric_run run;                /**< last threaded factorization */
     numeric_run solve_run;          /**< last threaded solve */
@@ -286,12 +293,13 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
 
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
-                             int64_t local_entries);
+                             canopy_scheduler sched, int64_t local_entries);
 /** Every rank's figure of the memory check (@p memory[r], bytes) and its fan-in buffers alive at
- * once (@p fanin[r], bytes; may be NULL) under plan @p P, with A's @p nnz entries shared as the
- * panels are: what numeric_predict_bytes gives each rank of that plan. */
+ * once (@p fanin[r], bytes; may be NULL) under plan @p P run by scheduler @p sched, with A's @p nnz
+ * entries shared as the panels are: what numeric_predict_bytes gives each rank of that plan. */
 canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
-                                    canopy_arith arith, double nnz, double *memory, double *fanin, canopy_err *err);
+                                    canopy_arith arith, canopy_scheduler sched, double nnz, double *memory,
+                                    double *fanin, canopy_err *err);
 
 /* used by the kernels: the fan-in exchange of one factorization */
 canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,

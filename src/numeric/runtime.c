@@ -315,7 +315,7 @@ canopy_status runtime_predict_peak(runtime *rt, const canopy_options *o, const s
     if (st != CANOPY_SUCCESS) return st;
     int R = P.nranks > 0 ? P.nranks : 1;
     double *v = canopy_calloc((size_t)R, sizeof(double), "memory prediction", err);
-    st = v ? numeric_predict_ranks(S, &P, kind, arith, nnz, v, NULL, err)
+    st = v ? numeric_predict_ranks(S, &P, kind, arith, o->scheduler, nnz, v, NULL, err)
            : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
     for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) *worst = fmax(*worst, v[q]);
     canopy_free(v);

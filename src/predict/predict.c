@@ -130,7 +130,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         return nomem(s);
     }
     if (sched_fanin_rows(S, P->cblk_rank, R, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
-        numeric_predict_ranks(S, P, s->fact, s->arith, (double)s->stats.nnz, v + 7 * R, v + 4 * R, &s->err) !=
+        numeric_predict_ranks(S, P, s->fact, s->arith, s->opts.scheduler, (double)s->stats.nnz, v + 7 * R, v + 4 * R, &s->err) !=
             CANOPY_SUCCESS) {
         canopy_free(v);
         canopy_free(mem);
