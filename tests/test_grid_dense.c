@@ -356,6 +356,16 @@ static canopy_status run_case(int pr, int pc, canopy_factorization kind, cint n,
                     fail("%s: pivot %" CINT_FMT ": %" CINT_FMT " vs %" CINT_FMT, what, j, ipiv[j], rpiv[j]);
                     break;
                 }
+            /* the cases exercise the pivoting: interchanges (LU, LDL^T) and 2x2 pivots (LDL^T) */
+            if (tweak == 0 && m >= 100 && kind != CANOPY_FACT_LLT) {
+                int swaps = 0, two = 0;
+                for (cint j = 0; j < m; j++) {
+                    swaps += ipiv[j] >= 0 && ipiv[j] != j % nb;
+                    two += ipiv[j] < 0;
+                }
+                if (swaps == 0 || (kind == CANOPY_FACT_LDLT && two == 0))
+                    fail("%s: %d interchanges, %d 2x2 pivots: the case does not test the pivoting", what, swaps, two);
+            }
             /* factors and Schur complement (lower triangle for the symmetric kinds) */
             double dmax = 0, rmax = 0;
             for (cint j = 0; j < n; j++)
