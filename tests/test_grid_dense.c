@@ -318,6 +318,7 @@ static canopy_status run_case(int pr, int pc, canopy_factorization kind, cint n,
     cint *ipiv = calloc((size_t)m + 1, sizeof *ipiv);
     double *dsub = calloc((size_t)m + 1, sizeof *dsub);
     canopy_err e = {0};
+    size_t mem0 = canopy_mem_current();
     if (grid_dense_scatter_d(&g, 0, A, n, loc, &e) != CANOPY_SUCCESS) fail("%s: scatter: %s", what, e.msg);
     int64_t pert = -1;
     canopy_status st = grid_dense_factor_d(&g, loc, ipiv, dsub, &pert, &e);
@@ -400,6 +401,7 @@ static canopy_status run_case(int pr, int pc, canopy_factorization kind, cint n,
             }
         }
     }
+    if (canopy_mem_current() != mem0) fail("%s: %zu bytes not given back", what, canopy_mem_current() - mem0);
     free(A);
     free(R);
     free(G);
@@ -430,6 +432,7 @@ static void run_nomem(int pr, int pc, int victim)
     /* a zero matrix: every pivot perturbed, but it runs through */
     st = grid_dense_factor_d(&g, loc, ipiv, NULL, NULL, &e);
     if (st < 0) fail("%dx%d: the factorization after the failure: %s", pr, pc, e.msg);
+    if (canopy_mem_current() != 0) fail("%dx%d: %zu bytes not given back", pr, pc, canopy_mem_current());
     free(loc);
 }
 
