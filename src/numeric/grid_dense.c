@@ -252,6 +252,15 @@ static bool gd_is_member(const gd_ctx *c, int p)
     return false;
 }
 
+/* The sends of parity @p par done. One MPI_Wait each: GCC flags MPI_STATUSES_IGNORE with MPICH's
+ * headers (stringop-overflow), as comm/share.c notes. */
+static void gd_wait_sends(gd_ctx *c, int par)
+{
+    for (int i = 0; i < c->nreq[par]; i++)
+        if (MPI_Wait(&c->req[par][i], MPI_STATUS_IGNORE) != MPI_SUCCESS) c->mpi_failed = 1;
+    c->nreq[par] = 0;
+}
+
 static int gd_tag(const gd_ctx *c, cint k, int what)
 {
     return c->g->tag + (int)(k & 3) * (2 + c->pr) + what;
@@ -279,9 +288,7 @@ static void gd_panel(gd_ctx *c, cint k)
     cint kb = k * c->nb, ke = CANOPY_MIN(kb + c->nb, c->m), w = ke - kb;
     bool lu = g->kind == CANOPY_FACT_LU, ldlt = g->kind == CANOPY_FACT_LDLT;
     /* the sends of step k - 2 read the buffers this step refills */
-    if (c->nreq[par] > 0 && MPI_Waitall(c->nreq[par], c->req[par], MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-        c->mpi_failed = 1;
-    c->nreq[par] = 0;
+    gd_wait_sends(c, par);
     double *D = c->dbuf[par], *rb = c->rbuf[par], *cb = c->cbuf[par];
     int dcount = (int)(w * w + (lu || ldlt ? 2 * w : 0));
 
@@ -596,8 +603,7 @@ canopy_status grid_dense_factor_d(const grid_dense *g, double *local, cint *ipiv
                 }
             }
         }
-        for (int t = 0; t < 2; t++)
-            if (c.nreq[t] > 0 && MPI_Waitall(c.nreq[t], c.req[t], MPI_STATUSES_IGNORE) != MPI_SUCCESS) c.mpi_failed = 1;
+        for (int t = 0; t < 2; t++) gd_wait_sends(&c, t);
         /* pivots and perturbed counts of every diagonal owner onto every rank */
         if (MPI_Allreduce(MPI_IN_PLACE, c.piv, (int)(2 * c.m + 1), MPI_DOUBLE, MPI_SUM, g->comm) != MPI_SUCCESS)
             c.mpi_failed = 1;
