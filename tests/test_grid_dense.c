@@ -1,7 +1,7 @@
 /*
  * The dense partial factorization on a 2D block-cyclic grid (src/numeric/grid_dense.h).
  * On one rank: the pure functions (ownership, local sizes, tile offsets) for grids up to 32 x 32,
- * then the 1 x 1 grid. On p ranks (tests/test_grid_dense.sh: 1 to 9, oversubscribed): every grid
+ * then the 1 x 1 grid. On p ranks (tests/test_grid_dense_mpi.sh: 1 to 9, oversubscribed): every grid
  * pr x pc = p. Each case (LL^T of an SPD matrix, LDL^T of a symmetric indefinite one, LU of an
  * unsymmetric one; m = n and m < n, with and without lookahead, n not a multiple of nb) is
  * scattered from rank 0, factored, gathered and compared with a sequential factorization by the
