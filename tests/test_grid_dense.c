@@ -24,6 +24,7 @@
 #include "base/common.h"
 #include "numeric/grid_dense.h"
 #include "numeric/numeric.h"
+#include "grid_dense_zref.h"
 
 static int rank, size, failures;
 
@@ -436,6 +437,122 @@ static void run_nomem(int pr, int pc, int victim)
     free(loc);
 }
 
+/* ---- complex double (grid_dense_factor_z) -------------------------------------------------- */
+
+static double worst_zdiff;
+
+/* One complex case on grid pr x pc against zref_factor (LL^T Hermitian positive definite, LDL^T
+ * complex symmetric, LU): the same status and pivots everywhere, the reference's pivots, dsub and
+ * perturbed count, the factor and Schur complement to 1e-12 relative. */
+static void run_case_z(int pr, int pc, canopy_factorization kind, cint n, cint m, cint nb, int lookahead, unsigned seed)
+{
+    grid_dense g = {.comm = MPI_COMM_WORLD, .pr = pr, .pc = pc, .n = n, .m = m, .nb = nb, .kind = kind,
+                    .threshold = 1e-10, .tag = 100, .lookahead = lookahead};
+    char what[160];
+    snprintf(what, sizeof what, "%dx%d complex %s n %" CINT_FMT " m %" CINT_FMT " nb %" CINT_FMT " lookahead %d", pr,
+             pc, kname(kind), n, m, nb, lookahead);
+    zscalar *A = NULL, *R = NULL, *G = NULL, *rdsub = NULL;
+    cint *rpiv = NULL;
+    int64_t rcnt = 0;
+    if (rank == 0) {
+        A = zmake_matrix(kind, n, seed);
+        R = malloc((size_t)n * n * sizeof *R + 16);
+        G = malloc((size_t)n * n * sizeof *G + 16);
+        memcpy(R, A, (size_t)n * n * sizeof *R);
+        rpiv = calloc((size_t)m + 1, sizeof *rpiv);
+        rdsub = calloc((size_t)m + 1, sizeof *rdsub);
+        rcnt = zref_factor(kind, n, m, nb, R, rpiv, rdsub, g.threshold);
+        if (rcnt < 0) fail("%s: the reference found the matrix not positive definite", what);
+    }
+    int64_t lsz = grid_dense_local_size(&g, rank);
+    zscalar *loc = malloc((size_t)lsz * sizeof *loc + 16), *dsub = calloc((size_t)m + 1, sizeof *dsub);
+    cint *ipiv = calloc((size_t)m + 1, sizeof *ipiv);
+    canopy_err e = {0};
+    size_t mem0 = canopy_mem_current();
+    if (grid_dense_scatter_z(&g, 0, A, n, loc, &e) != CANOPY_SUCCESS) fail("%s: scatter: %s", what, e.msg);
+    int64_t pert = -1;
+    canopy_status st = grid_dense_factor_z(&g, loc, ipiv, dsub, &pert, &e);
+    int64_t v[4] = {st, -(int64_t)st, pert, -pert};
+    MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+    if (v[0] != -v[1] || v[2] != -v[3]) fail("%s: status or perturbed count differ across ranks", what);
+    if (st < 0) fail("%s: %s", what, e.msg);
+    if (m > 0 && kind != CANOPY_FACT_LLT) {
+        cint *p0 = malloc((size_t)m * sizeof *p0);
+        memcpy(p0, ipiv, (size_t)m * sizeof *p0);
+        MPI_Bcast(p0, (int)(m * sizeof *p0), MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (memcmp(p0, ipiv, (size_t)m * sizeof *p0) != 0) fail("%s: pivots differ across ranks", what);
+        free(p0);
+    }
+    if (grid_dense_gather_z(&g, 0, loc, G, n, &e) != CANOPY_SUCCESS) fail("%s: gather: %s", what, e.msg);
+    if (rank == 0 && st >= 0) {
+        if (rcnt != pert) fail("%s: %" PRId64 " perturbed, the reference %" PRId64, what, pert, rcnt);
+        for (cint j = 0; j < m && kind != CANOPY_FACT_LLT; j++)
+            if (ipiv[j] != rpiv[j] || (kind == CANOPY_FACT_LDLT && cabs(dsub[j] - rdsub[j]) > 1e-12 * (1 + cabs(rdsub[j])))) {
+                fail("%s: pivot %" CINT_FMT ": %" CINT_FMT " vs %" CINT_FMT, what, j, ipiv[j], rpiv[j]);
+                break;
+            }
+        if (m >= 60 && kind != CANOPY_FACT_LLT) {
+            int swaps = 0, two = 0;
+            for (cint j = 0; j < m; j++) {
+                swaps += ipiv[j] >= 0 && ipiv[j] != j % nb;
+                two += ipiv[j] < 0;
+            }
+            if (swaps == 0 || (kind == CANOPY_FACT_LDLT && two == 0))
+                fail("%s: %d interchanges, %d 2x2 pivots: the case does not test the pivoting", what, swaps, two);
+        }
+        double dmax = 0, rmax = 0, imax = 0;
+        for (cint j = 0; j < n; j++)
+            for (cint i = kind == CANOPY_FACT_LU ? 0 : j; i < n; i++) {
+                dmax = fmax(dmax, cabs(G[i + (size_t)j * n] - R[i + (size_t)j * n]));
+                rmax = fmax(rmax, cabs(R[i + (size_t)j * n]));
+                if (i > j) imax = fmax(imax, fabs(cimag(R[i + (size_t)j * n])));
+            }
+        double rel = rmax > 0 ? dmax / rmax : dmax;
+        worst_zdiff = fmax(worst_zdiff, rel);
+        if (!(rel <= 1e-12)) fail("%s: relative difference %.3g to the sequential factor", what, rel);
+        if (m > 0 && n > 1 && !(imax > 0)) fail("%s: a factor with no imaginary part tests nothing", what);
+    }
+    if (canopy_mem_current() != mem0) fail("%s: %zu bytes not given back", what, canopy_mem_current() - mem0);
+    free(A);
+    free(R);
+    free(G);
+    free(rpiv);
+    free(rdsub);
+    free(loc);
+    free(ipiv);
+    free(dsub);
+}
+
+/* A complex factorization of @p kind with an allocation failing on rank @p victim: out of memory
+ * everywhere, then a run through. */
+static void run_nomem_z(int pr, int pc, canopy_factorization kind, int victim)
+{
+    grid_dense g = {.comm = MPI_COMM_WORLD, .pr = pr, .pc = pc, .n = 60, .m = 60, .nb = 8,
+                    .kind = kind, .threshold = 1e-10, .tag = 100, .lookahead = 1};
+    zscalar *loc = calloc((size_t)grid_dense_local_size(&g, rank) + 1, sizeof *loc), dsub[60];
+    cint ipiv[60];
+    canopy_err e = {0};
+    const char *label = kind == CANOPY_FACT_LDLT ? "grid_dense work" : "grid_dense panel buffers";
+    if (rank == victim) canopy_alloc_fail_named(label, 0);
+    canopy_status st = grid_dense_factor_z(&g, loc, ipiv, dsub, NULL, &e);
+    int happened = rank == victim ? !canopy_alloc_fail_named_pending() : 0;
+    canopy_alloc_fail_named(NULL, 0);
+    MPI_Allreduce(MPI_IN_PLACE, &happened, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!happened) fail("%dx%d complex %s: the injected failure on rank %d did not happen", pr, pc, kname(kind), victim);
+    if (st != CANOPY_ERR_NOMEM)
+        fail("%dx%d complex %s, failure on rank %d: status %d (%s)", pr, pc, kname(kind), victim, (int)st, e.msg);
+    if (kind == CANOPY_FACT_LLT) { /* the identity, for POTRF */
+        cint ldf = grid_dense_ld(&g, rank);
+        for (cint gj = 0; gj < 60; gj++)
+            if (grid_dense_owner(&g, gj / 8, gj / 8) == rank)
+                loc[grid_dense_tile_offset(&g, gj / 8, gj / 8) + gj % 8 + (int64_t)(gj % 8) * ldf] = 1;
+    }
+    st = grid_dense_factor_z(&g, loc, ipiv, dsub, NULL, &e);
+    if (st < 0) fail("%dx%d complex %s: the factorization after the failure: %s", pr, pc, kname(kind), e.msg);
+    if (canopy_mem_current() != 0) fail("%dx%d: %zu bytes not given back", pr, pc, canopy_mem_current());
+    free(loc);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -463,12 +580,20 @@ int main(int argc, char **argv)
         run_case(pr, pc, CANOPY_FACT_LLT, 64, 64, 16, 1, 2, 53u);
         ncases += 4;
         for (int v = 0; v < size; v++) run_nomem(pr, pc, v);
+        /* complex: one n, m = n and m < n (a partial last step), each kind */
+        for (int k = 0; k < 3; k++) {
+            run_case_z(pr, pc, kinds[k], 97, 97, 16, 1, 61u + (unsigned)k);
+            run_case_z(pr, pc, kinds[k], 97, 61, 16, 0, 61u + (unsigned)k);
+            run_case_z(pr, pc, kinds[k], 97, 45, 7, 1, 71u + (unsigned)k);
+            ncases += 3;
+            run_nomem_z(pr, pc, kinds[k], size - 1);
+        }
     }
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("%d ranks: %d cases over its grid shapes, worst relative difference %.3g, worst backward error %.3g: %s\n", size,
-               ncases, worst_diff, worst_berr, total ? "FAILED" : "ok");
+        printf("%d ranks: %d cases over its grid shapes, worst relative difference %.3g, worst backward error %.3g, complex worst relative difference %.3g: %s\n",
+               size, ncases, worst_diff, worst_berr, worst_zdiff, total ? "FAILED" : "ok");
     MPI_Finalize();
     return total ? 1 : 0;
 }

@@ -23,6 +23,7 @@
 #include "numeric/grid_dense.h"
 #include "numeric/grid_dense_solve.h"
 #include "numeric/numeric.h"
+#include "grid_dense_zref.h"
 
 static int rank, size, failures;
 
@@ -422,6 +423,153 @@ static void run_nomem(int pr, int pc, int victim, int dir)
     free(rhs);
 }
 
+/* ---- complex double (grid_dense_factor_z and the _z solves) ------------------------------- */
+
+static double worst_zdiff, worst_zberr;
+
+/* One complex case on grid pr x pc (LL^T Hermitian positive definite, LDL^T complex symmetric, LU),
+ * as run_case: m = n the whole solve against zref and its backward error; m < n the forward sweep
+ * and the backward sweep given x2. */
+static void run_case_z(int pr, int pc, canopy_factorization kind, cint n, cint m, cint nb, cint nrhs, unsigned seed)
+{
+    grid_dense g = {.comm = MPI_COMM_WORLD, .pr = pr, .pc = pc, .n = n, .m = m, .nb = nb, .kind = kind,
+                    .threshold = 1e-10, .tag = 200, .lookahead = 1};
+    char what[160];
+    snprintf(what, sizeof what, "%dx%d complex %s n %" CINT_FMT " m %" CINT_FMT " nb %" CINT_FMT " nrhs %" CINT_FMT,
+             pr, pc, kname(kind), n, m, nb, nrhs);
+    zscalar *A = NULL, *F = NULL, *B = NULL, *X = NULL, *G = NULL, *rdsub = NULL;
+    cint *rpiv = NULL;
+    size_t nn = (size_t)n * n, nr = (size_t)n * nrhs;
+    if (rank == 0) {
+        A = zmake_matrix(kind, n, seed);
+        F = malloc(nn * sizeof *F + 16);
+        memcpy(F, A, nn * sizeof *F);
+        rpiv = calloc((size_t)m + 1, sizeof *rpiv);
+        rdsub = calloc((size_t)m + 1, sizeof *rdsub);
+        if (zref_factor(kind, n, m, nb, F, rpiv, rdsub, g.threshold) < 0) fail("%s: the reference failed", what);
+        B = malloc(nr * sizeof *B + 16);
+        X = malloc(nr * sizeof *X + 16);
+        G = malloc(nr * sizeof *G + 16);
+        zrng_state = seed * 7u + 3u;
+        for (size_t i = 0; i < nr; i++) B[i] = zrnd();
+    }
+    zscalar *loc = malloc((size_t)grid_dense_local_size(&g, rank) * sizeof *loc + 16);
+    zscalar *dsub = calloc((size_t)m + 1, sizeof *dsub);
+    cint *ipiv = calloc((size_t)m + 1, sizeof *ipiv);
+    cint ld = grid_dense_rhs_ld(&g, rank) + 3;
+    zscalar *rhs = calloc((size_t)ld * (size_t)nrhs + 8, sizeof *rhs);
+    canopy_err e = {0};
+    size_t mem0 = canopy_mem_current();
+    if (grid_dense_scatter_z(&g, 0, A, n, loc, &e) != CANOPY_SUCCESS) fail("%s: scatter: %s", what, e.msg);
+    if (grid_dense_factor_z(&g, loc, ipiv, dsub, NULL, &e) < 0) fail("%s: factor: %s", what, e.msg);
+    if (grid_dense_rhs_scatter_z(&g, 0, B, n, nrhs, rhs, ld, &e) != CANOPY_SUCCESS) fail("%s: rhs scatter: %s", what, e.msg);
+    if (m == n) {
+        if (grid_dense_solve_z(&g, loc, ipiv, dsub, nrhs, rhs, ld, &e) != CANOPY_SUCCESS) fail("%s: solve: %s", what, e.msg);
+        if (grid_dense_rhs_gather_z(&g, 0, rhs, ld, nrhs, G, n, &e) != CANOPY_SUCCESS) fail("%s: gather: %s", what, e.msg);
+        if (rank == 0) {
+            memcpy(X, B, nr * sizeof *X);
+            zref_forward(kind, n, m, nb, F, rpiv, rdsub, nrhs, X);
+            zref_backward(kind, n, m, nb, F, rpiv, nrhs, X);
+            double d = zrel_diff(n, nrhs, G, X, n);
+            worst_zdiff = fmax(worst_zdiff, d);
+            if (!(d <= 1e-12)) fail("%s: x differs from the sequential solve by %.3g", what, d);
+            /* backward error against A itself (the whole Hermitian / symmetric matrix) */
+            double anorm = 0;
+            for (cint i = 0; i < n; i++) {
+                double s = 0;
+                for (cint j = 0; j < n; j++) s += cabs(A[i + (size_t)j * n]);
+                anorm = fmax(anorm, s);
+            }
+            for (cint r = 0; r < nrhs; r++) {
+                const zscalar *x = G + (size_t)r * n, *b = B + (size_t)r * n;
+                double xn = 0, bn = 0, rn = 0;
+                for (cint i = 0; i < n; i++) {
+                    zscalar s = -b[i];
+                    for (cint j = 0; j < n; j++) s += A[i + (size_t)j * n] * x[j];
+                    rn = fmax(rn, cabs(s));
+                    xn = fmax(xn, cabs(x[i]));
+                    bn = fmax(bn, cabs(b[i]));
+                }
+                double berr = rn / (anorm * xn + bn);
+                worst_zberr = fmax(worst_zberr, berr);
+                if (!(berr <= 1e-13)) fail("%s: backward error %.3g (column %" CINT_FMT ")", what, berr, r);
+            }
+        }
+    } else {
+        if (grid_dense_forward_z(&g, loc, ipiv, dsub, nrhs, rhs, ld, &e) != CANOPY_SUCCESS) fail("%s: forward: %s", what, e.msg);
+        if (grid_dense_rhs_gather_z(&g, 0, rhs, ld, nrhs, G, n, &e) != CANOPY_SUCCESS) fail("%s: gather: %s", what, e.msg);
+        if (rank == 0) {
+            memcpy(X, B, nr * sizeof *X);
+            zref_forward(kind, n, m, nb, F, rpiv, rdsub, nrhs, X);
+            double d1 = zrel_diff(m, nrhs, G, X, n), d2 = zrel_diff(n - m, nrhs, G + m, X + m, n);
+            worst_zdiff = fmax(worst_zdiff, fmax(d1, d2));
+            if (!(d1 <= 1e-12) || !(d2 <= 1e-12))
+                fail("%s: forward differs from the sequential one by %.3g (rows < m), %.3g (trailing rows)", what, d1, d2);
+            for (cint r = 0; r < nrhs; r++)
+                for (cint i = m; i < n; i++) X[i + (size_t)r * n] = G[i + (size_t)r * n] = zrnd();
+            for (cint r = 0; r < nrhs; r++)
+                for (cint i = 0; i < m; i++) G[i + (size_t)r * n] = X[i + (size_t)r * n];
+        }
+        if (grid_dense_rhs_scatter_z(&g, 0, G, n, nrhs, rhs, ld, &e) != CANOPY_SUCCESS) fail("%s: rhs scatter: %s", what, e.msg);
+        if (grid_dense_backward_z(&g, loc, ipiv, dsub, nrhs, rhs, ld, &e) != CANOPY_SUCCESS) fail("%s: backward: %s", what, e.msg);
+        if (rank == 0) memset(G, 0, nr * sizeof *G);
+        if (grid_dense_rhs_gather_z(&g, 0, rhs, ld, nrhs, G, n, &e) != CANOPY_SUCCESS) fail("%s: gather: %s", what, e.msg);
+        if (rank == 0) {
+            zref_backward(kind, n, m, nb, F, rpiv, nrhs, X);
+            double d1 = zrel_diff(m, nrhs, G, X, n), d2 = zrel_diff(n - m, nrhs, G + m, X + m, n);
+            worst_zdiff = fmax(worst_zdiff, d1);
+            if (!(d1 <= 1e-12)) fail("%s: backward x1 differs from the sequential one by %.3g", what, d1);
+            if (d2 != 0) fail("%s: the backward sweep changed x2 (%.3g)", what, d2);
+        }
+    }
+    if (canopy_mem_current() != mem0) fail("%s: %zu bytes not given back", what, canopy_mem_current() - mem0);
+    free(A);
+    free(F);
+    free(B);
+    free(X);
+    free(G);
+    free(rpiv);
+    free(rdsub);
+    free(loc);
+    free(ipiv);
+    free(dsub);
+    free(rhs);
+}
+
+/* A complex solve of @p kind (forward or backward) with an allocation failing on rank @p victim:
+ * out of memory everywhere, then a run through. */
+static void run_nomem_z(int pr, int pc, canopy_factorization kind, int victim, int dir)
+{
+    grid_dense g = {.comm = MPI_COMM_WORLD, .pr = pr, .pc = pc, .n = 60, .m = 40, .nb = 8,
+                    .kind = kind, .threshold = 1e-10, .tag = 100, .lookahead = 1};
+    zscalar *loc = calloc((size_t)grid_dense_local_size(&g, rank) + 1, sizeof *loc), dsub[60] = {0};
+    cint ipiv[60], ldf = grid_dense_ld(&g, rank);
+    for (int i = 0; i < 60; i++) ipiv[i] = i % 8;
+    for (cint gj = 0; gj < 60; gj++) /* the identity */
+        if (grid_dense_owner(&g, gj / 8, gj / 8) == rank)
+            loc[grid_dense_tile_offset(&g, gj / 8, gj / 8) + gj % 8 + (int64_t)(gj % 8) * ldf] = 1;
+    cint ld = grid_dense_rhs_ld(&g, rank);
+    zscalar *rhs = calloc((size_t)ld * 2 + 1, sizeof *rhs);
+    canopy_err e = {0};
+    const char *label = victim % 2 ? "grid_dense solve partial sums" : "grid_dense solve buffers";
+    if (victim % 2 && victim % pc == 0) label = "grid_dense solve members";
+    if (rank == victim) canopy_alloc_fail_named(label, 0);
+    canopy_status st = dir ? grid_dense_backward_z(&g, loc, ipiv, dsub, 2, rhs, ld, &e)
+                           : grid_dense_forward_z(&g, loc, ipiv, dsub, 2, rhs, ld, &e);
+    int happened = rank == victim ? !canopy_alloc_fail_named_pending() : 0;
+    canopy_alloc_fail_named(NULL, 0);
+    MPI_Allreduce(MPI_IN_PLACE, &happened, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!happened) fail("%dx%d complex %s: the injected failure (%s) on rank %d did not happen", pr, pc, kname(kind), label, victim);
+    if (st != CANOPY_ERR_NOMEM)
+        fail("%dx%d complex %s, failure on rank %d: status %d (%s)", pr, pc, kname(kind), victim, (int)st, e.msg);
+    st = dir ? grid_dense_backward_z(&g, loc, ipiv, dsub, 2, rhs, ld, &e)
+             : grid_dense_forward_z(&g, loc, ipiv, dsub, 2, rhs, ld, &e);
+    if (st != CANOPY_SUCCESS) fail("%dx%d complex %s: the solve after the failure: %s", pr, pc, kname(kind), e.msg);
+    if (canopy_mem_current() != 0) fail("%dx%d: %zu bytes not given back", pr, pc, canopy_mem_current());
+    free(loc);
+    free(rhs);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -445,12 +593,21 @@ int main(int argc, char **argv)
             }
         for (int v = 0; v < size; v++)
             for (int dir = 0; dir < 2; dir++) run_nomem(pr, pc, v, dir);
+        /* complex: one n, m = n and m < n (a partial last step), each kind */
+        for (int k = 0; k < 3; k++) {
+            run_case_z(pr, pc, kinds[k], 97, 97, 16, 3, 61u + (unsigned)k);
+            run_case_z(pr, pc, kinds[k], 97, 97, 16, 1, 64u + (unsigned)k);
+            run_case_z(pr, pc, kinds[k], 97, 61, 16, 2, 61u + (unsigned)k);
+            run_case_z(pr, pc, kinds[k], 97, 45, 7, 3, 71u + (unsigned)k);
+            ncases += 4;
+            run_nomem_z(pr, pc, kinds[k], size - 1, k % 2);
+        }
     }
     int total = 0;
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("%d ranks: %d cases over its grid shapes, worst relative difference %.3g, worst backward error %.3g: %s\n",
-               size, ncases, worst_diff, worst_berr, total ? "FAILED" : "ok");
+        printf("%d ranks: %d cases over its grid shapes, worst relative difference %.3g, worst backward error %.3g; complex %.3g, %.3g: %s\n",
+               size, ncases, worst_diff, worst_berr, worst_zdiff, worst_zberr, total ? "FAILED" : "ok");
     MPI_Finalize();
     return total ? 1 : 0;
 }

@@ -121,4 +121,19 @@ canopy_status grid_dense_gather_d(const grid_dense *g, int root, const double *l
 canopy_status grid_dense_factor_d(const grid_dense *g, double *local, cint *ipiv, double *dsub, int64_t *perturbed,
                                   canopy_err *err);
 
+/**
+ * The complex double variants: the same layout, messages and semantics, with the sparse code's
+ * complex kinds (factor_template.c): CANOPY_FACT_LLT is Hermitian positive definite (POTRF, A =
+ * L L^H, the lower triangle referenced), CANOPY_FACT_LDLT is complex symmetric (A = A^T, not
+ * Hermitian: P A P^T = L D L^T with the plain transpose, numeric_dense_ldlt_z, D and dsub complex),
+ * CANOPY_FACT_LU has no conjugate anywhere. A Hermitian indefinite matrix is factorized by LU, as
+ * in the sparse code (which has no Hermitian LDL^H).
+ */
+canopy_status grid_dense_scatter_z(const grid_dense *g, int root, const double _Complex *A, cint lda,
+                                   double _Complex *local, canopy_err *err);
+canopy_status grid_dense_gather_z(const grid_dense *g, int root, const double _Complex *local, double _Complex *A,
+                                  cint lda, canopy_err *err);
+canopy_status grid_dense_factor_z(const grid_dense *g, double _Complex *local, cint *ipiv, double _Complex *dsub,
+                                  int64_t *perturbed, canopy_err *err);
+
 #endif

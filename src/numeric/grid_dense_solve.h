@@ -1,6 +1,7 @@
 /*
  * Triangular solves with a factor held on a 2D block-cyclic grid by grid_dense_factor_d (issue 31:
- * the shared top's solve). Real double. The factor, ipiv and dsub are exactly what
+ * the shared top's solve). Real double (_d) and complex double (_z, with grid_dense_factor_z's
+ * kinds: LL^T's backward solve uses L^H, LDL^T's L^T). The factor, ipiv and dsub are exactly what
  * grid_dense_factor_d left (see grid_dense.h for their storage and the product-form pivots).
  *
  * Right-hand sides (nrhs columns of n rows): the row tiles of nb rows are on grid column 0, row
@@ -77,5 +78,20 @@ canopy_status grid_dense_backward_d(const grid_dense *g, const double *factor, c
 /** Collective: forward then backward, the whole solve A x = b in place; g->m must be g->n. */
 canopy_status grid_dense_solve_d(const grid_dense *g, const double *factor, const cint *ipiv, const double *dsub,
                                  cint nrhs, double *rhs, cint ld, canopy_err *err);
+
+/** The complex double variants (a factor of grid_dense_factor_z); as the _d ones. */
+canopy_status grid_dense_rhs_scatter_z(const grid_dense *g, int root, const double _Complex *B, cint ldb, cint nrhs,
+                                       double _Complex *local, cint ld, canopy_err *err);
+canopy_status grid_dense_rhs_gather_z(const grid_dense *g, int root, const double _Complex *local, cint ld, cint nrhs,
+                                      double _Complex *B, cint ldb, canopy_err *err);
+canopy_status grid_dense_forward_z(const grid_dense *g, const double _Complex *factor, const cint *ipiv,
+                                   const double _Complex *dsub, cint nrhs, double _Complex *rhs, cint ld,
+                                   canopy_err *err);
+canopy_status grid_dense_backward_z(const grid_dense *g, const double _Complex *factor, const cint *ipiv,
+                                    const double _Complex *dsub, cint nrhs, double _Complex *rhs, cint ld,
+                                    canopy_err *err);
+canopy_status grid_dense_solve_z(const grid_dense *g, const double _Complex *factor, const cint *ipiv,
+                                 const double _Complex *dsub, cint nrhs, double _Complex *rhs, cint ld,
+                                 canopy_err *err);
 
 #endif
