@@ -192,7 +192,9 @@ typedef struct canopy_options {
                                        warning */
     int mapping;                  /**< several ranks: how the tree is mapped onto the ranks. 0 (default) = auto:
                                        by flops, or by factor entries when then the heaviest rank's predicted
-                                       memory exceeds memory-limit and is lower so; 1 = flops; 2 = memory */
+                                       memory exceeds memory-limit and is lower so; 1 = flops; 2 = memory: the
+                                       plan whose heaviest rank is the lightest found, limit or not (the flops
+                                       plan when nothing is lighter: canopy_stats.mapping says which) */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
