@@ -52,7 +52,9 @@ static void usage(FILE *f)
             "  --top2d off|on|square|flat|tall  the shared top's 2D tiles over 2D grids of their ranks (sched/grid.h);\n"
             "                            on = the shape whose simulation is shortest (default off)\n"
             "analysis options as canopy-solve: --split, --2d-levels, --ordering-threads, --factorization,\n"
-            "  --tree, --amalgamation, --scaling, --ordering, --verbose, ...\n");
+            "  --tree, --amalgamation, --scaling, --ordering, --verbose, ...; --mapping memory maps the tree onto\n"
+            "  the ranks by factor entries, and with --memory-limit B the default (auto) does when the flops\n"
+            "  mapping's heaviest rank would exceed B and is lighter so\n");
 }
 
 static int parse_dims(const char *s, long *d, int maxd)
@@ -286,6 +288,7 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
            "\"twod_cblks\": %lld, ",
            canopy_factorization_name(st->factorization), (long long)st->ncblk, (long long)r->tasks, r->split_width,
            r->twod_levels, (long long)r->twod_cblks);
+    printf("\"mapping\": \"%s\", ", r->mapping == 2 ? "memory" : "flops");
     json_num("time_order", st->time_order, 0);
     json_num("time_symbolic", st->time_symbolic, 0);
     json_num("time_analyze", st->time_analyze, 0);
@@ -398,6 +401,7 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     print_spread("factor", &r->factor_bytes, 1e-9, "GB");
     print_spread("fan-in buffers", &r->fanin_bytes, 1e-9, "GB");
     print_spread("memory (peak, as checked)", &r->memory_bytes, 1e-9, "GB");
+    if (r->mapping == 2) printf("  (the tree mapped onto the ranks by factor entries: option mapping)\n");
     print_spread("fan-in messages sent", &r->msgs, 1, "");
     print_spread("fan-in bytes sent", &r->bytes, 1e-9, "GB");
     printf("  (one message per remote update instead: %lld messages, %.4g GB)\n", (long long)r->update_msgs,

@@ -610,6 +610,8 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             json_num("rss_peak_rank_max", S.rss_peak_rank_max, 0);
             json_num("memory_predicted_rank_max", S.memory_predicted_rank_max, 0);
             json_num("memory_limit_rank", S.memory_limit_rank, 0);
+            /* the tree's mapping onto the ranks (option mapping; one rank: by flops) */
+            printf("\"mapping\": \"%s\", ", S.mapping == 2 ? "memory" : "flops");
             /* the BLAS the cost model measured (its warning went to stderr once) */
             json_num("blas_gflops", S.blas_gflops, 0);
             json_num("blas_gflops_expected", S.blas_gflops_expected, 0);

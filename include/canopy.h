@@ -190,6 +190,11 @@ typedef struct canopy_options {
                                        transposed forms) returns CANOPY_ERR_SINGULAR instead of the warning
                                        CANOPY_WARN_NOT_CONVERGED (x still holds the best iterate); 0 (default): the
                                        warning */
+    int mapping;                  /**< several ranks: how the tree is mapped onto the ranks. 0 (default) = auto:
+                                       by flops, or by factor entries when then the heaviest rank's predicted
+                                       memory exceeds memory-limit and is lower so; 1 = flops; 2 = memory: the
+                                       plan whose heaviest rank is the lightest found, limit or not (the flops
+                                       plan when nothing is lighter: canopy_stats.mapping says which) */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -283,6 +288,8 @@ typedef struct canopy_stats {
     char blas_message[400];       /**< the warning, also printed once per process on stderr ("" if none) */
     /* several ranks, the last factorization, all ranks (scheduler=dynamic; 0 under static) */
     int64_t fanin_early;          /**< fan-in messages added into their panel on arrival, not held for its task */
+    int mapping;                  /**< several ranks: the plan's mapping onto the ranks, 1 = by flops, 2 = by
+                                       factor entries (options.mapping); 0: one rank */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */
@@ -310,7 +317,7 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *opts);
  * Set one option by name ("threads", "bind", "numa", "scheduler", "comm-threads", "tree",
  * "factorization", "ordering", "scaling", "pivot-threshold", "amalgamation", "refine",
  * "refine-tolerance", "verbose", "trace", "split", "cost-cache", "memory-check",
- * "memory-limit", "comm-heatmap", "ordering-threads", "2d-levels", "selinv-memory", "strict"); '_' and '-'
+ * "memory-limit", "comm-heatmap", "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping"); '_' and '-'
  * are interchangeable.
  * @return CANOPY_ERR_ARGUMENT with a message in @p msg (if not NULL) for an unknown name or bad value.
  */

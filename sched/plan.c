@@ -154,7 +154,8 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     cint n = S->ncblk;
     int R = o->nranks > 1 ? o->nranks : 1, TR = o->nthreads;
     int T = R * TR;
-    plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .T = T, .n = n, .R = R};
+    plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .T = T, .n = n, .R = R,
+                    .mapping = o->mapping, .pin = o->pin};
     plan_tasks X = {0};
     cint *stamp = NULL;
     size_t n1 = (size_t)n + 1;
@@ -163,6 +164,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     P->threads_per_rank = TR;
     P->ncblk = n;
     P->cblk_rank = canopy_alloc(n1, sizeof(int), "plan", err);
+    P->cblk_ranks = canopy_alloc(2 * n1, sizeof(int), "plan", err);
     B.rank = canopy_alloc(n1, sizeof(int), "plan scratch", err);
     B.shared = canopy_calloc(n1, 1, "plan scratch", err);
     P->factor.nthreads = T;
@@ -193,7 +195,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     int *scount = NULL, *group = NULL, *follow = NULL, *gsnode = NULL;
     double *delay = NULL, *edge_delay = NULL;
     double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
-    if (!P->cblk_rank || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
+    if (!P->cblk_rank || !P->cblk_ranks || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
         !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
         !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !B.twod || !B.gstart || !stamp) {
         st = plan_nomem(err);
@@ -206,6 +208,10 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         B.t1[n] = T;
         plan_split(&B, n);
         for (cint k = n - 1; k >= 0; k--) plan_split(&B, k);
+        for (cint k = 0; k < n; k++) {
+            P->cblk_ranks[2 * k] = 0;
+            P->cblk_ranks[2 * k + 1] = 1;
+        }
     } else if ((st = plan_map_ranks(&B, P, err)) != CANOPY_SUCCESS) {
         goto out;
     }
@@ -381,6 +387,8 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     if ((int64_t)R * TR > 1 << 20)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: %d ranks x %d threads", R, TR);
     int contrib = !o->prediction_only;
+    if (o->mapping != SCHED_MAPPING_FLOPS && o->mapping != SCHED_MAPPING_MEMORY)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: mapping %d (0 = flops, 1 = memory)", o->mapping);
     if (o->top2d < -1 || o->top2d > SCHED_GRID_TALL)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: top2d %d (-1 = auto, 0 = off, 1-3 a shape)",
                               o->top2d);
@@ -436,6 +444,7 @@ void sched_plan_free(sched_plan *P)
 {
     if (P == NULL) return;
     canopy_free(P->cblk_rank);
+    canopy_free(P->cblk_ranks);
     canopy_free(P->cblk_t0);
     canopy_free(P->cblk_t1);
     canopy_free(P->cblk_snode);

@@ -57,13 +57,27 @@ typedef struct sched_plan_opts {
     int top2d;                    /**< a MODEL, not executed yet (sched/grid.h): several ranks, the shared 2D
                                        cblks' tiles over 2D grids of their ranks; enum sched_grid_shape
                                        (0 = off: today's plan), -1 = the shape whose simulation is shortest */
+    int mapping;                  /**< enum sched_mapping: what the ranks' proportional mapping weighs */
+    const int *pin;               /**< [ncblk] or NULL: for a cblk the mapping shares between several ranks, the
+                                       rank it must go to (-1, or a rank outside its candidates: not pinned).
+                                       The memory fallback's search moves the top's panels with it */
 } sched_plan_opts;
+
+/* The weight of a subtree in the mapping onto ranks (several ranks only; threads always by flops).
+ * FLOPS: its predicted cost, the fastest plan; the simulation places the shared cblks (the top,
+ * several candidate ranks) by time. MEMORY: its factor entries, and each shared cblk goes to one
+ * of its candidate ranks, the largest first onto the rank holding the fewest entries so far (LPT),
+ * so that each rank's own panels are about equal: a plan to fall back on when the flops plan's
+ * heaviest rank exceeds the memory limit (MUMPS's memory-aware mapping, STRUMPACK's weights). */
+enum sched_mapping { SCHED_MAPPING_FLOPS = 0, SCHED_MAPPING_MEMORY = 1 };
 
 typedef struct sched_plan {
     int nthreads;             /**< all threads: nranks x threads_per_rank */
     int nranks;
     int threads_per_rank;
     int *cblk_rank;           /**< [ncblk] the rank that holds, factors and updates from the cblk */
+    int *cblk_ranks;          /**< [2 ncblk] candidate ranks [r0, r1) the mapping gave cblk k at [2k], [2k + 1]
+                                   (r1 - r0 > 1: shared, settled by the simulation, LPT or a pin) */
     cint ncblk;
     int *cblk_t0, *cblk_t1;   /**< [ncblk] candidate threads [t0, t1) from proportional mapping */
     int *cblk_snode;          /**< [ncblk] Snode of the cblk (factor.snode of its tasks) */

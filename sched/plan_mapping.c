@@ -141,20 +141,65 @@ void plan_split(plan_build *B, cint node)
  */
 canopy_status plan_map_ranks(plan_build *B, sched_plan *P, canopy_err *err)
 {
-    (void)P;
     const symbolic *S = B->S;
     cint n = B->n;
     int R = B->R, TR = B->T / R;
     int T = B->T;
+    /* memory mapping: the ranks' split weighs each subtree by its factor entries (panel stride x
+     * width, summed like the costs: children before parents); the threads' split below keeps the
+     * flops */
+    int mem = B->mapping == SCHED_MAPPING_MEMORY;
+    double *flops = B->sub, *msub = NULL;
+    if (mem) {
+        msub = canopy_alloc((size_t)n + 1, sizeof(double), "plan scratch", err);
+        if (!msub) return plan_nomem(err);
+        msub[n] = 0;
+        for (cint k = 0; k < n; k++) msub[k] = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        for (cint k = 0; k < n; k++) msub[S->cblk_parent[k] >= 0 ? S->cblk_parent[k] : n] += msub[k];
+        B->sub = msub;
+    }
     B->T = R;
     B->t0[n] = 0;
     B->t1[n] = R;
     plan_split(B, n);
     for (cint k = n - 1; k >= 0; k--) plan_split(B, k);
     B->T = T;
+    B->sub = flops;
+    canopy_free(msub);
     for (cint k = 0; k < n; k++) {
         B->shared[k] = B->t1[k] - B->t0[k] > 1;
         B->rank[k] = B->shared[k] ? -1 : B->t0[k];
+        P->cblk_ranks[2 * k] = B->t0[k];
+        P->cblk_ranks[2 * k + 1] = B->t1[k];
+    }
+    if (mem || B->pin) {
+        /* the simulation places a shared cblk by time and may pile the top's panels onto one
+         * rank. Here each gets one rank of its candidates instead: its pin, or (memory) the
+         * largest first onto the rank holding the fewest factor entries so far (LPT). It stays
+         * "shared": the simulation settles it, now among that rank's threads */
+        double *load = B->tload; /* [T >= R] */
+        for (int r = 0; r < R; r++) load[r] = 0;
+        int np = 0;
+        for (cint k = 0; k < n; k++) {
+            double e = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+            int pr = B->pin && B->shared[k] ? B->pin[k] : -1;
+            if (pr >= B->t0[k] && pr < B->t1[k]) {
+                B->t0[k] = pr;
+                B->t1[k] = pr + 1;
+            }
+            if (B->t1[k] - B->t0[k] > 1) B->pairs[np++] = (plan_pair){e, k};
+            else load[B->t0[k]] += e;
+        }
+        qsort(B->pairs, (size_t)np, sizeof *B->pairs, plan_pair_desc);
+        for (int q = 0; q < np && mem; q++) {
+            cint k = B->pairs[q].idx;
+            int best = B->t0[k];
+            for (int r = B->t0[k] + 1; r < B->t1[k]; r++)
+                if (load[r] < load[best]) best = r;
+            load[best] += B->pairs[q].key;
+            B->t0[k] = best;
+            B->t1[k] = best + 1;
+        }
     }
     /* thread units. The tops of a rank's part (its cblks under a shared cblk or at a root) may
      * be several subtrees; they share the rank's threads as the children of one node would, so

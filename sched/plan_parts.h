@@ -43,6 +43,8 @@ typedef struct plan_build {
     double *tload;    /* [T] mapping scratch */
     int *theap;       /* [T] mapping scratch */
     int R;            /* ranks; T = R x threads per rank */
+    int mapping;      /* enum sched_mapping: the ranks' weights */
+    const int *pin;   /* sched_plan_opts.pin */
     int *rank;        /* [n] the rank of each cblk (R > 1) */
     unsigned char *shared; /* [n] the cblk had several candidate ranks */
     unsigned char *twod;   /* [n] the cblk's panel and updates are 2D tasks */

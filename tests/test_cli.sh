@@ -115,6 +115,23 @@ if [ -n "$MPIEXEC" ]; then
     else
         echo "FAIL: no memory_predicted_rank_max on 2 ranks"; fails=$((fails + 1))
     fi
+    # the mapping respects the limit where it can (option mapping): a limit between the heaviest
+    # rank of the memory fallback and that of the flops mapping refuses mapping=flops, and the
+    # default (auto) passes with the memory mapping. 25^3 on 4 ranks: 14.4 and 15.0 MB
+    mx() { sed -n 's/.*"memory_predicted_rank_max": \([^,]*\),.*/\1/p'; }
+    mf=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping flops --laplacian 25x25x25 2>/dev/null | tail -1 | mx)
+    mm=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping memory --laplacian 25x25x25 2>/dev/null | tail -1 | mx)
+    lim=$(awk -v f="$mf" -v m="$mm" 'BEGIN { if (m + 0 > 0 && m + 0 < f + 0) printf "%.0f", (m + f) / 2 }')
+    if [ -n "$lim" ]; then
+        mo=$($MPIEXEC -n 4 "$bin" --threads 1 --kind spd --cost-cache fixed --mapping flops --memory-limit "$lim" --laplacian 25x25x25 2>&1); rc=$?
+        if [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "only .* GB are available"; then echo "ok: 4 ranks, mapping=flops refused under $lim"; else
+            echo "FAIL: 4 ranks, mapping=flops under $lim (exit $rc)"; printf '%s\n' "$mo" | tail -3; fails=$((fails + 1)); fi
+        jm=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --memory-limit "$lim" --laplacian 25x25x25 2>&1 | tail -1)
+        if be_ok "$jm" && printf '%s\n' "$jm" | grep -q '"mapping": "memory"'; then echo "ok: 4 ranks fit $lim with the memory mapping"; else
+            echo "FAIL: 4 ranks, the memory mapping under $lim"; echo "$jm" | tail -3; fails=$((fails + 1)); fi
+    else
+        echo "FAIL: no memory mapping lighter than the flops one (flops '$mf', memory '$mm')"; fails=$((fails + 1))
+    fi
 
     # rank 0 releases its scaled copy of A once the entries are out: refactorizations and the
     # fallback from LL^T to LDL^T (a KKT matrix claimed SPD) rebuild it
@@ -219,6 +236,17 @@ done
 printf '%s\n' "$j" | grep -q '"core_gflops": 50,' || { echo "FAIL: --core-gflops not applied"; fails=$((fails + 1)); }
 t "simulated trace reads back" 0 "$tr" "$trace"
 rm -f "$trace"
+# --mapping / --memory-limit: the real run's rule; memory lowers the heaviest rank (25^3 on 4 x 1:
+# 15.0 -> 14.4 MB), auto keeps flops without a limit and takes memory under one between the two
+smx() { sed -n 's/.*"memory_bytes": {[^}]*"max": \([^,]*\),.*/\1/p'; }
+sf=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --laplacian 25x25x25)
+sm=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --mapping memory --laplacian 25x25x25)
+lim=$(awk -v f="$(printf '%s\n' "$sf" | smx)" -v m="$(printf '%s\n' "$sm" | smx)" 'BEGIN { if (m + 0 > 0 && m + 0 < f + 0) printf "%.0f", (m + f) / 2 }')
+sa=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --memory-limit "${lim:-1}" --laplacian 25x25x25)
+if printf '%s\n' "$sf" | grep -q '"mapping": "flops"' && printf '%s\n' "$sm" | grep -q '"mapping": "memory"' && [ -n "$lim" ] &&
+   printf '%s\n' "$sa" | grep -q '"mapping": "memory"'; then echo "ok: simulate --mapping memory lighter, auto under $lim"
+else echo "FAIL: simulate --mapping (limit '$lim')"; fails=$((fails + 1)); fi
+t "simulate bad --mapping" 2 "$sim" --mapping heavy --laplacian 8
 # --top2d: a prediction the factorization does not execute, said so, with the grids' figures
 t "simulate bad --top2d" 2 "$sim" --top2d round --laplacian 8
 jt=$("$sim" --json --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d square --cost-cache fixed --laplacian 16x16x16)

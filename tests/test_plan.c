@@ -803,11 +803,12 @@ END_TEST
  * rank and expected by the owner; local contribution numbers are 0..m-1 per target; the local
  * graphs pass the engine's checks; communication costs only delay the simulation.
  */
-static void check_ranks(const symbolic *S, int R, int T, canopy_factorization kind)
+static void check_ranks(const symbolic *S, int R, int T, canopy_factorization kind, int mapping)
 {
     sched_plan P;
     canopy_err err = {0};
-    sched_plan_opts o = {.nthreads = T, .kind = kind, .nranks = R, .comm_latency = 1e-5, .comm_byte_time = 1e-9};
+    sched_plan_opts o = {.nthreads = T, .kind = kind, .nranks = R, .comm_latency = 1e-5, .comm_byte_time = 1e-9,
+                         .mapping = mapping};
     ck_assert_msg(sched_plan_build(S, NULL, &o, &P, &err) == CANOPY_SUCCESS, "%s", err.msg);
     ck_assert_int_eq(P.nthreads, R * T);
     cint n = S->ncblk;
@@ -897,10 +898,76 @@ START_TEST(two_level_mapping)
     const int ranks[] = {1, 2, 3, 4, 7};
     for (size_t a = 0; a < sizeof ranks / sizeof *ranks; a++)
         for (int T = 1; T <= 3; T++)
-            for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) check_ranks(&S, ranks[a], T, kinds[q]);
+            for (size_t q = 0; q < sizeof kinds / sizeof *kinds; q++) check_ranks(&S, ranks[a], T, kinds[q], SCHED_MAPPING_FLOPS);
     symbolic_free(&S);
     forest_structure(&S);
-    check_ranks(&S, 3, 2, CANOPY_FACT_LU);
+    check_ranks(&S, 3, 2, CANOPY_FACT_LU, SCHED_MAPPING_FLOPS);
+    check_ranks(&S, 3, 2, CANOPY_FACT_LU, SCHED_MAPPING_MEMORY);
+    symbolic_free(&S);
+}
+END_TEST
+
+/* The factor entries of the heaviest rank. */
+static double heaviest_entries(const symbolic *S, const sched_plan *P)
+{
+    double e[16] = {0}, m = 0;
+    for (cint k = 0; k < S->ncblk; k++)
+        e[P->cblk_rank[k]] += (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    for (int r = 0; r < P->nranks; r++) m = e[r] > m ? e[r] : m;
+    return m;
+}
+
+/* mapping=memory (sched/plan.h): on a 3D Laplacian at 8 ranks the heaviest rank holds fewer factor
+ * entries than under the flops mapping; the flops mapping, the default, is the same plan with a
+ * pin array that pins nothing; a pin settles a shared cblk on its rank; the memory plans keep the
+ * invariants of several ranks (check_ranks). */
+START_TEST(memory_mapping)
+{
+    symbolic S;
+    canopy_err err = {0};
+    laplacian_structure(24, 24, 24, 64, &S);
+    cint n = S.ncblk;
+    for (int T = 1; T <= 2; T++) {
+        sched_plan F, F2, M, Q;
+        sched_plan_opts o = {.nthreads = T, .kind = CANOPY_FACT_LLT, .nranks = 8, .comm_latency = 1e-5,
+                             .comm_byte_time = 1e-9};
+        ck_assert_msg(sched_plan_build(&S, NULL, &o, &F, &err) == CANOPY_SUCCESS, "%s", err.msg);
+        int *pin = malloc(sizeof(int) * (size_t)n);
+        for (cint k = 0; k < n; k++) pin[k] = -1;
+        sched_plan_opts op = o;
+        op.pin = pin;
+        ck_assert_msg(sched_plan_build(&S, NULL, &op, &F2, &err) == CANOPY_SUCCESS, "%s", err.msg);
+        same_plans(&F, &F2, S.nblok);
+        ck_assert(!memcmp(F.cblk_rank, F2.cblk_rank, sizeof(int) * (size_t)n));
+        sched_plan_opts om = o;
+        om.mapping = SCHED_MAPPING_MEMORY;
+        ck_assert_msg(sched_plan_build(&S, NULL, &om, &M, &err) == CANOPY_SUCCESS, "%s", err.msg);
+        double hf = heaviest_entries(&S, &F), hm = heaviest_entries(&S, &M);
+        fprintf(stderr, "memory_mapping: 24^3 on 8 x %d: heaviest rank %.0f entries (flops), %.0f (memory)\n", T, hf, hm);
+        ck_assert_msg(hm < hf, "memory mapping: heaviest %.0f, flops %.0f", hm, hf);
+        /* pin the largest shared cblk to a candidate rank other than the one the simulation chose */
+        cint big = -1;
+        for (cint k = 0; k < n; k++)
+            if (F.cblk_ranks[2 * k + 1] - F.cblk_ranks[2 * k] > 1 &&
+                (big < 0 || S.cblk_stride[k] * (S.cblk_fcol[k + 1] - S.cblk_fcol[k]) >
+                                S.cblk_stride[big] * (S.cblk_fcol[big + 1] - S.cblk_fcol[big])))
+                big = k;
+        ck_assert(big >= 0);
+        int to = F.cblk_rank[big] == F.cblk_ranks[2 * big] ? F.cblk_ranks[2 * big] + 1 : F.cblk_ranks[2 * big];
+        pin[big] = to;
+        ck_assert_msg(sched_plan_build(&S, NULL, &op, &Q, &err) == CANOPY_SUCCESS, "%s", err.msg);
+        ck_assert_int_eq(Q.cblk_rank[big], to);
+        for (cint k = 0; k < n; k++) ck_assert(Q.cblk_owner[k] / T == Q.cblk_rank[k]);
+        free(pin);
+        sched_plan_free(&F);
+        sched_plan_free(&F2);
+        sched_plan_free(&M);
+        sched_plan_free(&Q);
+        check_ranks(&S, 8, T, CANOPY_FACT_LLT, SCHED_MAPPING_MEMORY);
+    }
+    sched_plan_opts bad = {.nthreads = 1, .kind = CANOPY_FACT_LLT, .nranks = 2, .mapping = 7};
+    sched_plan P;
+    ck_assert_int_eq(sched_plan_build(&S, NULL, &bad, &P, &err), CANOPY_ERR_ARGUMENT);
     symbolic_free(&S);
 }
 END_TEST
@@ -920,6 +987,7 @@ int main(void)
     tcase_add_test(tc, errors);
     tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, two_level_mapping);
+    tcase_add_test(tc, memory_mapping);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }

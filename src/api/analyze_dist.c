@@ -56,6 +56,13 @@ canopy_status api_analyze_dist(canopy_solver *s)
     if (comm_tags_create(s->comm, (int64_t)s->S.ncblk * COMM_IDS_PER_CBLK, &s->rt.tags, &s->err) == CANOPY_SUCCESS)
         s->rt.have_tags = 1;
     if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
+    /* the mapping's memory rule (runtime_plan_for) needs the same inputs on every rank: the
+     * smallest of the ranks' limits (a default one follows each node's free memory) and A's size */
+    double nnz = (double)s->stats.nnz, limit = solver_memory_limit(s);
+    MPI_Bcast(&nnz, 1, MPI_DOUBLE, 0, s->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &limit, 1, MPI_DOUBLE, MPI_MIN, s->comm);
+    s->rt.mem_limit = limit;
+    s->rt.mem_nnz = nnz;
     runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->arith == CANOPY_COMPLEX, &s->err);
     if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
     uint64_t h = plan_hash(&s->rt), lo = h, hi = h;
@@ -68,8 +75,7 @@ canopy_status api_analyze_dist(canopy_solver *s)
     double own = 0, tot = (double)s->S.cblk_coef[s->S.ncblk];
     for (cint k = 0; k < s->S.ncblk; k++)
         if (s->rt.local.cblk_rank[k] == s->rank) own += (double)(s->S.cblk_coef[k + 1] - s->S.cblk_coef[k]);
-    double nnz = (double)s->stats.nnz;
-    MPI_Bcast(&nnz, 1, MPI_DOUBLE, 0, s->comm);
+    s->stats.mapping = s->rt.plan_mapping == SCHED_MAPPING_MEMORY ? 2 : 1;
     s->predicted_bytes =
         numeric_predict_bytes(&s->S, &s->rt.local, s->fact, s->arith, s->opts.scheduler, (int64_t)(tot > 0 ? nnz * own / tot : 0));
     double worst = s->predicted_bytes;

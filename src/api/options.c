@@ -17,7 +17,7 @@ const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
     "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
-    "ordering-threads", "2d-levels", "selinv-memory", "strict", NULL};
+    "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -198,6 +198,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "memory-limit")) {
         if (!parse_double(value, 0.0, 1e18, &dv)) BAD("bytes per rank (0 = available memory / ranks on the node)");
         o->memory_limit = dv;
+    } else if (!strcmp(key, "mapping")) {
+        if ((k = pick(value, "auto|flops|memory")) < 0) BAD("auto, flops or memory");
+        o->mapping = k;
     } else if (!strcmp(key, "selinv-memory")) {
         if ((k = pick(value, "inplace|separate")) < 0) BAD("inplace or separate");
         o->selinv_memory = (canopy_selinv_memory)k;
@@ -254,7 +257,8 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
     if ((unsigned)o->bind > CANOPY_BIND_LIST || (unsigned)o->numa > CANOPY_NUMA_INTERLEAVE ||
         (unsigned)o->scheduler > CANOPY_SCHED_DYNAMIC || (unsigned)o->tree > CANOPY_TREE_SHIFTED ||
         (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_AUTO ||
-        (unsigned)o->scaling > CANOPY_SCALING_MATCHING || (unsigned)o->selinv_memory > CANOPY_SELINV_SEPARATE)
+        (unsigned)o->scaling > CANOPY_SCALING_MATCHING || (unsigned)o->selinv_memory > CANOPY_SELINV_SEPARATE ||
+        (unsigned)o->mapping > 2)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: an enumerated option holds an unknown value");
     if (o->ordering == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering = ptscotch: %s", ORDER_NO_PTSCOTCH);

@@ -109,28 +109,141 @@ int runtime_plan_threads(const runtime *rt)
 }
 
 static canopy_status plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
-                              int complex_arith, int nranks, int prediction_only, sched_plan *P, canopy_err *err)
+                              int complex_arith, int nranks, int prediction_only, int mapping, const int *pin,
+                              sched_plan *P, canopy_err *err)
 {
     sched_plan_opts po;
     sched_cost_model loaded;
     memset(P, 0, sizeof *P);
     canopy_status st = plan_setup(rt, o, kind, complex_arith, nranks, &po, &loaded, err);
     po.prediction_only = prediction_only;
+    po.mapping = mapping;
+    po.pin = pin;
     if (st == CANOPY_SUCCESS) st = sched_plan_build(S, &loaded, &po, P, err);
+    return st;
+}
+
+/* Each rank's predicted peak under @p P (the memory check's formula) in @p v [nranks]; the
+ * heaviest's in @p worst. */
+static canopy_status plan_peaks(const runtime *rt, const canopy_options *o, const symbolic *S, const sched_plan *P,
+                                canopy_factorization kind, int complex_arith, double *v, double *worst, canopy_err *err)
+{
+    int R = P->nranks > 0 ? P->nranks : 1;
+    canopy_status st = numeric_predict_ranks(S, P, kind, complex_arith ? CANOPY_COMPLEX : CANOPY_REAL, o->scheduler,
+                                             rt->mem_nnz, v, NULL, err);
+    *worst = 0;
+    for (int q = 0; q < R && st == CANOPY_SUCCESS; q++) *worst = fmax(*worst, v[q]);
+    return st;
+}
+
+/* plans the memory fallback's search tries at most (plans are pure functions: a count, never a
+ * time, so that every rank stops at the same one) */
+#define RUNTIME_MEMORY_TRIES 16
+
+/*
+ * The memory fallback: from @p P (the flops plan, its peaks in @p v, its heaviest @p worst), the
+ * plan whose heaviest rank is lightest among the memory mapping's (sched_plan_opts.mapping) and a
+ * local search from the better of the two: a shared cblk of the heaviest rank (the largest not
+ * tried yet) pinned to the lightest of its candidate ranks, kept when the heaviest rank gets
+ * lighter. The fan-in buffers alive at once and the workspaces follow the simulated times, not
+ * the entries, so only the prediction itself can judge a move. @p memory: 1 when the plan left in
+ * @p P is not the flops plan. Measured (canopy-simulate, fixed cost model, heaviest rank): 25^3 on
+ * 4 x 1 15.0 -> 14.4 MB, 8 x 1 11.9 -> 11.2 MB; 30^3 on 4 x 2 30.2 -> 28.0 MB; 50^3 on 8 x 4
+ * 151 -> 126 MB (median 124), for 1-17% more predicted time.
+ */
+static canopy_status plan_memory_fallback(runtime *rt, const canopy_options *o, const symbolic *S,
+                                          canopy_factorization kind, int complex_arith, int nranks, sched_plan *P,
+                                          double *v, double worst, int *memory, canopy_err *err)
+{
+    cint n = S->ncblk;
+    int R = nranks, mapping = SCHED_MAPPING_FLOPS;
+    double *vq = canopy_alloc((size_t)R, sizeof(double), "memory mapping", err), wq = 0;
+    int *pin = canopy_alloc((size_t)n + 1, sizeof(int), "memory mapping", err);
+    unsigned char *tried = canopy_calloc((size_t)n + 1, 1, "memory mapping", err);
+    canopy_status st = vq && pin && tried ? CANOPY_SUCCESS : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    sched_plan Q;
+    memset(&Q, 0, sizeof Q);
+    *memory = 0;
+    if (st == CANOPY_SUCCESS &&
+        (st = plan_for(rt, o, S, kind, complex_arith, R, 0, SCHED_MAPPING_MEMORY, NULL, &Q, err)) == CANOPY_SUCCESS &&
+        (st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err)) == CANOPY_SUCCESS && wq < worst) {
+        sched_plan_free(P);
+        *P = Q;
+        memset(&Q, 0, sizeof Q);
+        memcpy(v, vq, (size_t)R * sizeof *v);
+        worst = wq;
+        mapping = SCHED_MAPPING_MEMORY;
+        *memory = 1;
+    }
+    sched_plan_free(&Q);
+    for (cint k = 0; k < n && st == CANOPY_SUCCESS; k++)
+        pin[k] = P->cblk_ranks[2 * k + 1] - P->cblk_ranks[2 * k] > 1 ? P->cblk_rank[k] : -1;
+    /* auto stops at the first plan that fits: each move costs time (the simulation's choices
+     * undone); mapping=memory goes on to the lightest it finds */
+    for (int t = 0; t < RUNTIME_MEMORY_TRIES && st == CANOPY_SUCCESS && (o->mapping == 2 || worst > rt->mem_limit); t++) {
+        int h = 0;
+        for (int q = 1; q < R; q++)
+            if (v[q] > v[h]) h = q;
+        cint k = -1;
+        double e = -1;
+        for (cint j = 0; j < n; j++) {
+            double ej = (double)S->cblk_stride[j] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+            if (pin[j] == h && !tried[j] && ej > e) {
+                k = j;
+                e = ej;
+            }
+        }
+        if (k < 0) break;
+        tried[k] = 1;
+        int to = -1;
+        for (int q = P->cblk_ranks[2 * k]; q < P->cblk_ranks[2 * k + 1]; q++)
+            if (q != h && (to < 0 || v[q] < v[to])) to = q;
+        pin[k] = to;
+        if ((st = plan_for(rt, o, S, kind, complex_arith, R, 0, mapping, pin, &Q, err)) == CANOPY_SUCCESS &&
+            (st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err)) == CANOPY_SUCCESS && wq < worst) {
+            sched_plan_free(P);
+            *P = Q;
+            memset(&Q, 0, sizeof Q);
+            memcpy(v, vq, (size_t)R * sizeof *v);
+            worst = wq;
+            *memory = 1;
+        } else {
+            pin[k] = h;
+        }
+        sched_plan_free(&Q);
+    }
+    canopy_free(vq);
+    canopy_free(pin);
+    canopy_free(tried);
     return st;
 }
 
 canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
                                int complex_arith, int nranks, sched_plan *P, canopy_err *err)
 {
-    return plan_for(rt, o, S, kind, complex_arith, nranks, 0, P, err);
+    rt->mapping_last = SCHED_MAPPING_FLOPS;
+    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, P, err);
+    int want = o->mapping == 2 || (o->mapping == 0 && rt->mem_limit > 0 && isfinite(rt->mem_limit));
+    if (st != CANOPY_SUCCESS || nranks <= 1 || !want) return st;
+    /* mapping=memory always; auto only when the flops plan (the fastest) has a rank over the limit */
+    double worst = 0, *v = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err);
+    int memory = 0;
+    st = v ? plan_peaks(rt, o, S, P, kind, complex_arith, v, &worst, err) : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    if (st == CANOPY_SUCCESS && (o->mapping == 2 || worst > rt->mem_limit))
+        st = plan_memory_fallback(rt, o, S, kind, complex_arith, nranks, P, v, worst, &memory, err);
+    canopy_free(v);
+    if (st != CANOPY_SUCCESS) sched_plan_free(P);
+    else if (memory) rt->mapping_last = SCHED_MAPPING_MEMORY;
+    return st;
 }
 
 canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
                               int complex_arith, int nranks, double *predicted, int *twod_levels, canopy_err *err)
 {
     sched_plan P;
-    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 1, &P, err);
+    /* the flops mapping whatever options.mapping says: the analysis' choices (split width, 2D
+     * levels) by it, so that the memory fallback works on the same structure */
+    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 1, SCHED_MAPPING_FLOPS, NULL, &P, err);
     if (st != CANOPY_SUCCESS) return st;
     *predicted = P.factor.predicted_time;
     if (twod_levels) *twod_levels = P.twod_levels;
@@ -157,6 +270,7 @@ canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic 
         return st;
     }
     rt->have_plan = 1;
+    rt->plan_mapping = rt->mapping_last;
     rt->plan_kind = kind;
     rt->plan_complex = complex_arith;
     if (rt->pool == NULL) {
@@ -198,6 +312,7 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     st->time_factorize_predicted = rt->have_plan ? rt->plan.factor.predicted_time : 0;
     st->twod_levels = rt->have_plan ? rt->plan.twod_levels : 0;
     st->twod_cblks = rt->have_plan ? rt->plan.twod_cblks : 0;
+    st->mapping = rt->have_plan && rt->nranks > 1 ? (rt->plan_mapping == SCHED_MAPPING_MEMORY ? 2 : 1) : 0;
     st->time_fill = F->run.fill;
     if (F->nthreads != T || !rt->have_plan) return;
     double busy = 0;

@@ -33,6 +33,12 @@ typedef struct runtime {
     int virt_threads;               /**< > 0: plans are for nodes of this many threads, one rank each, instead
                                          of this node's workers (canopy-simulate); no pool is started */
     int top2d;                      /**< canopy-simulate only: sched_plan_opts.top2d (a plan nothing executes yet) */
+    double mem_limit;               /**< several ranks: the per-rank memory limit, the same on every rank (the
+                                         phase driver's minimum over the ranks); 0: none. options.mapping=auto
+                                         maps by memory when the flops plan's heaviest rank exceeds it */
+    double mem_nnz;                 /**< entries of A, for the memory prediction (the same on every rank) */
+    int mapping_last;               /**< enum sched_mapping of the last plan runtime_plan_for built */
+    int plan_mapping;               /**< enum sched_mapping of rt->plan */
     comm_tags tags;                 /**< several ranks: message ids */
     int have_tags;
     int have_plan;
@@ -61,6 +67,9 @@ canopy_status runtime_cost(runtime *rt, const canopy_options *o, canopy_err *err
 /**
  * The plan of @p S on @p nranks ranks of rt's threads (rt->virt_threads when set), priced with
  * rt's cost model under the load of a node whose workers all compute: the plan the real run builds.
+ * Several ranks, options.mapping=auto: mapped by flops, unless its heaviest rank's predicted memory
+ * (numeric_predict_ranks) exceeds rt->mem_limit and the plan mapped by factor entries predicts less;
+ * rt->mapping_last says which. A pure function of agreed inputs, like the plan.
  */
 canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
                                int complex_arith, int nranks, sched_plan *P, canopy_err *err);

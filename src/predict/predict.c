@@ -395,8 +395,13 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
      * (split=auto); the plan with them is the one the choice kept (plans are pure functions) */
     canopy_options po = s->opts;
     if (po.twod_levels < 0 && s->virt_twod_levels >= 0) po.twod_levels = s->virt_twod_levels;
+    /* the mapping's memory rule of the real run (runtime_plan_for), against an explicit limit only:
+     * this machine's free memory says nothing of the one simulated */
+    s->rt.mem_limit = s->opts.memory_limit;
+    s->rt.mem_nnz = (double)s->stats.nnz;
     canopy_status st = runtime_plan_for(&s->rt, &po, &s->S, s->fact, cplx, o->ranks, &P, &s->err);
     if (st != CANOPY_SUCCESS) return st;
+    r->mapping = o->ranks > 1 ? (s->rt.mapping_last == SCHED_MAPPING_MEMORY ? 2 : 1) : 0;
     r->time_plan = canopy_wtime() - t0;
     /* the 1 x 1 reference: the same structure on one thread, no load */
     s->rt.virt_threads = 1;

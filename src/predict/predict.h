@@ -37,6 +37,8 @@ typedef struct predict_report {
     int ranks, threads;
     int64_t tasks, twod_cblks;
     int twod_levels, split_width;
+    int mapping;               /**< the tree's mapping onto the ranks (canopy_stats.mapping): 1 = flops, 2 = memory
+                                    (options.mapping, or auto's rule against an explicit memory-limit); 0: one rank */
     double time_factorize;     /**< simulated makespan of the plan, seconds */
     double time_1x1;           /**< the same structure planned on one thread (no load) */
     double speedup, efficiency; /**< time_1x1 / time_factorize, and over ranks x threads */
