@@ -94,6 +94,8 @@ static const CanopyOption canopy_options_help[] = {
     {"selinv-memory", "where the selected inversion works: over the factors or in a copy", "inplace, separate"},
     {"ordering-threads", "SCOTCH's threads (0: the workers; fix it for identical orderings everywhere)", NULL},
     {"strict", "after perturbed pivots, solves refine and give Inf when no solution is found", "on, off"},
+    {"mapping", "several ranks: the tree onto the ranks by flops, or by factor memory; auto: by flops unless a rank "
+                "would exceed memory-limit", "auto, flops, memory"},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
@@ -104,7 +106,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
                              *const fact[] = {"auto", "llt", "ldlt", "lu"},
                              *const order[] = {"scotch", "natural", "user", "ptscotch", "auto"},
                              *const scal[] = {"auto", "none", "equilibrate", "matching"},
-                             *const selinv[] = {"inplace", "separate"};
+                             *const selinv[] = {"inplace", "separate"}, *const mapping[] = {"auto", "flops", "memory"};
 #define CANOPY_PICK(names, v) ((size_t)(v) < sizeof names / sizeof names[0] ? names[(size_t)(v)] : "?")
     const char *t = NULL;
     int i = 0;
@@ -135,6 +137,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
     else if (!strcmp(name, "selinv-memory")) t = CANOPY_PICK(selinv, o->selinv_memory);
     else if (!strcmp(name, "ordering-threads")) kind = INT, i = o->ordering_threads;
     else if (!strcmp(name, "strict")) t = o->strict ? "on" : "off";
+    else if (!strcmp(name, "mapping")) t = CANOPY_PICK(mapping, o->mapping);
     else t = "?";
 #undef CANOPY_PICK
     if (kind == INT || (kind == AUTO_INT && i >= 0)) snprintf(buf, len, "%d", i);
