@@ -30,10 +30,11 @@ STAT_NAMES = ("n", "nnz", "nnz_factor", "ncblk", "nblok", "flops", "time_order",
               "comm_bytes", "solve_comm_msgs", "solve_comm_bytes", "peak_memory_rank0", "peak_memory_rank_mean",
               "rss_peak_rank0", "time_selinv", "flops_selinv", "gflops_selinv", "selinv_entries",
               "selinv_comm_msgs", "selinv_comm_bytes", "selinv_bytes_rank_min", "selinv_bytes_rank_max",
-              "selinv_bytes_rank_median", "selinv_bytes_rank_stddev")
+              "selinv_bytes_rank_median", "selinv_bytes_rank_stddev", "fanin_early")
 _INT_STATS = {"n", "nnz", "nnz_factor", "ncblk", "nblok", "refinement_steps", "perturbed_pivots", "factor_bytes",
               "peak_memory_bytes", "ranks", "threads_per_rank", "steals", "comm_msgs", "comm_bytes",
-              "solve_comm_msgs", "solve_comm_bytes", "selinv_entries", "selinv_comm_msgs", "selinv_comm_bytes"}
+              "solve_comm_msgs", "solve_comm_bytes", "selinv_entries", "selinv_comm_msgs", "selinv_comm_bytes",
+              "fanin_early"}
 
 
 def _ptr(a):
@@ -699,6 +700,8 @@ class Solver:
             v = lib.canopy_f_stat(h, name.encode())
             out[name] = int(v) if name in _INT_STATS else float(v)
         out["factorization"] = FACTORIZATIONS.get(int(lib.canopy_f_stat(h, b"factorization")), "auto")
+        # several ranks: the plan's mapping onto the ranks (one rank: none)
+        out["mapping"] = {1: "flops", 2: "memory"}.get(int(lib.canopy_f_stat(h, b"mapping")))
         return out
 
     # ---- selected inversion -----------------------------------------------------------------------

@@ -28,6 +28,9 @@ with canopy.Solver(A if rank == 0 else None, kind="spd" if rank == 0 else None, 
     if rank == 0:
         ref = sla.spsolve(A, b)
         err = np.abs(x - ref).max() / np.abs(ref).max()
+        if st["mapping"] not in ("flops", "memory"):
+            print("FAIL: stats['mapping'] = %r on %d ranks" % (st["mapping"], comm.Get_size()))
+            fails += 1
         if not err <= 1e-10 or st["ranks"] != comm.Get_size() or not st["backward_error"] <= 1e-12:
             print("FAIL: x off by %.2e, ranks %d, backward error %.2e" % (err, st["ranks"], st["backward_error"]))
             fails += 1

@@ -401,6 +401,7 @@ def test_stats():
         assert st["n"] == 729 and st["nnz_factor"] > A.nnz // 2 and st["flops"] > 0
         assert st["threads_per_rank"] == 2 and st["ranks"] == 1
         assert 0 <= st["backward_error"] <= 1e-12
+        assert st["mapping"] is None and st["fanin_early"] == 0  # one rank: no mapping, no fan-in
 
 
 def test_interrupt_and_gil():

@@ -167,6 +167,7 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
         {"selinv_bytes_rank_max", 0, offsetof(canopy_stats, selinv_bytes_rank_max)},
         {"selinv_bytes_rank_median", 0, offsetof(canopy_stats, selinv_bytes_rank_median)},
         {"selinv_bytes_rank_stddev", 0, offsetof(canopy_stats, selinv_bytes_rank_stddev)},
+        {"fanin_early", 1, offsetof(canopy_stats, fanin_early)},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(name, table[i].name)) {
@@ -187,6 +188,7 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
     if (!strcmp(name, "ranks")) return (double)st.ranks;
     if (!strcmp(name, "threads_per_rank")) return (double)st.threads_per_rank;
     if (!strcmp(name, "comm_threads")) return (double)st.comm_threads;
+    if (!strcmp(name, "mapping")) return (double)st.mapping;
     return -1;
 }
 
