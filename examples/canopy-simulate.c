@@ -13,6 +13,7 @@
 
 #include "canopy.h"
 #include "api/api.h"
+#include "comm/pingpong.h"
 #include "predict/predict.h"
 
 typedef struct cli {
@@ -97,7 +98,7 @@ static int parse_args(int argc, char **argv, cli *c)
 {
     char msg[512];
     canopy_options_default(&c->opts);
-    c->po = (predict_opts){.ranks = 1, .threads = 1, .latency = 1.5e-6, .bandwidth = 12e9, .nrhs = 1};
+    c->po = (predict_opts){.ranks = 1, .threads = 1, .latency = COMM_FIXED_LATENCY, .bandwidth = COMM_FIXED_BANDWIDTH, .nrhs = 1};
     c->kind_override = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

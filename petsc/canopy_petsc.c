@@ -85,7 +85,7 @@ static const CanopyOption canopy_options_help[] = {
     {"trace", "FILE: per-thread trace of the factorization and solves", NULL},
     {"split", "split column blocks wider than N (0: never; auto: chosen by simulation)", NULL},
     {"2d-levels", "2D tasks in the top N levels of the thread tree (0: 1D only; auto: chosen by simulation)", NULL},
-    {"cost-cache", "kernel cost model: PATH of the cache file, none (calibrate, no file), fixed (built-in); unset: "
+    {"cost-cache", "kernel cost model: PATH of the cache file, none (calibrate, no file), fixed (built-in, network untimed); unset: "
                    "calibrate once and cache under ~/.cache/canopy", NULL},
     {"memory-check", "refuse a factorization, before allocating, when a rank's predicted memory exceeds "
                      "memory-limit", "on, off"},
