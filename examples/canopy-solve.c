@@ -612,6 +612,9 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             json_num("memory_limit_rank", S.memory_limit_rank, 0);
             /* the tree's mapping onto the ranks (option mapping; one rank: by flops) */
             printf("\"mapping\": \"%s\", ", S.mapping == 2 ? "memory" : "flops");
+            /* the root factored on a grid of ranks (option root-grid): [rows, columns, root columns] */
+            if (S.root_columns > 0) printf("\"root_grid\": [%d, %d, %lld], ", S.root_pr, S.root_pc, (long long)S.root_columns);
+            else printf("\"root_grid\": null, ");
             /* the BLAS the cost model measured (its warning went to stderr once) */
             json_num("blas_gflops", S.blas_gflops, 0);
             json_num("blas_gflops_expected", S.blas_gflops_expected, 0);

@@ -195,6 +195,11 @@ typedef struct canopy_options {
                                        memory exceeds memory-limit and is lower so; 1 = flops; 2 = memory: the
                                        plan whose heaviest rank is the lightest found, limit or not (the flops
                                        plan when nothing is lighter: canopy_stats.mapping says which) */
+    int root_grid;                /**< several ranks: the root separator factored by all ranks on a 2D grid
+                                       (MUMPS's 2D root) instead of column block by column block. 0 (default) =
+                                       off; 1 = on whenever the root is dense; 2 = auto: on when the root is at
+                                       least max(800, 70 sqrt(ranks)) columns wide. canopy_stats.root_grid says
+                                       whether a grid was used */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -290,6 +295,9 @@ typedef struct canopy_stats {
     int64_t fanin_early;          /**< fan-in messages added into their panel on arrival, not held for its task */
     int mapping;                  /**< several ranks: the plan's mapping onto the ranks, 1 = by flops, 2 = by
                                        factor entries (options.mapping); 0: one rank */
+    int64_t root_columns;         /**< several ranks: columns of the root factored on a 2D grid of ranks
+                                       (options.root_grid); 0: none */
+    int root_pr, root_pc;         /**< that grid: root_pr x root_pc ranks (0 x 0: none) */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */
@@ -317,7 +325,7 @@ CANOPY_EXPORT void canopy_options_default(canopy_options *opts);
  * Set one option by name ("threads", "bind", "numa", "scheduler", "comm-threads", "tree",
  * "factorization", "ordering", "scaling", "pivot-threshold", "amalgamation", "refine",
  * "refine-tolerance", "verbose", "trace", "split", "cost-cache", "memory-check",
- * "memory-limit", "comm-heatmap", "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping"); '_' and '-'
+ * "memory-limit", "comm-heatmap", "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid"); '_' and '-'
  * are interchangeable.
  * @return CANOPY_ERR_ARGUMENT with a message in @p msg (if not NULL) for an unknown name or bad value.
  */

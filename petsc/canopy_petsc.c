@@ -96,6 +96,8 @@ static const CanopyOption canopy_options_help[] = {
     {"strict", "after perturbed pivots, solves refine and give Inf when no solution is found", "on, off"},
     {"mapping", "several ranks: the tree onto the ranks by flops, or by factor memory; auto: by flops unless a rank "
                 "would exceed memory-limit", "auto, flops, memory"},
+    {"root-grid", "several ranks: the root separator factored by all ranks on a 2D grid (MUMPS's 2D root); auto: "
+                  "when it is at least max(800, 70 sqrt(ranks)) columns wide", "off, on, auto"},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
@@ -106,7 +108,8 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
                              *const fact[] = {"auto", "llt", "ldlt", "lu"},
                              *const order[] = {"scotch", "natural", "user", "ptscotch", "auto"},
                              *const scal[] = {"auto", "none", "equilibrate", "matching"},
-                             *const selinv[] = {"inplace", "separate"}, *const mapping[] = {"auto", "flops", "memory"};
+                             *const selinv[] = {"inplace", "separate"}, *const mapping[] = {"auto", "flops", "memory"},
+                             *const rootgrid[] = {"off", "on", "auto"};
 #define CANOPY_PICK(names, v) ((size_t)(v) < sizeof names / sizeof names[0] ? names[(size_t)(v)] : "?")
     const char *t = NULL;
     int i = 0;
@@ -138,6 +141,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
     else if (!strcmp(name, "ordering-threads")) kind = INT, i = o->ordering_threads;
     else if (!strcmp(name, "strict")) t = o->strict ? "on" : "off";
     else if (!strcmp(name, "mapping")) t = CANOPY_PICK(mapping, o->mapping);
+    else if (!strcmp(name, "root-grid")) t = CANOPY_PICK(rootgrid, o->root_grid);
     else t = "?";
 #undef CANOPY_PICK
     if (kind == INT || (kind == AUTO_INT && i >= 0)) snprintf(buf, len, "%d", i);

@@ -56,8 +56,8 @@ static int dist_cmp_group(const void *a, const void *b)
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
-canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
-                               cint *rows, const int64_t *moff, cint *maps, canopy_err *err)
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, cint root_first, const int64_t *pairs,
+                               size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err)
 {
     if (S == NULL || cblk_rank == NULL || nranks < 1 || (np > 0 && (pairs == NULL || rows == NULL)))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_rows: bad argument");
@@ -71,7 +71,7 @@ canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nran
         return dist_nomem(err);
     }
     size_t ng = 0;
-    for (cint k = 0; k < n; k++)
+    for (cint k = 0; k < root_first && k < n; k++)
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = dist_group_end(S, k, b);
             cint j = S->blok_fcblk[b];
@@ -144,7 +144,8 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
         int r = P->cblk_rank[k];
         double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
         if (panel) panel[r] = fmax(panel[r], w * (double)S->cblk_stride[k]);
-        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+        /* the grid's root sends no update (sched/root.h) */
+        for (cint b = sched_root_has(&P->root, k) ? S->cblk_fblok[k + 1] : S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = dist_group_end(S, k, b);
             double h = (double)(S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b]);
             if (upd) upd[r] = fmax(upd[r], (double)(S->cblk_stride[k] - S->blok_coefrow[b]) * h);
@@ -155,7 +156,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "fan-in memory scratch", err);
     if (!pairs) return dist_nomem(err);
     size_t np = 0;
-    for (cint k = 0; k < n; k++)
+    for (cint k = 0; k < n && !sched_root_has(&P->root, k); k++)
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
             cint j = S->blok_fcblk[b];
             if (P->cblk_rank[k] != P->cblk_rank[j]) pairs[np++] = (int64_t)j * R + P->cblk_rank[k];
@@ -168,7 +169,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     double *first = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
     double *last = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
     dist_event *ev = canopy_alloc(4 * nu + 1, sizeof(dist_event), "fan-in memory scratch", err);
-    canopy_status st = rows && first && last && ev ? sched_fanin_rows(S, P->cblk_rank, R, pairs, nu, rows, NULL, NULL, err)
+    canopy_status st = rows && first && last && ev ? sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err)
                                                   : dist_nomem(err);
     if (st == CANOPY_SUCCESS && (!P->task_start || !P->task_end))
         st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "sched_fanin_memory: a plan without its simulation");
@@ -307,6 +308,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     L->nranks = R;
     L->nthreads = T;
     L->cblk_rank = P->cblk_rank;
+    L->root = P->root;
     sched_dag *D = &L->factor;
     D->nthreads = T;
     D->predicted_time = G->predicted_time;
@@ -415,7 +417,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     }
     size_t np = 0, nc = 0;
     for (cint b = 0; b < S->nblok; b++) L->blok_contrib[b] = -1;
-    for (cint k = 0; k < n; k++) {
+    for (cint k = 0; k < n && !sched_root_has(&P->root, k); k++) { /* the grid's root sends nothing */
         int rk = P->cblk_rank[k];
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = dist_group_end(S, k, b);
@@ -487,7 +489,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
             }
             L->fan_rmap = canopy_alloc((size_t)nmap + 1, sizeof(cint), "fan-in layout", err);
         }
-        if (L->fan_rmap) st = sched_fanin_rows(S, P->cblk_rank, R, pairs, nu, rows, moff, L->fan_rmap, err);
+        if (L->fan_rmap) st = sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, moff, L->fan_rmap, err);
         else st = dist_nomem(err);
         for (size_t q = 0, sq = 0, rcv = 0; q < nu && st == CANOPY_SUCCESS; q++) {
             cint j = (cint)(pairs[q] / R);

@@ -25,6 +25,7 @@ typedef struct sched_local {
     int *ext;                     /**< [factor.ntasks] fan-in messages a task waits for (PANEL only) */
     int *task_global;             /**< [factor.ntasks] the task's id in the plan */
     const int *cblk_rank;         /**< [ncblk] borrowed from the plan */
+    sched_root root;              /**< the plan's root on a grid (sched/root.h; n == 0: none) */
     int *cblk_task;               /**< [ncblk] local task factoring the cblk, -1 on another rank */
     int *cblk_owner;              /**< [ncblk] local data-owner thread, -1 on another rank */
     int *blok_contrib;            /**< [nblok] as the plan's, numbered among this rank's contributions
@@ -92,7 +93,7 @@ void sched_local_free(sched_local *L);
 canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
                                  double *upd, double *panel, canopy_err *err);
 
-canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, const int64_t *pairs, size_t np,
-                               cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, cint root_first, const int64_t *pairs,
+                               size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
 
 #endif

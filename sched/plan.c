@@ -155,7 +155,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     int R = o->nranks > 1 ? o->nranks : 1, TR = o->nthreads;
     int T = R * TR;
     plan_build B = {.S = S, .cm = cm, .kind = o->kind, .scale = o->complex_arith ? 4.0 : 1.0, .T = T, .n = n, .R = R,
-                    .mapping = o->mapping, .pin = o->pin};
+                    .mapping = o->mapping, .pin = o->pin, .root_first = R > 1 && o->root.n > 0 ? o->root.first : n};
     plan_tasks X = {0};
     cint *stamp = NULL;
     size_t n1 = (size_t)n + 1;
@@ -244,7 +244,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         for (int l = 0; l <= PLAN_MAX_LEVELS; l++) twod_count[l] = 0;
     for (cint k = 0; k < n && (levels > 0 || twod_count); k++) {
         int depth = P->factor.snode_depth[P->cblk_snode[k]];
-        int fit = B.sroot[k] < 0 && B.t1[k] - B.t0[k] >= 2 && S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH &&
+        int fit = k < B.root_first && B.sroot[k] < 0 && B.t1[k] - B.t0[k] >= 2 && S->cblk_fcol[k + 1] - S->cblk_fcol[k] >= PLAN_TWOD_MIN_WIDTH &&
                   plan_ngroups(S, k) <= (o->top2d > 0 && B.shared[k] ? PLAN_TOP2D_MAX_GROUPS : PLAN_TWOD_MAX_GROUPS);
         B.twod[k] = fit && depth < levels;
         P->twod_cblks += B.twod[k];
@@ -328,6 +328,11 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         for (int i = 0; i < P->factor.ntasks; i++) group[i] = P->factor.owner[i] / TR;
         if ((st = sched_grid_count(S, &P->factor, group, sb, P->grid, err)) != CANOPY_SUCCESS) goto out;
     }
+    /* the root's grid factorization comes after every task */
+    P->root = o->root;
+    if (B.root_first >= n) P->root = (sched_root){.first = n, .pr = 1, .pc = 1};
+    P->root_time = sched_root_time(&P->root, cm, o->kind, B.scale, o->comm_latency, o->comm_byte_time);
+    P->factor.predicted_time += P->root_time;
     if (contrib) st = plan_contributions(&B, P, err);
 out:
     canopy_free(B.ucost);
@@ -378,6 +383,10 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
                               o->twod_levels);
     canopy_status st = plan_check_structure(S, err);
     if (st != CANOPY_SUCCESS) return st;
+    const sched_root *rt = &o->root;
+    if (rt->n > 0 && (rt->first < 0 || rt->first >= S->ncblk || rt->n != S->n - S->cblk_fcol[rt->first] || rt->nb < 1 ||
+                      rt->pr < 1 || rt->pc < 1 || (int64_t)rt->pr * rt->pc > (o->nranks > 1 ? o->nranks : 1)))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_build: a root on a grid that does not fit the structure");
     sched_cost_model fixed;
     if (cm == NULL) {
         cost_model_fixed(&fixed);

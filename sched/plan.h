@@ -38,6 +38,7 @@
 #include "base/structure.h"
 #include "cost.h"
 #include "dag.h"
+#include "root.h"
 
 typedef struct sched_plan_opts {
     int nthreads;                 /**< >= 1 */
@@ -61,6 +62,9 @@ typedef struct sched_plan_opts {
     const int *pin;               /**< [ncblk] or NULL: for a cblk the mapping shares between several ranks, the
                                        rank it must go to (-1, or a rank outside its candidates: not pinned).
                                        The memory fallback's search moves the top's panels with it */
+    sched_root root;              /**< the root factored on a grid of ranks after the tasks (sched/root.h; n == 0:
+                                       none): its cblks get a PANEL task that only gathers their contributions
+                                       (cost 0), never 2D, and no update tasks (the grid does those updates) */
 } sched_plan_opts;
 
 /* The weight of a subtree in the mapping onto ranks (several ranks only; threads always by flops).
@@ -102,6 +106,8 @@ typedef struct sched_plan {
     double *task_end;         /**< [factor.ntasks] simulated end (start + cost) */
     struct sched_grid *grid;  /**< top2d: the grids, tile owners and messages (sched/grid.h); NULL when off.
                                    The tiled tasks then run on several ranks: a prediction only */
+    sched_root root;          /**< sched_plan_opts.root (first == ncblk: none) */
+    double root_time;         /**< predicted seconds of the root's grid factorization (in factor.predicted_time) */
 } sched_plan;
 
 /**

@@ -49,6 +49,7 @@ typedef struct plan_build {
     unsigned char *shared; /* [n] the cblk had several candidate ranks */
     unsigned char *twod;   /* [n] the cblk's panel and updates are 2D tasks */
     cint *gstart;          /* [nblok] scratch: first bloks of one cblk's facing groups */
+    cint root_first;       /* cblks from here on are the grid's root (sched/root.h): no updates, no 2D */
 } plan_build;
 
 /* Per-task data the simulation needs besides the graph. */

@@ -25,7 +25,7 @@ void plan_subtrees(plan_build *B, double limit)
     for (cint k = B->n - 1; k >= 0; k--) {
         cint par = S->cblk_parent[k];
         if (par >= 0 && B->sroot[par] >= 0) B->sroot[k] = B->sroot[par];
-        else if (B->t1[k] - B->t0[k] == 1 && !B->shared[k] && B->sub[k] <= limit && k - B->first[k] + 1 == B->size[k])
+        else if (k < B->root_first && B->t1[k] - B->t0[k] == 1 && !B->shared[k] && B->sub[k] <= limit && k - B->first[k] + 1 == B->size[k])
             B->sroot[k] = k;
         else B->sroot[k] = -1;
     }
@@ -44,6 +44,7 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
         if (B->sroot[k] == k) nt++;
         if (B->sroot[k] >= 0) continue;
         nt++;
+        if (k >= B->root_first) continue; /* the grid's root: a PANEL that gathers, no updates */
         int64_t ng = plan_ngroups(S, k);
         nt += B->twod[k] ? ng + ng * (ng + 1) / 2 : ng;
         any2d |= B->twod[k];
@@ -127,8 +128,9 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
             }
             continue;
         }
-        PLAN_TASK(SCHED_TASK_PANEL, k, k, B->pcost[k], k);
+        PLAN_TASK(SCHED_TASK_PANEL, k, k, k >= B->root_first ? 0.0 : B->pcost[k], k);
         id++;
+        if (k >= B->root_first) continue;
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
             PLAN_TASK(SCHED_TASK_UPDATE, k, b, B->ucost[b], k);
             X->serial[id] = S->blok_fcblk[b];
@@ -172,7 +174,9 @@ canopy_status plan_edges(plan_build *B, sched_plan *P, cint *stamp, canopy_err *
                 for (int y = g; y < ng; y++, e++)
                     if (pass == 1) D->succ[base + e] = plan_update2d_id(d0, ng, g, y);
             } else if (D->kind[i] == SCHED_TASK_PANEL) {
-                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+                /* the grid's root updates nothing by tasks */
+                cint b0 = k >= B->root_first ? S->cblk_fblok[k + 1] : S->cblk_fblok[k] + 1;
+                for (cint b = b0, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
                     if (pass == 1) D->succ[base + e] = i + 1 + e;
                     e++;
                 }

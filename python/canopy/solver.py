@@ -702,6 +702,9 @@ class Solver:
         out["factorization"] = FACTORIZATIONS.get(int(lib.canopy_f_stat(h, b"factorization")), "auto")
         # several ranks: the plan's mapping onto the ranks (one rank: none)
         out["mapping"] = {1: "flops", 2: "memory"}.get(int(lib.canopy_f_stat(h, b"mapping")))
+        # several ranks: the root factored on a grid of ranks (option root_grid), as (rows, columns, root columns)
+        rc = int(lib.canopy_f_stat(h, b"root_columns"))
+        out["root_grid"] = (int(lib.canopy_f_stat(h, b"root_pr")), int(lib.canopy_f_stat(h, b"root_pc")), rc) if rc > 0 else None
         return out
 
     # ---- selected inversion -----------------------------------------------------------------------

@@ -168,6 +168,7 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
         {"selinv_bytes_rank_median", 0, offsetof(canopy_stats, selinv_bytes_rank_median)},
         {"selinv_bytes_rank_stddev", 0, offsetof(canopy_stats, selinv_bytes_rank_stddev)},
         {"fanin_early", 1, offsetof(canopy_stats, fanin_early)},
+        {"root_columns", 1, offsetof(canopy_stats, root_columns)},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(name, table[i].name)) {
@@ -189,6 +190,8 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
     if (!strcmp(name, "threads_per_rank")) return (double)st.threads_per_rank;
     if (!strcmp(name, "comm_threads")) return (double)st.comm_threads;
     if (!strcmp(name, "mapping")) return (double)st.mapping;
+    if (!strcmp(name, "root_pr")) return (double)st.root_pr;
+    if (!strcmp(name, "root_pc")) return (double)st.root_pc;
     return -1;
 }
 

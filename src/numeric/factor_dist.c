@@ -15,6 +15,7 @@
 #include "comm/share.h"
 #include "matrix/matrix.h"
 #include "numa/placement.h"
+#include "numeric/grid_dense.h"
 
 /* Scalars of cblk j's panel. */
 static inline int64_t panel_size(const symbolic *S, cint j)
@@ -39,6 +40,18 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
 
+/* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c):
+ * its tiles, the tiles' send or receive buffer, and its own root panels packed (both parts). */
+static double root_scalars(const symbolic *S, const sched_root *r, const int *cblk_rank, int q, double parts)
+{
+    if (r == NULL || r->n <= 0) return 0;
+    grid_dense g = {.comm = MPI_COMM_NULL, .pr = r->pr, .pc = r->pc, .n = r->n, .m = r->n, .nb = r->nb};
+    double tiles = q < r->pr * r->pc ? (double)grid_dense_local_size(&g, q) : 0, own = 0;
+    for (cint k = r->first; k < S->ncblk; k++)
+        if (cblk_rank[k] == q) own += (double)panel_size(S, k) * parts;
+    return 2 * tiles + own;
+}
+
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
                              canopy_scheduler sched, int64_t local_entries)
 {
@@ -49,7 +62,9 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     double held = 0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     for (cint k = 0; k < S->ncblk; k++)
         if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
-    held += (sched == CANOPY_SCHED_DYNAMIC ? L->fanin_peak_arrival : L->fanin_peak) + L->fanin_sink / parts;
+    double buffers = (sched == CANOPY_SCHED_DYNAMIC ? L->fanin_peak_arrival : L->fanin_peak) + L->fanin_sink / parts;
+    /* the root's grid step comes after the last buffer is gone */
+    held += fmax(buffers, root_scalars(S, &L->root, L->cblk_rank, L->rank, parts) / parts);
     return numeric_predict_bytes_counts(S, kind, arith, held, L->update_max, L->panel_max, L->nthreads, local_entries);
 }
 
@@ -70,7 +85,8 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
         /* as numeric_predict_bytes: the own panels, the buffers alive at once, the sink (one part) */
         double buffers = peak[q] + sink[q] / parts;
         int64_t local = (int64_t)(tot > 0 ? nnz * own[q] / tot : 0);
-        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + buffers, upd[q], pmax[q], T, local);
+        double after = root_scalars(S, &P->root, P->cblk_rank, q, parts) / parts; /* the root's step, after the buffers */
+        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), upd[q], pmax[q], T, local);
         if (fanin) fanin[q] = buffers * parts * sb;
     }
     canopy_free(v);
@@ -308,6 +324,19 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     canopy_csc Al = {.n = S->n, .values = F->aval, .arith = arith};
     int old = numeric_blas_single();
     st = arith == CANOPY_COMPLEX ? numeric_factorize_z(F, &Al, err) : numeric_factorize_d(F, &Al, err);
+    if (x->local->root.n > 0) {
+        /* the root on its grid needs every rank's tasks done: agree on them first */
+        if (st < 0 && err->status == CANOPY_SUCCESS) canopy_err_set(err, st, "the factorization failed on a rank");
+        if (comm_agree(x->comm, err) < 0) {
+            st = err->status;
+        } else {
+            int64_t pert = 0;
+            canopy_status rs = numeric_root_factor(F, &pert, err);
+            F->perturbed += pert;
+            if (rs < 0) st = rs;
+            else if (rs == CANOPY_WARN_PIVOTS_PERTURBED || F->perturbed > 0) st = CANOPY_WARN_PIVOTS_PERTURBED;
+        }
+    }
     numeric_blas_restore(old);
     return st;
 }

@@ -285,6 +285,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 kfanin_add(pc, k, !atomic_load_explicit(&pc->drain, memory_order_relaxed));
             }
         }
+        if (sched_root_has(&pc->loc->root, k)) return 0; /* gathered: the grid factors it (factor_root.c) */
         return kpar_panel(pc, k, t, W, d->kind[task] == SCHED_TASK_DIAG);
     case SCHED_TASK_TRSM: {
         cint b = d->first[task], e = kgroup_end(S, k, b);

@@ -232,6 +232,13 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
                                      canopy_factorization kind, double threshold, canopy_err *err);
 
 /**
+ * Several ranks, the tasks done: the root's cblks (sched_local.root) factored on a grid of ranks
+ * (src/numeric/factor_root.c). Collective; the outcome is agreed. @p perturbed: the grid's
+ * perturbed pivots on rank 0, 0 elsewhere.
+ */
+canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *err);
+
+/**
  * Solve over several ranks, collective: @p b (n x nrhs, leading dimension n, ORIGINAL numbering)
  * is read and overwritten on rank 0 only. The status is agreed across the ranks.
  */

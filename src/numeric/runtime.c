@@ -119,6 +119,8 @@ static canopy_status plan_for(runtime *rt, const canopy_options *o, const symbol
     po.prediction_only = prediction_only;
     po.mapping = mapping;
     po.pin = pin;
+    /* the root on a grid of every rank (sched/root.h): a pure function, the same on every rank */
+    if (st == CANOPY_SUCCESS) st = sched_root_choose(S, po.nranks, kind, o->root_grid, &po.root, err);
     if (st == CANOPY_SUCCESS) st = sched_plan_build(S, &loaded, &po, P, err);
     return st;
 }
@@ -313,6 +315,10 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     st->twod_levels = rt->have_plan ? rt->plan.twod_levels : 0;
     st->twod_cblks = rt->have_plan ? rt->plan.twod_cblks : 0;
     st->mapping = rt->have_plan && rt->nranks > 1 ? (rt->plan_mapping == SCHED_MAPPING_MEMORY ? 2 : 1) : 0;
+    const sched_root *root = rt->have_plan ? &rt->plan.root : NULL;
+    st->root_columns = root && root->n > 0 ? root->n : 0;
+    st->root_pr = st->root_columns ? root->pr : 0;
+    st->root_pc = st->root_columns ? root->pc : 0;
     st->time_fill = F->run.fill;
     if (F->nthreads != T || !rt->have_plan) return;
     double busy = 0;

@@ -96,7 +96,7 @@ static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
     int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "fan-in pairs", &s->err);
     if (!pairs) return NULL;
     size_t n = 0;
-    for (cint k = 0; k < S->ncblk; k++)
+    for (cint k = 0; k < S->ncblk && !sched_root_has(&P->root, k); k++) /* the grid's root sends nothing */
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
             cint j = S->blok_fcblk[b];
             if (P->cblk_rank[k] != P->cblk_rank[j]) pairs[n++] = (int64_t)j * R + P->cblk_rank[k];
@@ -129,7 +129,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         canopy_free(prow);
         return nomem(s);
     }
-    if (sched_fanin_rows(S, P->cblk_rank, R, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
+    if (sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
         numeric_predict_ranks(S, P, s->fact, s->arith, s->opts.scheduler, (double)s->stats.nnz, v + 7 * R, v + 4 * R, &s->err) !=
             CANOPY_SUCCESS) {
         canopy_free(v);
@@ -142,7 +142,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
            *imsgs = v + 9 * R, *ibytes = v + 10 * R;
     for (cint k = 0; k < S->ncblk; k++) own[P->cblk_rank[k]] += panel_entries(S, k);
     /* remote updates without fan-in, for comparison */
-    for (cint k = 0; k < S->ncblk; k++)
+    for (cint k = 0; k < S->ncblk && !sched_root_has(&P->root, k); k++)
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             for (e = b + 1; e < S->cblk_fblok[k + 1] && S->blok_fcblk[e] == S->blok_fcblk[b]; e++) {}
             cint j = S->blok_fcblk[b];
