@@ -290,6 +290,9 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
            canopy_factorization_name(st->factorization), (long long)st->ncblk, (long long)r->tasks, r->split_width,
            r->twod_levels, (long long)r->twod_cblks);
     printf("\"mapping\": \"%s\", ", r->mapping == 2 ? "memory" : "flops");
+    if (r->root_columns > 0) printf("\"root_grid\": [%d, %d, %lld], ", r->root_pr, r->root_pc, (long long)r->root_columns);
+    else printf("\"root_grid\": null, ");
+    json_num("time_root", r->root_time, 0);
     json_num("time_order", st->time_order, 0);
     json_num("time_symbolic", st->time_symbolic, 0);
     json_num("time_analyze", st->time_analyze, 0);
@@ -397,6 +400,9 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
                r->top2d_factor_bytes.total / r->ranks * 1e-9,
                r->top2d_factor_bytes.total > 0 ? r->top2d_factor_bytes.max * r->ranks / r->top2d_factor_bytes.total : 0);
     }
+    if (r->root_columns > 0)
+        printf("root on a %d x %d grid of ranks (option root-grid): %lld columns, %.4g s of the factorization\n", r->root_pr,
+               r->root_pc, (long long)r->root_columns, r->root_time);
     printf("solve (%d right-hand side%s): %.4g s predicted\n", po->nrhs, po->nrhs > 1 ? "s" : "", r->time_solve);
     printf("per rank:\n");
     print_spread("factor", &r->factor_bytes, 1e-9, "GB");

@@ -77,8 +77,9 @@ static int root_hops(int p)
 }
 
 double sched_root_time(const sched_root *r, const struct sched_cost_model *cm, canopy_factorization kind, double scale,
-                       double latency, double byte_time)
+                       int threads, double latency, double byte_time)
 {
+    double T = threads > 1 ? threads : 1; /* the rank's BLAS runs on its worker's cores meanwhile */
     if (r == NULL || cm == NULL || r->n <= 0 || r->nb <= 0) return 0;
     double n = (double)r->n, nb = (double)r->nb, pr = r->pr, pc = r->pc;
     double sb = (scale > 1 ? 16.0 : 8.0) * (kind == CANOPY_FACT_LU ? 2.0 : 1.0), half = kind == CANOPY_FACT_LU ? 1.0 : 0.5;
@@ -91,7 +92,7 @@ double sched_root_time(const sched_root *r, const struct sched_cost_model *cm, c
         double panel = diag + cost_trsm(cm, ceil(m / pr), w) * (kind == CANOPY_FACT_LU ? 2 : 1);
         double msg = hops * (latency + ceil(m / pr) * w * sb * byte_time);
         double upd = m > 0 ? cost_gemm(cm, ceil(m / pr), ceil(m / pc), w) * half : 0;
-        t += (panel + upd) * scale + msg;
+        t += (panel + upd) * scale / T + msg;
     }
     return t;
 }

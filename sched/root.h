@@ -64,9 +64,10 @@ struct sched_cost_model;
  * (cblks to tiles and back), then each step's panel path (the diagonal tile's factorization, the
  * panel's TRSM, its broadcasts along a grid row and a grid column, comm/tree hops of @p latency +
  * bytes x @p byte_time) and the trailing update of the busiest rank (its tiles, one GEMM per step;
- * half for the symmetric kinds); lookahead is not credited. @p scale: 4 for complex arithmetic.
+ * half for the symmetric kinds), on @p threads BLAS threads per rank (perfect scaling assumed); lookahead
+ * is not credited. @p scale: 4 for complex arithmetic.
  */
 double sched_root_time(const sched_root *r, const struct sched_cost_model *cm, canopy_factorization kind, double scale,
-                       double latency, double byte_time);
+                       int threads, double latency, double byte_time);
 
 #endif

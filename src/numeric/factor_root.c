@@ -250,9 +250,12 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
     canopy_err ge = {0};
     canopy_status gs = CANOPY_SUCCESS;
     if (in_grid) {
+        /* the workers wait meanwhile: the grid's BLAS calls use the rank's cores */
+        numeric_blas_threads(L->nthreads);
         gs = F->arith == CANOPY_COMPLEX
                  ? grid_dense_factor_z(&R.g, (double _Complex *)local, gpiv, (double _Complex *)gdsub, perturbed, &ge)
                  : grid_dense_factor_d(&R.g, (double *)local, gpiv, (double *)gdsub, perturbed, &ge);
+        numeric_blas_threads(1);
         if (gs == CANOPY_ERR_NOT_SPD) root_not_spd(&R, &ge, err);
         else if (gs < 0) canopy_err_set(err, gs, "root grid: %s", ge.msg);
         if (R.me != 0) *perturbed = 0; /* summed over the ranks by the caller */

@@ -45,6 +45,15 @@ void numeric_blas_restore(int old)
 #endif
 }
 
+void numeric_blas_threads(int n)
+{
+#ifdef NUMERIC_BLAS_THREADS
+    if (n >= 1 && openblas_get_num_threads() != n) openblas_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
 const cost_kernels numeric_cost_kernels = {
     .lu = numeric_dense_lu_d,
     .ldlt = numeric_dense_ldlt_d,

@@ -331,6 +331,8 @@ void numeric_set_exec(numeric *F, const numeric_exec *x);
  */
 int numeric_blas_single(void);
 void numeric_blas_restore(int old);
+/** BLAS on @p n threads (the root's grid step, where the workers wait: its GEMMs use the rank's cores). */
+void numeric_blas_threads(int n);
 
 /** The dense kernels and BLAS control that sched/cost.c times to calibrate the cost model. */
 extern const cost_kernels numeric_cost_kernels;

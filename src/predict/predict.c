@@ -419,6 +419,10 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     r->twod_cblks = P.twod_cblks;
     r->split_width = s->stats.split_width;
     r->time_factorize = G->predicted_time;
+    r->root_columns = P.root.n > 0 ? P.root.n : 0;
+    r->root_pr = r->root_columns ? P.root.pr : 0;
+    r->root_pc = r->root_columns ? P.root.pc : 0;
+    r->root_time = P.root_time;
     r->speedup = r->time_factorize > 0 ? r->time_1x1 / r->time_factorize : 0;
     r->efficiency = r->speedup / ((double)o->ranks * o->threads);
     for (int i = 0; i < G->ntasks; i++) {

@@ -39,6 +39,9 @@ typedef struct predict_report {
     int twod_levels, split_width;
     int mapping;               /**< the tree's mapping onto the ranks (canopy_stats.mapping): 1 = flops, 2 = memory
                                     (options.mapping, or auto's rule against an explicit memory-limit); 0: one rank */
+    int64_t root_columns;      /**< the root factored on a grid of ranks (options.root_grid): its columns, 0 = none */
+    int root_pr, root_pc;      /**< that grid */
+    double root_time;          /**< its predicted seconds (sched_root_time), included in time_factorize */
     double time_factorize;     /**< simulated makespan of the plan, seconds */
     double time_1x1;           /**< the same structure planned on one thread (no load) */
     double speedup, efficiency; /**< time_1x1 / time_factorize, and over ranks x threads */
