@@ -430,7 +430,11 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     st = plan_build_one(S, cm, o, 0, 0, count, P, err);
     int64_t prev = 0;
     for (int levels = 1; st == CANOPY_SUCCESS && levels <= PLAN_MAX_LEVELS; levels++) {
-        if (count[levels] <= prev) break; /* no new 2D cblk */
+        if (count[levels] <= prev) {
+            /* no new 2D cblk; the grid's root (never 2D) may fill the top levels alone */
+            if (count[levels] == 0 && o->root.n > 0 && R > 1) continue;
+            break;
+        }
         sched_plan Q;
         st = plan_build_one(S, cm, o, levels, 0, NULL, &Q, err);
         if (st != CANOPY_SUCCESS) {
