@@ -25,16 +25,6 @@ void sched_root_grid(int nranks, cint ntiles, int *pr, int *pc)
     *pc = bq;
 }
 
-static cint root_gcd(cint a, cint b)
-{
-    while (b != 0) {
-        cint t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 canopy_status sched_root_choose(const symbolic *S, int nranks, canopy_factorization kind, int mode, sched_root *out,
                                 canopy_err *err)
 {
@@ -46,27 +36,28 @@ canopy_status sched_root_choose(const symbolic *S, int nranks, canopy_factorizat
     if (nranks < 2 || mode == SCHED_ROOT_OFF || nc < 1) return CANOPY_SUCCESS;
     cint k0 = nc;
     while (k0 > 0 && S->cblk_stride[k0 - 1] == n - S->cblk_fcol[k0 - 1]) k0--;
-    for (; k0 < nc; k0++) {
-        cint w = n - S->cblk_fcol[k0], nb = CANOPY_MIN(w, (cint)SCHED_ROOT_NB);
-        if (mode == SCHED_ROOT_AUTO && (double)w < fmax(800.0, 70.0 * sqrt((double)nranks))) return CANOPY_SUCCESS;
-        if (kind != CANOPY_FACT_LLT) {
-            cint g = 0;
-            for (cint k = k0 + 1; k < nc; k++) g = root_gcd(S->cblk_fcol[k] - S->cblk_fcol[k0], g);
-            if (g > 0) {
-                nb = 0;
-                for (cint d = CANOPY_MIN(g, (cint)SCHED_ROOT_NB); d >= SCHED_ROOT_NB_MIN && nb == 0; d--)
-                    if (g % d == 0) nb = d;
-                if (nb == 0) continue; /* no tile fits the cblks: leave this cblk out */
-            }
-        }
-        cint nt = (w + nb - 1) / nb;
-        int pr, pc;
-        sched_root_grid(nranks, nt, &pr, &pc);
-        if (pr * pc < 2) return CANOPY_SUCCESS; /* one tile: nothing to share */
-        *out = (sched_root){.first = k0, .n = w, .nb = nb, .pr = pr, .pc = pc};
-        return CANOPY_SUCCESS;
-    }
+    if (k0 >= nc) return CANOPY_SUCCESS;
+    cint w = n - S->cblk_fcol[k0], nb = CANOPY_MIN(w, (cint)SCHED_ROOT_NB);
+    if (mode == SCHED_ROOT_AUTO && (double)w < fmax(800.0, 70.0 * sqrt((double)nranks))) return CANOPY_SUCCESS;
+    int pr, pc;
+    sched_root_grid(nranks, (w + nb - 1) / nb, &pr, &pc);
+    if (pr * pc < 2) return CANOPY_SUCCESS; /* one tile: nothing to share */
+    *out = (sched_root){.first = k0, .n = w, .nb = nb, .pr = pr, .pc = pc};
     return CANOPY_SUCCESS;
+}
+
+cint sched_root_steps(const symbolic *S, const sched_root *r, cint *steps)
+{
+    cint cnt = 0, r0 = S->cblk_fcol[r->first], k = r->first + 1;
+    for (cint t = 0; t < r->n;) {
+        steps[cnt++] = t;
+        cint next = CANOPY_MIN((t / r->nb + 1) * r->nb, r->n); /* the tile's end, or the next cblk's start */
+        while (k < S->ncblk && S->cblk_fcol[k] - r0 <= t) k++;
+        if (k < S->ncblk && S->cblk_fcol[k] - r0 < next) next = S->cblk_fcol[k] - r0;
+        t = next;
+    }
+    steps[cnt] = r->n;
+    return cnt;
 }
 
 static int root_hops(int p)

@@ -11,11 +11,9 @@
  *  - the root: the longest suffix of cblks whose panels hold every row from their first column on
  *    (cblk_stride[k] == n - cblk_fcol[k]); mode AUTO keeps it only when it is at least
  *    max(800, 70 sqrt(P)) columns wide (MUMPS's rule for its 2D root);
- *  - tiles: LL^T pivots nowhere, so any size (SCHED_ROOT_NB). LDL^T and LU pivot inside each step's
- *    diagonal tile, and the solve applies a cblk's interchanges as one block: every tile must lie
- *    inside one cblk, so the tile size divides every cblk boundary of the root (the largest such
- *    divisor <= SCHED_ROOT_NB, at least SCHED_ROOT_NB_MIN; the root's first cblks are left out until
- *    one exists);
+ *  - tiles of SCHED_ROOT_NB. The sparse kernels pivot inside a cblk's diagonal block and the
+ *    solve applies a cblk's interchanges as one block; the grid's steps are therefore the tiles
+ *    cut at every cblk boundary (sched_root_steps), so no step's pivoting crosses a cblk;
  *  - the grid: ranks 0 .. pr*pc-1 with pr <= pc, the most ranks such that a broadcast has at most
  *    GRID_DENSE_MAX_MEMBERS members (pr + pc - 1 <= 64) and no grid row or column lacks a tile;
  *    among equal counts the squarest. The other ranks own no tile (they assemble and wait).
@@ -27,7 +25,6 @@
 #include "base/structure.h"
 
 #define SCHED_ROOT_NB 128
-#define SCHED_ROOT_NB_MIN 16
 #define SCHED_ROOT_MAX_MEMBERS 64 /* = GRID_DENSE_MAX_MEMBERS (numeric/grid_dense.h) */
 
 /** options.root_grid */
@@ -53,6 +50,13 @@ static inline int sched_root_has(const sched_root *r, cint k)
 {
     return r != NULL && r->n > 0 && k >= r->first;
 }
+
+/**
+ * The grid factorization's steps (grid_dense.steps): the tile boundaries and the root's cblk
+ * boundaries, relative to the root's first column, ascending, into @p steps (room for
+ * n / nb + ncblk + 2); returns their count (steps[count] = r->n).
+ */
+cint sched_root_steps(const symbolic *S, const sched_root *r, cint *steps);
 
 /** The grid's shape for @p nranks ranks and @p ntiles tile rows (pure; see above). */
 void sched_root_grid(int nranks, cint ntiles, int *pr, int *pc);

@@ -40,16 +40,18 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
 
-/* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c):
- * its tiles, the tiles' send or receive buffer, and its own root panels packed (both parts). */
-static double root_scalars(const symbolic *S, const sched_root *r, const int *cblk_rank, int q, double parts)
+/* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c,
+ * phase by phase): its tiles beside what it receives for them (the lower half for LL^T, LDL^T),
+ * or that beside its own root panels packed (both parts), whichever is more. */
+static double root_scalars(const symbolic *S, const sched_root *r, const int *cblk_rank, int q, canopy_factorization kind)
 {
     if (r == NULL || r->n <= 0) return 0;
     grid_dense g = {.comm = MPI_COMM_NULL, .pr = r->pr, .pc = r->pc, .n = r->n, .m = r->n, .nb = r->nb};
     double tiles = q < r->pr * r->pc ? (double)grid_dense_local_size(&g, q) : 0, own = 0;
+    double recv = kind == CANOPY_FACT_LU ? tiles : 0.5 * tiles;
     for (cint k = r->first; k < S->ncblk; k++)
-        if (cblk_rank[k] == q) own += (double)panel_size(S, k) * parts;
-    return 2 * tiles + own;
+        if (cblk_rank[k] == q) own += (double)panel_size(S, k) * (kind == CANOPY_FACT_LU ? 2.0 : 1.0);
+    return fmax(recv + tiles, recv + own);
 }
 
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
@@ -64,7 +66,7 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
         if (L->cblk_rank[k] == L->rank) held += (double)panel_size(S, k);
     double buffers = (sched == CANOPY_SCHED_DYNAMIC ? L->fanin_peak_arrival : L->fanin_peak) + L->fanin_sink / parts;
     /* the root's grid step comes after the last buffer is gone */
-    held += fmax(buffers, root_scalars(S, &L->root, L->cblk_rank, L->rank, parts) / parts);
+    held += fmax(buffers, root_scalars(S, &L->root, L->cblk_rank, L->rank, kind) / parts);
     return numeric_predict_bytes_counts(S, kind, arith, held, L->update_max, L->panel_max, L->nthreads, local_entries);
 }
 
@@ -85,7 +87,7 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
         /* as numeric_predict_bytes: the own panels, the buffers alive at once, the sink (one part) */
         double buffers = peak[q] + sink[q] / parts;
         int64_t local = (int64_t)(tot > 0 ? nnz * own[q] / tot : 0);
-        double after = root_scalars(S, &P->root, P->cblk_rank, q, parts) / parts; /* the root's step, after the buffers */
+        double after = root_scalars(S, &P->root, P->cblk_rank, q, kind) / parts; /* the root's step, after the buffers */
         memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), upd[q], pmax[q], T, local);
         if (fanin) fanin[q] = buffers * parts * sb;
     }

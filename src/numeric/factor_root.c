@@ -15,11 +15,11 @@
  * the U part (the U panel holds U^T: its row p >= w of column c is U(f + c, f + p)). Sender and
  * receiver walk the same order, so no index travels.
  *
- * Pivots: the grid pivots inside each step's diagonal tile, and every tile lies inside one cblk
- * (sched_root_choose). The sparse kernels apply a cblk's interchanges to all its earlier columns
- * ("plain permuted form", factor_template.c), the grid only inside the tile: the owner applies each
- * later tile's interchanges to the rows of its earlier tiles in the same cblk, and ipiv becomes
- * relative to the cblk.
+ * Pivots: the grid's steps are the tiles cut at every cblk boundary (sched_root_steps), and it
+ * pivots inside each step's diagonal block, so never across cblks. The sparse kernels apply a
+ * cblk's interchanges to all its earlier columns ("plain permuted form", factor_template.c), the
+ * grid only inside the step: the owner applies each later step's interchanges to the rows of the
+ * earlier steps of the same cblk, and ipiv becomes relative to the cblk.
  *
  * Collective over the solver's communicator; every allocation is agreed before the first
  * message, and the grid agrees its own outcome, so no rank waits for another that failed.
@@ -143,29 +143,31 @@ static void root_tile_io(void *arg, const root_ctx *R, cint k, int part, cint c,
     io->off[q] += len;
 }
 
-/* Each later tile's interchanges on the earlier tiles' rows of the same cblk, and ipiv relative
- * to the cblk (sparse layout: numeric.h). */
-static void root_pivots(const root_ctx *R, const cint *gpiv, const void *gdsub)
+/* Each later step's interchanges on the earlier steps' rows of the same cblk, and ipiv relative
+ * to the cblk (sparse layout: numeric.h). A step lies inside one cblk. */
+static void root_pivots(const root_ctx *R, const cint *steps, cint nsteps, const cint *gpiv, const void *gdsub)
 {
     const numeric *F = R->F;
     const symbolic *S = F->S;
-    cint nb = R->r->nb;
-    for (cint k = R->r->first; k < S->ncblk; k++) {
-        cint f = S->cblk_fcol[k] - R->r0, w = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
-        for (cint j = 0; j < w; j++) {
-            cint x = f + j, t0 = x - x % nb, piv = gpiv[x];
-            F->ipiv[S->cblk_fcol[k] + j] = piv < 0 ? -1 : piv + (t0 - f);
+    cint k = R->r->first;
+    for (cint s = 0; s < nsteps; s++) {
+        cint t0 = steps[s], t1 = steps[s + 1];
+        while (S->cblk_fcol[k + 1] - R->r0 <= t0) k++;
+        cint f = S->cblk_fcol[k] - R->r0;
+        int mine = F->exec.local->cblk_rank[k] == R->me;
+        for (cint x = t0; x < t1; x++) {
+            cint piv = gpiv[x], col = S->cblk_fcol[k] + (x - f);
+            F->ipiv[col] = piv < 0 ? -1 : piv + (t0 - f);
             if (F->kind == CANOPY_FACT_LDLT)
-                memcpy((char *)F->dsub + (size_t)(S->cblk_fcol[k] + j) * R->sb, (const char *)gdsub + (size_t)x * R->sb, R->sb);
-            /* rows of the cblk's earlier tiles, columns 0 .. t0 - f: the rows j and piv swap */
-            if (F->exec.local->cblk_rank[k] != R->me || piv < 0 || t0 <= f || piv + t0 == x) continue;
-            cint a = x - f, b = piv + t0 - f;
-            for (cint col = 0; col < t0 - f; col++) {
-                char *pa = root_panel(R, k, 0, col, a), *pb = root_panel(R, k, 0, col, b);
-                char s[16];
-                memcpy(s, pa, R->sb);
+                memcpy((char *)F->dsub + (size_t)col * R->sb, (const char *)gdsub + (size_t)x * R->sb, R->sb);
+            /* the cblk's columns left of the step: its rows x and t0 + piv swap there too */
+            if (!mine || piv < 0 || t0 == f || t0 + piv == x) continue;
+            cint a = x - f, b = t0 + piv - f;
+            for (cint c = 0; c < t0 - f; c++) {
+                char *pa = root_panel(R, k, 0, c, a), *pb = root_panel(R, k, 0, c, b), tmp[16];
+                memcpy(tmp, pa, R->sb);
                 memcpy(pa, pb, R->sb);
-                memcpy(pb, s, R->sb);
+                memcpy(pb, tmp, R->sb);
             }
         }
     }
@@ -200,7 +202,7 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
     canopy_status st = CANOPY_SUCCESS;
     int64_t *v = canopy_calloc(4 * (size_t)P + 1, sizeof(int64_t), "root redistribution", err);
     char *sbuf = NULL, *rbuf = NULL, *local = NULL;
-    cint *gpiv = NULL;
+    cint *gpiv = NULL, *steps = NULL;
     void *gdsub = NULL;
     MPI_Comm gcomm = MPI_COMM_NULL;
     if (MPI_Comm_split(x->comm, in_grid ? 0 : MPI_UNDEFINED, R.me, &gcomm) != MPI_SUCCESS)
@@ -218,19 +220,26 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
             nsend += scnt[q];
             nrecv += rcnt[q];
         }
+        /* phase by phase, each agreed: the peak is the tiles plus one redistribution buffer,
+         * never the packed panels beside the tiles */
         sbuf = canopy_alloc((size_t)nsend + 1, R.sb, "root redistribution", err);
         rbuf = canopy_alloc((size_t)nrecv + 1, R.sb, "root redistribution", err);
-        local = canopy_calloc((size_t)nloc + 1, R.sb, "root tiles", err);
         gpiv = canopy_alloc((size_t)r->n + 1, sizeof(cint), "root pivots", err);
+        /* steps: the tiles cut at the cblks' boundaries, so pivoting never crosses a cblk */
+        steps = canopy_alloc((size_t)(r->n / r->nb + S->ncblk - r->first) + 3, sizeof(cint), "root steps", err);
+        if (steps) {
+            R.g.steps = steps;
+            R.g.nsteps = sched_root_steps(S, r, steps);
+        }
         if (F->kind == CANOPY_FACT_LDLT) gdsub = canopy_calloc((size_t)r->n + 1, R.sb, "root pivots", err);
     }
-    if (err->status == CANOPY_SUCCESS && (!v || !sbuf || !rbuf || !local || !gpiv || (F->kind == CANOPY_FACT_LDLT && !gdsub)))
+    if (err->status == CANOPY_SUCCESS && (!v || !sbuf || !rbuf || !gpiv || !steps || (F->kind == CANOPY_FACT_LDLT && !gdsub)))
         canopy_err_set(err, CANOPY_ERR_NOMEM, "root grid: out of memory");
     if (comm_agree(x->comm, err) < 0) {
         st = err->status;
         goto out;
     }
-    /* the panels to the tiles */
+    /* 1. the panels to the tiles' owners */
     for (int q = 1; q < P; q++) {
         soff[q] = soff[q - 1] + scnt[q - 1];
         roff[q] = roff[q - 1] + rcnt[q - 1];
@@ -241,12 +250,21 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
             if (L->cblk_rank[k] == R.me) root_walk(&R, k, root_panel_io, &ps);
     }
     if ((st = comm_share_alltoallv(x->comm, sbuf, scnt, rbuf, rcnt, R.sb, err)) != CANOPY_SUCCESS) goto out;
+    canopy_free(sbuf);
+    sbuf = NULL;
+    local = canopy_calloc((size_t)nloc + 1, R.sb, "root tiles", err);
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
     {
         root_io pr = {.off = roff, .buf = rbuf, .local = local, .to_grid = 1};
         for (cint k = r->first; in_grid && k < S->ncblk; k++) root_walk(&R, k, root_tile_io, &pr);
     }
-    /* the dense factorization on the grid: its outcome is agreed inside the grid, then with the
-     * ranks outside it */
+    canopy_free(rbuf);
+    rbuf = NULL;
+    /* 2. the dense factorization on the grid: its outcome is agreed inside the grid, then with
+     * the ranks outside it */
     canopy_err ge = {0};
     canopy_status gs = CANOPY_SUCCESS;
     if (in_grid) {
@@ -260,11 +278,12 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
         else if (gs < 0) canopy_err_set(err, gs, "root grid: %s", ge.msg);
         if (R.me != 0) *perturbed = 0; /* summed over the ranks by the caller */
     }
+    if (err->status == CANOPY_SUCCESS) rbuf = canopy_alloc((size_t)nrecv + 1, R.sb, "root redistribution", err);
     if (comm_agree(x->comm, err) < 0) {
         st = err->status;
         goto out;
     }
-    /* the pivots to every rank (the grid's are on its ranks), then the tiles back to the panels */
+    /* 3. the pivots to every rank (the grid's are on its ranks), then the tiles back to the panels */
     if (F->kind != CANOPY_FACT_LLT) {
         if (MPI_Bcast(gpiv, (int)r->n, sizeof(cint) == 8 ? MPI_INT64_T : MPI_INT32_T, 0, x->comm) != MPI_SUCCESS ||
             (gdsub && MPI_Bcast(gdsub, (int)r->n * (int)(R.sb / sizeof(double)), MPI_DOUBLE, 0, x->comm) != MPI_SUCCESS)) {
@@ -281,13 +300,20 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
         root_io tp = {.off = roff, .buf = rbuf, .local = local, .to_grid = 0};
         for (cint k = r->first; in_grid && k < S->ncblk; k++) root_walk(&R, k, root_tile_io, &tp);
     }
+    canopy_free(local);
+    local = NULL;
+    sbuf = canopy_alloc((size_t)nsend + 1, R.sb, "root redistribution", err);
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
+    }
     if ((st = comm_share_alltoallv(x->comm, rbuf, rcnt, sbuf, scnt, R.sb, err)) != CANOPY_SUCCESS) goto out;
     {
         root_io pu = {.off = soff, .buf = sbuf, .to_grid = 0};
         for (cint k = r->first; k < S->ncblk; k++)
             if (L->cblk_rank[k] == R.me) root_walk(&R, k, root_panel_io, &pu);
     }
-    if (F->kind != CANOPY_FACT_LLT) root_pivots(&R, gpiv, gdsub);
+    if (F->kind != CANOPY_FACT_LLT) root_pivots(&R, steps, R.g.nsteps, gpiv, gdsub);
     st = gs == CANOPY_WARN_PIVOTS_PERTURBED ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
 out:
     if (gcomm != MPI_COMM_NULL) MPI_Comm_free(&gcomm);
@@ -296,6 +322,7 @@ out:
     canopy_free(rbuf);
     canopy_free(local);
     canopy_free(gpiv);
+    canopy_free(steps);
     canopy_free(gdsub);
     return st;
 }

@@ -71,6 +71,12 @@ canopy_status grid_dense_check(const grid_dense *g, canopy_err *err)
                               " nb %" CINT_FMT, g->n, g->m, g->nb);
     if (g->kind != CANOPY_FACT_LLT && g->kind != CANOPY_FACT_LDLT && g->kind != CANOPY_FACT_LU)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "grid_dense: unknown kind %d", (int)g->kind);
+    if (g->steps != NULL) {
+        int ok = g->nsteps >= 0 && g->steps[0] == 0 && g->steps[g->nsteps] == g->m;
+        for (cint k = 0; ok && k < g->nsteps; k++)
+            ok = g->steps[k + 1] > g->steps[k] && (g->steps[k + 1] - 1) / g->nb == g->steps[k] / g->nb;
+        if (!ok) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "grid_dense: steps must rise from 0 to m, each inside one tile");
+    }
     if (!(g->threshold >= 0))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "grid_dense: bad threshold %g", g->threshold);
     if (g->comm != MPI_COMM_NULL) {

@@ -72,6 +72,13 @@ typedef struct grid_dense {
     double threshold;             /**< absolute static-pivoting threshold (LDL^T, LU), >= 0 */
     int tag;                      /**< tags [tag, tag + grid_dense_ntags(g)) of comm are used */
     int lookahead;                /**< 1: send the next panel before the bulk of the update */
+    const cint *steps;            /**< NULL: step k eliminates tile column k's columns; else nsteps + 1 ascending
+                                       column starts (steps[0] = 0, steps[nsteps] = m), each step inside one
+                                       tile: pivoting stays inside each step's diagonal block, so a sparse
+                                       front whose column blocks do not align with the tiles keeps its
+                                       blocks' pivoting (src/numeric/factor_root.c). The factorization only:
+                                       grid_dense_solve assumes tile steps */
+    cint nsteps;
 } grid_dense;
 
 /** Tags a factorization uses from g->tag on. */

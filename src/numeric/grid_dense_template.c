@@ -135,8 +135,21 @@ typedef struct gd_ctx {
     SCALAR *piv;           /* [2m + 1]: pivots + 2 and dsub where this rank factored, perturbed count */
     int *members;
     cint bad_col;          /* first column LL^T found not positive definite (CINT_MAX: none) */
+    cint nsteps;           /* steps of the factorization (grid_dense.steps, or one per tile column) */
     int mpi_failed, tree_failed;
 } gd_ctx;
+
+/* The columns [*kb, *ke) step k eliminates: a tile column's, or the caller's steps (each inside one tile). */
+static void gd_step(const gd_ctx *c, cint k, cint *kb, cint *ke)
+{
+    if (c->g->steps != NULL) {
+        *kb = c->g->steps[k];
+        *ke = c->g->steps[k + 1];
+    } else {
+        *kb = k * c->nb;
+        *ke = CANOPY_MIN(*kb + c->nb, c->m);
+    }
+}
 
 /* Local rows (columns) of grid row r (column c) with global index >= gidx. */
 static cint gd_rows_from(const gd_ctx *c, int r, cint gidx)
@@ -228,8 +241,10 @@ static void gd_dinv2(SCALAR a, SCALAR b, SCALAR cc, SCALAR *d11, SCALAR *d22, SC
 static void gd_panel(gd_ctx *c, cint k)
 {
     const grid_dense *g = c->g;
-    int par = (int)(k & 1), kr = (int)(k % c->pr), kc = (int)(k % c->pc);
-    cint kb = k * c->nb, ke = CANOPY_MIN(kb + c->nb, c->m), w = ke - kb;
+    cint kb, ke;
+    gd_step(c, k, &kb, &ke);
+    cint w = ke - kb, kt = kb / c->nb; /* the step's tile */
+    int par = (int)(k & 1), kr = (int)(kt % c->pr), kc = (int)(kt % c->pc);
     bool lu = g->kind == CANOPY_FACT_LU, ldlt = g->kind == CANOPY_FACT_LDLT;
     /* the sends of step k - 2 read the buffers this step refills */
     gd_wait_sends(c, par);
@@ -429,7 +444,9 @@ static void gd_panel(gd_ctx *c, cint k)
 static void gd_update(gd_ctx *c, cint k, cint gr0, cint gr1, cint gc0, cint gc1)
 {
     int par = (int)(k & 1);
-    cint kb = k * c->nb, ke = CANOPY_MIN(kb + c->nb, c->m), w = ke - kb;
+    cint kb, ke;
+    gd_step(c, k, &kb, &ke);
+    cint w = ke - kb;
     gr0 = CANOPY_MAX(gr0, ke);
     gc0 = CANOPY_MAX(gc0, ke);
     if (gr0 >= gr1 || gc0 >= gc1 || !gd_needs_rows(c, c->myr, c->myc, ke)) return;
@@ -526,7 +543,7 @@ canopy_status KSFX(grid_dense_factor)(const grid_dense *g, SCALAR *local, cint *
     }
     canopy_status st = comm_agree(g->comm, &e);
     if (st >= 0) {
-        cint nsteps = (c.m + c.nb - 1) / c.nb;
+        cint nsteps = c.nsteps = g->steps != NULL ? g->nsteps : (c.m + c.nb - 1) / c.nb;
         if (!g->lookahead) {
             for (cint k = 0; k < nsteps; k++) {
                 gd_panel(&c, k);
@@ -535,10 +552,12 @@ canopy_status KSFX(grid_dense_factor)(const grid_dense *g, SCALAR *local, cint *
         } else if (nsteps > 0) {
             gd_panel(&c, 0);
             for (cint k = 0; k < nsteps; k++) {
-                cint ke = CANOPY_MIN((k + 1) * c.nb, c.m);
+                cint kb, ke;
+                gd_step(&c, k, &kb, &ke);
                 if (k + 1 < nsteps) {
                     /* the next panel's columns (LU: and its rows) first, then its messages, then the rest */
-                    cint ke2 = CANOPY_MIN(ke + c.nb, c.m);
+                    cint ke2;
+                    gd_step(&c, k + 1, &kb, &ke2);
                     gd_update(&c, k, ke, c.n, ke, ke2);
                     if (lu) gd_update(&c, k, ke, ke2, ke2, c.n);
                     gd_panel(&c, k + 1);
