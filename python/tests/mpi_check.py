@@ -43,6 +43,19 @@ with canopy.Solver(A if rank == 0 else None, kind="spd" if rank == 0 else None, 
     elif x is not None or diag is not None:
         print("FAIL: rank %d got a result" % rank)
         fails += 1
+# the root separator on a 2D grid of every rank (option root_grid): the same answer, LU here
+with canopy.Solver(A if rank == 0 else None, kind="general" if rank == 0 else None, comm=comm, threads=1,
+                   root_grid="on") as sg:
+    xg = sg.refine(b if rank == 0 else None)
+    stg = sg.stats
+    if rank == 0:
+        rg = stg["root_grid"]
+        if rg is None or rg[0] * rg[1] > comm.Get_size() or rg[0] * rg[1] < 2:
+            print("FAIL: stats['root_grid'] = %r on %d ranks" % (rg, comm.Get_size()))
+            fails += 1
+        if not np.abs(xg - sla.spsolve(A, b)).max() <= 1e-10 * np.abs(xg).max():
+            print("FAIL: x with the root on a grid")
+            fails += 1
 # a solver made before its matrix, the matrix given afterwards (every rank calls set_matrix)
 with canopy.Solver(comm=comm, threads=1) as s2:
     s2.set_matrix(A if rank == 0 else None, kind="spd" if rank == 0 else None)
