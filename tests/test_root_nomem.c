@@ -1,7 +1,7 @@
 /*
  * Failures inside the root's grid factorization (option root-grid, src/numeric/factor_root.c and
  * grid_dense), run by tests/test_root_nomem.sh under mpiexec -n 3 and 4 under a timeout:
- *  - each of the root's allocations (by label: the redistribution buffers, the tiles, the pivots,
+ *  - each of the root's allocations (by label and skip count: the redistribution buffers, the tiles, the pivots,
  *    and grid_dense's own) fails on one rank, for every rank in turn, LL^T, LDL^T and LU: every
  *    rank returns the same status, out of memory exactly when the failure happened, nobody hangs,
  *    and the next factorization succeeds and solves;
@@ -108,24 +108,26 @@ static void nomem(const canopy_csc *A, canopy_factorization fact, int *hit)
     canopy_solver *s = setup(A, fact, 1);
     if (s == NULL) return;
     for (int victim = 0; victim < size; victim++)
-        for (int l = 0; l < NLABELS; l++) {
-            if (rank == victim) canopy_alloc_fail_named(labels[l], 0);
-            canopy_status st = canopy_factorize(s);
-            int happened = rank == victim ? !canopy_alloc_fail_named_pending() : 0;
-            canopy_alloc_fail_named(NULL, 0);
-            MPI_Bcast(&happened, 1, MPI_INT, victim, MPI_COMM_WORLD);
-            hit[l] += happened;
-            char what[160];
-            snprintf(what, sizeof what, "fact %d, '%s' failing on rank %d", (int)fact, labels[l], victim);
-            agreed((int)st, what);
-            if (happened && st != CANOPY_ERR_NOMEM) fail("%s: status %d (%s), not out of memory", what, (int)st, canopy_last_error(s));
-            if (!happened && st < 0) fail("%s: nothing failed, yet status %d: %s", what, (int)st, canopy_last_error(s));
-            st = canopy_factorize(s);
-            double e = st >= 0 ? solve_error(s, A) : INFINITY;
-            int bad = st < 0 || e > 1e-8;
-            MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-            if (bad) fail("%s: the next factorization: status %d, error %g", what, (int)st, e);
-        }
+        for (int l = 0; l < NLABELS; l++)
+            for (long skip = 0; skip < 3; skip++) { /* the first, second, third array of a label */
+                if (rank == victim) canopy_alloc_fail_named(labels[l], skip);
+                canopy_status st = canopy_factorize(s);
+                int happened = rank == victim ? !canopy_alloc_fail_named_pending() : 0;
+                canopy_alloc_fail_named(NULL, 0);
+                MPI_Bcast(&happened, 1, MPI_INT, victim, MPI_COMM_WORLD);
+                hit[l] += happened;
+                char what[160];
+                snprintf(what, sizeof what, "fact %d, '%s' #%ld failing on rank %d", (int)fact, labels[l], skip, victim);
+                agreed((int)st, what);
+                if (happened && st != CANOPY_ERR_NOMEM)
+                    fail("%s: status %d (%s), not out of memory", what, (int)st, canopy_last_error(s));
+                if (!happened && st < 0) fail("%s: nothing failed, yet status %d: %s", what, (int)st, canopy_last_error(s));
+                st = canopy_factorize(s);
+                double e = st >= 0 ? solve_error(s, A) : INFINITY;
+                int bad = st < 0 || e > 1e-8;
+                MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+                if (bad) fail("%s: the next factorization: status %d, error %g", what, (int)st, e);
+            }
     canopy_destroy(&s);
 }
 
