@@ -72,7 +72,7 @@ static canopy_solver *setup(const canopy_csc *A, canopy_factorization fact, int 
 {
     canopy_options o;
     canopy_options_default(&o);
-    o.threads = 2;
+    o.threads = 1; /* MPICH polls: oversubscribed threads make each run slow */
     o.bind = CANOPY_BIND_NONE;
     o.factorization = fact;
     o.root_grid = 1;
@@ -98,9 +98,12 @@ static canopy_solver *setup(const canopy_csc *A, canopy_factorization fact, int 
     return s;
 }
 
-/* the labels of factor_root.c and grid_dense_template.c; *hit counts the failures that happened */
+/* the labels of factor_root.c and grid_dense_template.c, and how many arrays of each to fail in turn
+ * (the redistribution's counts, send and receive buffers; LDL^T's two pivot arrays); *hit counts
+ * the failures that happened */
 static const char *const labels[] = {"root redistribution", "root tiles", "root pivots", "grid_dense panel buffers",
                                      "grid_dense requests", "grid_dense pivots", "grid_dense work", "grid_dense members"};
+static const long nskip[] = {3, 1, 2, 1, 1, 1, 1, 1};
 #define NLABELS ((int)(sizeof labels / sizeof labels[0]))
 
 static void nomem(const canopy_csc *A, canopy_factorization fact, int *hit)
@@ -109,7 +112,7 @@ static void nomem(const canopy_csc *A, canopy_factorization fact, int *hit)
     if (s == NULL) return;
     for (int victim = 0; victim < size; victim++)
         for (int l = 0; l < NLABELS; l++)
-            for (long skip = 0; skip < 3; skip++) { /* the first, second, third array of a label */
+            for (long skip = 0; skip < nskip[l]; skip++) {
                 if (rank == victim) canopy_alloc_fail_named(labels[l], skip);
                 canopy_status st = canopy_factorize(s);
                 int happened = rank == victim ? !canopy_alloc_fail_named_pending() : 0;
