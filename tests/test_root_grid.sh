@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086 # $lap, $flags, $tmo: word lists on purpose
 # The root separator on a 2D grid of ranks (option root-grid, src/numeric/factor_root.c) end to
 # end through canopy-solve --json: every layout factors the root on a grid (root_grid not null)
 # with backward error <= 1e-12 and the same diagonal of A^-1 as root-grid=off (so the factor that
