@@ -69,6 +69,8 @@ static void usage(FILE *f)
             "  --pivot-threshold X  --amalgamation 0|1  --amalgamation-fill X  --split auto|0|N\n"
             "  --2d-levels auto|0|N  --ordering-threads N\n"
             "  --trace FILE  --cost-cache PATH|none|fixed  --verbose 0..3\n"
+            "  several ranks: --mapping auto|flops|memory  --memory-limit BYTES  --memory-check on|off\n"
+            "  --root-grid off|on|auto (the root separator factored by every rank on a 2D grid)\n"
             "  --help, --version\n");
 }
 

@@ -93,16 +93,31 @@ static void check_choice(const symbolic *S, int P, canopy_factorization kind)
     }
     ck_assert_msg(r.first < nc && r.n > 0, "P %d kind %d: no root", P, (int)kind);
     ck_assert_int_eq(r.n, S->n - S->cblk_fcol[r.first]);
-    ck_assert(r.first >= k0);
-    if (kind == CANOPY_FACT_LLT) {
-        ck_assert_int_eq(r.first, k0);
-        ck_assert_int_eq(r.nb, CANOPY_MIN(r.n, (cint)SCHED_ROOT_NB));
-    } else {
-        ck_assert(r.nb >= SCHED_ROOT_NB_MIN && r.nb <= SCHED_ROOT_NB);
-        for (cint k = r.first; k < nc; k++)
-            ck_assert_msg((S->cblk_fcol[k] - S->cblk_fcol[r.first]) % r.nb == 0, "kind %d: tile %d straddles cblk %d",
-                          (int)kind, (int)r.nb, (int)k);
+    /* every kind: the whole dense suffix, tiles of SCHED_ROOT_NB */
+    ck_assert_int_eq(r.first, k0);
+    ck_assert_int_eq(r.nb, CANOPY_MIN(r.n, (cint)SCHED_ROOT_NB));
+    /* the steps: ascending from 0 to n, each inside one tile and one cblk, and every tile and
+     * cblk boundary among them (so LDL^T and LU pivot inside each cblk, as the sparse kernels) */
+    cint *steps = malloc(sizeof(cint) * (size_t)(r.n / r.nb + nc - r.first + 3)), ns = sched_root_steps(S, &r, steps);
+    ck_assert(steps[0] == 0 && steps[ns] == r.n);
+    cint r0 = S->cblk_fcol[r.first], k = r.first;
+    for (cint i = 0; i < ns; i++) {
+        ck_assert(steps[i + 1] > steps[i]);
+        ck_assert_msg((steps[i + 1] - 1) / r.nb == steps[i] / r.nb, "step %d crosses a tile", (int)i);
+        while (S->cblk_fcol[k + 1] - r0 <= steps[i]) k++;
+        ck_assert_msg(steps[i + 1] <= S->cblk_fcol[k + 1] - r0, "step %d crosses cblk %d", (int)i, (int)k);
     }
+    for (cint t = 0; t < r.n; t += r.nb) {
+        int found = 0;
+        for (cint i = 0; i <= ns; i++) found |= steps[i] == t;
+        ck_assert(found);
+    }
+    for (cint q = r.first; q < nc; q++) {
+        int found = 0;
+        for (cint i = 0; i <= ns; i++) found |= steps[i] == S->cblk_fcol[q] - r0;
+        ck_assert(found);
+    }
+    free(steps);
     int pr, pc;
     sched_root_grid(P, (r.n + r.nb - 1) / r.nb, &pr, &pc);
     ck_assert(r.pr == pr && r.pc == pc && pr * pc >= 2);
