@@ -5,7 +5,8 @@
 # shape; backward error <= 1e-12 recomputed independently, the solutions of every shape equal to
 # the 1 x 1 reference to rounding, and so the diagonal of A^-1 (canopy_selinv) of every matrix up
 # to 20,000 unknowns whose factorization perturbed no pivot (first layout of each shape); a
-# structurally singular matrix refused alike everywhere.
+# structurally singular matrix refused alike everywhere; the same with the root separator on a
+# 2D grid of ranks (root-grid=on) on 3 x 3 and 4 x 4.
 #
 # make check runs the quick list (Laplacians down to one column, SPD, indefinite KKT, unsymmetric
 # with and without matching, complex symmetric, Hermitian and unsymmetric, the structurally
@@ -43,6 +44,16 @@ for shape in 2x4 2x8 3x3 4x4 8x2; do
     # shellcheck disable=SC2086
     run "$p ranks x $t threads $list" $MPIEXEC $flags -n "$p" "$bin" --sweep "$t" $list --out "$tmp/sol.$shape"
     run "solutions on $shape = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.$shape"
+done
+# the root separator on a 2D grid of the ranks (root-grid=on): a flat 1 x 3 grid (3 x 3) and a 2 x 2
+# grid (4 ranks x 4 threads), the same solutions
+for shape in 3x3 4x4; do
+    p=${shape%x*}
+    t=${shape#*x}
+    # shellcheck disable=SC2086
+    run "$p ranks x $t threads, root-grid=on $list" env CANOPY_ROOT_GRID=on $MPIEXEC $flags -n "$p" "$bin" --sweep "$t" \
+        $list --out "$tmp/sol.root$shape"
+    run "solutions with the root on a grid, $shape = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.root$shape"
 done
 # random delays in the communication threads and the workers, on the shape with the most threads
 # and two communication threads

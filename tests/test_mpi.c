@@ -419,9 +419,12 @@ static int run_layout(const char *name, const canopy_csc *A, const piece *P, con
         if (!(S.backward_error <= BERR_TOL))
             fail("%s [%s]: stats.backward_error %.3e > %g", name, lname, S.backward_error, BERR_TOL);
         if (!(own <= BERR_TOL)) fail("%s [%s]: backward error recomputed by the test %.3e > %g", name, lname, own, BERR_TOL);
-        printf("  %-22s [%s] %s berr %.1e (lib %.1e) steps %d %s %.3fs\n", name, lname,
+        /* root-grid=on (test_layouts.sh): say which matrices' roots went to a grid */
+        char root[48] = "";
+        if (S.root_columns > 0) snprintf(root, sizeof root, " root %dx%d:%lld", S.root_pr, S.root_pc, (long long)S.root_columns);
+        printf("  %-22s [%s] %s berr %.1e (lib %.1e) steps %d %s %.3fs%s\n", name, lname,
                distributed_rhs ? "dist-rhs" : "        ", own, S.backward_error, S.refinement_steps,
-               canopy_factorization_name(S.factorization), t);
+               canopy_factorization_name(S.factorization), t, root);
         *berr_out = own;
         *xout = x;
         x = NULL;
