@@ -666,6 +666,9 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                 if (S.twod_cblks > 0)
                     printf("  2D tasks: %lld column blocks in the top %d level(s) of the thread tree, tiles of %d "
                            "rows at most\n", (long long)S.twod_cblks, S.twod_levels, S.split_width);
+                if (S.root_columns > 0)
+                    printf("  root: %lld columns factored on a %d x %d grid of ranks (root-grid)\n",
+                           (long long)S.root_columns, S.root_pr, S.root_pc);
                 printf("  backward error %.3e after %d refinement step(s), forward error %.3e\n", S.backward_error,
                        S.refinement_steps, ferr);
                 printf("  peak memory %.1f MiB (factors %.1f MiB)\n", S.peak_memory_bytes / 1048576.0,
