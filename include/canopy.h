@@ -198,7 +198,8 @@ typedef struct canopy_options {
     int root_grid;                /**< several ranks: the root separator factored by all ranks on a 2D grid
                                        (MUMPS's 2D root) instead of column block by column block. 0 (default) =
                                        off; 1 = on whenever the root is dense; 2 = auto: on when the root is at
-                                       least max(800, 70 sqrt(ranks)) columns wide. canopy_stats.root_grid says
+                                       least max(800, 70 sqrt(ranks)) columns wide and the plan's simulation
+                                       predicts it faster than the 1D root. canopy_stats.root_grid says
                                        whether a grid was used */
 } canopy_options;
 

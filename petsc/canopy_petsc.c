@@ -97,7 +97,7 @@ static const CanopyOption canopy_options_help[] = {
     {"mapping", "several ranks: the tree onto the ranks by flops, or by factor memory; auto: by flops unless a rank "
                 "would exceed memory-limit", "auto, flops, memory"},
     {"root-grid", "several ranks: the root separator factored by all ranks on a 2D grid (MUMPS's 2D root); auto: "
-                  "when it is at least max(800, 70 sqrt(ranks)) columns wide", "off, on, auto"},
+                  "when it is at least max(800, 70 sqrt(ranks)) columns wide and predicted faster", "off, on, auto"},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */

@@ -10,7 +10,8 @@
  * mode): every rank computes the same, and canopy-simulate the same for thousands of ranks.
  *  - the root: the longest suffix of cblks whose panels hold every row from their first column on
  *    (cblk_stride[k] == n - cblk_fcol[k]); mode AUTO keeps it only when it is at least
- *    max(800, 70 sqrt(P)) columns wide (MUMPS's rule for its 2D root);
+ *    max(800, 70 sqrt(P)) columns wide (MUMPS's rule for its 2D root; the runtime then also
+ *    builds the plan without it and keeps the faster by the simulation);
  *  - tiles of SCHED_ROOT_NB. The sparse kernels pivot inside a cblk's diagonal block and the
  *    solve applies a cblk's interchanges as one block; the grid's steps are therefore the tiles
  *    cut at every cblk boundary (sched_root_steps), so no step's pivoting crosses a cblk;

@@ -116,6 +116,15 @@ done
 
 echo "== root-grid auto on a narrow root: not on a grid"
 solve auto 4 $lap --threads 1 --root-grid auto && check auto null
+# auto on a wide root keeps the grid only where the plan's simulation predicts it faster: not on 2
+# ranks (the 1D chain overlaps the rest), yes on 64 nodes x 16 threads (canopy-simulate, no MPI)
+sim="${top_builddir:-.}/canopy-simulate"
+for case in "2 1 null" "64 16 ["; do
+    set -- $case
+    got=$("$sim" --ranks "$1" --threads "$2" --laplacian 40x40x40 --core-gflops 50 --cost-cache fixed --root-grid auto \
+        --json 2>/dev/null | sed -n 's/.*"root_grid": \([^,]*\).*/\1/p')
+    case "$got" in "$3"*) echo "ok: auto on $1 x $2: root_grid $got" ;; *) bad "auto on $1 x $2: root_grid '$got', wanted $3" ;; esac
+done
 
 echo "== LL^T of an indefinite matrix: refused, no hang"
 # shift 5.7 < 6 - 6 cos(pi/13): the smallest eigenvalues go negative, the subdomains' stay

@@ -122,6 +122,21 @@ static canopy_status plan_for(runtime *rt, const canopy_options *o, const symbol
     /* the root on a grid of every rank (sched/root.h): a pure function, the same on every rank */
     if (st == CANOPY_SUCCESS) st = sched_root_choose(S, po.nranks, kind, o->root_grid, &po.root, err);
     if (st == CANOPY_SUCCESS) st = sched_plan_build(S, &loaded, &po, P, err);
+    if (st == CANOPY_SUCCESS && o->root_grid == SCHED_ROOT_AUTO && po.root.n > 0) {
+        /* auto: wide enough by MUMPS's rule, and kept only where the simulation says it is faster
+         * (the root's step waits for every other task: on few ranks the 1D chain overlaps more) */
+        sched_plan Q;
+        po.root = (sched_root){.first = S->ncblk, .pr = 1, .pc = 1};
+        st = sched_plan_build(S, &loaded, &po, &Q, err);
+        if (st == CANOPY_SUCCESS && Q.factor.predicted_time <= P->factor.predicted_time) {
+            sched_plan_free(P);
+            *P = Q;
+        } else if (st == CANOPY_SUCCESS) {
+            sched_plan_free(&Q);
+        } else {
+            sched_plan_free(P);
+        }
+    }
     return st;
 }
 
