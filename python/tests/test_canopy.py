@@ -402,6 +402,7 @@ def test_stats():
         assert st["threads_per_rank"] == 2 and st["ranks"] == 1
         assert 0 <= st["backward_error"] <= 1e-12
         assert st["mapping"] is None and st["fanin_early"] == 0  # one rank: no mapping, no fan-in
+        assert st["root_grid"] is None  # one rank: no grid
 
 
 def test_interrupt_and_gil():
