@@ -25,10 +25,8 @@
  * message, and the grid agrees its own outcome, so no rank waits for another that failed.
  */
 #include "numeric/numeric.h"
-#include "numeric/numeric_parts.h"
 #include "numeric/grid_dense.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,7 +89,6 @@ typedef struct root_io {
     char *buf;
     char *local;
     int to_grid;         /* 1: panels -> tiles; 0: tiles -> panels */
-    int peer;            /* the receiver side's peer while it walks one cblk (-1: by tile owner) */
 } root_io;
 
 static char *root_panel(const root_ctx *R, cint k, int part, cint c, cint p)
@@ -135,10 +132,15 @@ static void root_tile_io(void *arg, const root_ctx *R, cint k, int part, cint c,
     if (root_owner(R, x, y) != R->me) return;
     int q = R->F->exec.local->cblk_rank[k];
     char *b = io->buf + (size_t)io->off[q] * R->sb, *loc = io->local + (size_t)root_local(R, x, y) * R->sb;
-    size_t step = part ? (size_t)grid_dense_ld(&R->g, R->me) * R->sb : R->sb; /* U runs along a row */
-    for (cint i = 0; i < len; i++, b += R->sb, loc += step) {
-        if (io->to_grid) memcpy(loc, b, R->sb);
-        else memcpy(b, loc, R->sb);
+    if (part == 0) { /* an L run goes down one column of one tile: contiguous in the local array */
+        if (io->to_grid) memcpy(loc, b, (size_t)len * R->sb);
+        else memcpy(b, loc, (size_t)len * R->sb);
+    } else { /* a U run goes along a row */
+        size_t step = (size_t)grid_dense_ld(&R->g, R->me) * R->sb;
+        for (cint i = 0; i < len; i++, b += R->sb, loc += step) {
+            if (io->to_grid) memcpy(loc, b, R->sb);
+            else memcpy(b, loc, R->sb);
+        }
     }
     io->off[q] += len;
 }

@@ -135,7 +135,6 @@ typedef struct gd_ctx {
     SCALAR *piv;           /* [2m + 1]: pivots + 2 and dsub where this rank factored, perturbed count */
     int *members;
     cint bad_col;          /* first column LL^T found not positive definite (CINT_MAX: none) */
-    cint nsteps;           /* steps of the factorization (grid_dense.steps, or one per tile column) */
     int mpi_failed, tree_failed;
 } gd_ctx;
 
@@ -543,7 +542,7 @@ canopy_status KSFX(grid_dense_factor)(const grid_dense *g, SCALAR *local, cint *
     }
     canopy_status st = comm_agree(g->comm, &e);
     if (st >= 0) {
-        cint nsteps = c.nsteps = g->steps != NULL ? g->nsteps : (c.m + c.nb - 1) / c.nb;
+        cint nsteps = g->steps != NULL ? g->nsteps : (c.m + c.nb - 1) / c.nb;
         if (!g->lookahead) {
             for (cint k = 0; k < nsteps; k++) {
                 gd_panel(&c, k);
