@@ -615,7 +615,9 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             /* the tree's mapping onto the ranks (option mapping; one rank: by flops) */
             printf("\"mapping\": \"%s\", ", S.mapping == 2 ? "memory" : "flops");
             /* the root factored on a grid of ranks (option root-grid): [rows, columns, root columns] */
-            if (S.root_columns > 0) printf("\"root_grid\": [%d, %d, %lld], ", S.root_pr, S.root_pc, (long long)S.root_columns);
+            if (S.root_columns > 0)
+                printf("\"root_grid\": [%d, %d, %lld], \"time_root\": [%g, %g, %g, %g], ", S.root_pr, S.root_pc,
+                       (long long)S.root_columns, S.time_root_wait, S.time_root_scatter, S.time_root_factor, S.time_root_gather);
             else printf("\"root_grid\": null, ");
             /* the BLAS the cost model measured (its warning went to stderr once) */
             json_num("blas_gflops", S.blas_gflops, 0);

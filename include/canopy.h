@@ -299,6 +299,10 @@ typedef struct canopy_stats {
     int64_t root_columns;         /**< several ranks: columns of the root factored on a 2D grid of ranks
                                        (options.root_grid); 0: none */
     int root_pr, root_pc;         /**< that grid: root_pr x root_pc ranks (0 x 0: none) */
+    /* that root, the last factorization, seconds on rank 0: waiting for the other ranks' tasks (the
+     * agreement before the root), the entries to the grid's tiles, the grid's factorization, and the
+     * factor back to the panels (0 without a root grid) */
+    double time_root_wait, time_root_scatter, time_root_factor, time_root_gather;
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

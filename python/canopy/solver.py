@@ -30,7 +30,8 @@ STAT_NAMES = ("n", "nnz", "nnz_factor", "ncblk", "nblok", "flops", "time_order",
               "comm_bytes", "solve_comm_msgs", "solve_comm_bytes", "peak_memory_rank0", "peak_memory_rank_mean",
               "rss_peak_rank0", "time_selinv", "flops_selinv", "gflops_selinv", "selinv_entries",
               "selinv_comm_msgs", "selinv_comm_bytes", "selinv_bytes_rank_min", "selinv_bytes_rank_max",
-              "selinv_bytes_rank_median", "selinv_bytes_rank_stddev", "fanin_early")
+              "selinv_bytes_rank_median", "selinv_bytes_rank_stddev", "fanin_early", "time_root_wait",
+              "time_root_scatter", "time_root_factor", "time_root_gather")
 _INT_STATS = {"n", "nnz", "nnz_factor", "ncblk", "nblok", "refinement_steps", "perturbed_pivots", "factor_bytes",
               "peak_memory_bytes", "ranks", "threads_per_rank", "steals", "comm_msgs", "comm_bytes",
               "solve_comm_msgs", "solve_comm_bytes", "selinv_entries", "selinv_comm_msgs", "selinv_comm_bytes",

@@ -329,7 +329,10 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     if (x->local->root.n > 0) {
         /* the root on its grid needs every rank's tasks done: agree on them first */
         if (st < 0 && err->status == CANOPY_SUCCESS) canopy_err_set(err, st, "the factorization failed on a rank");
-        if (comm_agree(x->comm, err) < 0) {
+        double t0 = MPI_Wtime();
+        canopy_status ag = comm_agree(x->comm, err);
+        F->run.root[0] = MPI_Wtime() - t0;
+        if (ag < 0) {
             st = err->status;
         } else {
             int64_t pert = 0;

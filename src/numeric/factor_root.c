@@ -202,6 +202,8 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
                        .threshold = F->threshold, .tag = 0, .lookahead = 1};
     int P = R.P, in_grid = R.me < R.G;
     canopy_status st = CANOPY_SUCCESS;
+    double *tm = F->run.root, t0 = MPI_Wtime();
+    tm[1] = tm[2] = tm[3] = 0;
     int64_t *v = canopy_calloc(4 * (size_t)P + 1, sizeof(int64_t), "root redistribution", err);
     char *sbuf = NULL, *rbuf = NULL, *local = NULL;
     cint *gpiv = NULL, *steps = NULL;
@@ -265,6 +267,8 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
     }
     canopy_free(rbuf);
     rbuf = NULL;
+    tm[1] = MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
     /* 2. the dense factorization on the grid: its outcome is agreed inside the grid, then with
      * the ranks outside it */
     canopy_err ge = {0};
@@ -281,7 +285,10 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
         if (R.me != 0) *perturbed = 0; /* summed over the ranks by the caller */
     }
     if (err->status == CANOPY_SUCCESS) rbuf = canopy_alloc((size_t)nrecv + 1, R.sb, "root redistribution", err);
-    if (comm_agree(x->comm, err) < 0) {
+    canopy_status ag = comm_agree(x->comm, err);
+    tm[2] = MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    if (ag < 0) {
         st = err->status;
         goto out;
     }
@@ -316,6 +323,7 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
             if (L->cblk_rank[k] == R.me) root_walk(&R, k, root_panel_io, &pu);
     }
     if (F->kind != CANOPY_FACT_LLT) root_pivots(&R, steps, R.g.nsteps, gpiv, gdsub);
+    tm[3] = MPI_Wtime() - t0;
     st = gs == CANOPY_WARN_PIVOTS_PERTURBED ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
 out:
     if (gcomm != MPI_COMM_NULL) MPI_Comm_free(&gcomm);

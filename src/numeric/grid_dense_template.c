@@ -217,6 +217,23 @@ static void gd_wait_sends(gd_ctx *c, int par)
     c->nreq[par] = 0;
 }
 
+/*
+ * Drive the sends in flight while this rank computes. Without it a large send on a transport that
+ * needs the sender inside MPI to move its fragments (Open MPI's shared memory without a single-copy
+ * mechanism, the pipeline protocol of most networks) waits for this rank's next blocking call, and
+ * every rank below it in the broadcast tree waits a whole trailing update for its panel.
+ */
+static void gd_progress(gd_ctx *c)
+{
+    for (int par = 0; par < 2; par++)
+        for (int i = 0; i < c->nreq[par]; i++)
+            if (c->req[par][i] != MPI_REQUEST_NULL) {
+                int done = 0;
+                if (MPI_Test(&c->req[par][i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) c->mpi_failed = 1;
+                if (!done) return; /* one call drives the progress engine: the rest can wait */
+            }
+}
+
 static int gd_tag(const gd_ctx *c, cint k, int what)
 {
     return c->g->tag + (int)(k & 3) * (2 + c->pr) + what;
@@ -233,11 +250,23 @@ static void gd_dinv2(SCALAR a, SCALAR b, SCALAR cc, SCALAR *d11, SCALAR *d22, SC
 }
 
 /*
- * Step k up to the messages: the diagonal block, the panel (and U's rows), the row and column
- * broadcasts. Every rank calls it for every step in the same order: the receives of one step only
- * wait for sends of the same or an earlier step, so the ranks cannot wait on each other in a cycle.
+ * Whether this part of a step's panel takes a broadcast: part 0 all of them; with lookahead, part
+ * 1 (before the rest of the previous step's update) those this rank starts with data it already
+ * holds, so its sends travel while it computes, and part 2 (after it) the others: those it
+ * receives or forwards.
  */
-static void gd_panel(gd_ctx *c, cint k)
+static bool gd_part(int part, bool starts)
+{
+    return part == 0 || (part == 1) == starts;
+}
+
+/*
+ * Step k up to the messages: the diagonal block, the panel (and U's rows), the row and column
+ * broadcasts (@p part: gd_part; the diagonal block and the panel are part 1's). Every rank calls it
+ * for every step in the same order: the receives of one step only wait for sends of the same or an
+ * earlier step, so the ranks cannot wait on each other in a cycle.
+ */
+static void gd_panel(gd_ctx *c, cint k, int part)
 {
     const grid_dense *g = c->g;
     cint kb, ke;
@@ -245,9 +274,15 @@ static void gd_panel(gd_ctx *c, cint k)
     cint w = ke - kb, kt = kb / c->nb; /* the step's tile */
     int par = (int)(k & 1), kr = (int)(kt % c->pr), kc = (int)(kt % c->pc);
     bool lu = g->kind == CANOPY_FACT_LU, ldlt = g->kind == CANOPY_FACT_LDLT;
+    SCALAR *D = c->dbuf[par], *rb = c->rbuf[par], *cb = c->cbuf[par];
+    const SCALAR *dsub = D + w * w + w;
+    cint rows = gd_rows_from(c, c->myr, ke), lr_ke = grid_dense_local_index(ke, c->nb, c->pr, c->myr);
+    cint lc_kb = grid_dense_local_index(kb, c->nb, c->pc, c->myc);
+    cint cols = gd_cols_from(c, c->myc, ke), lc_ke = grid_dense_local_index(ke, c->nb, c->pc, c->myc);
+    int p = 0;
+    if (part == 2) goto messages;
     /* the sends of step k - 2 read the buffers this step refills */
     gd_wait_sends(c, par);
-    SCALAR *D = c->dbuf[par], *rb = c->rbuf[par], *cb = c->cbuf[par];
     int dcount = (int)(w * w + (lu || ldlt ? 2 * w : 0));
 
     /* 1. the diagonal block */
@@ -273,7 +308,6 @@ static void gd_panel(gd_ctx *c, cint k)
                 if (ldlt) c->piv[c->m + kb + j] = D[w * w + w + j];
             }
     }
-    int p = 0;
     c->members[p++] = root;
     for (int r = 0; r < c->pr; r++)
         if (r != kr && gd_rows_from(c, r, ke) > 0) c->members[p++] = r * c->pc + kc;
@@ -284,11 +318,8 @@ static void gd_panel(gd_ctx *c, cint k)
     gd_bcast(c, p, D, dcount, gd_tag(c, k, 0), par);
     if (in_diag && (lu || ldlt))
         for (cint j = 0; j < w; j++) c->ipiv[j] = (cint)K_REAL(D[w * w + j]);
-    const SCALAR *dsub = D + w * w + w;
 
     /* 2. the panel rows below the block (grid column kc) and, LU, U's rows right of it (grid row kr) */
-    cint rows = gd_rows_from(c, c->myr, ke), lr_ke = grid_dense_local_index(ke, c->nb, c->pr, c->myr);
-    cint lc_kb = grid_dense_local_index(kb, c->nb, c->pc, c->myc);
     if (c->myc == kc && rows > 0) {
         SCALAR *X = c->A + lr_ke + (size_t)lc_kb * c->lld;
         if (g->kind == CANOPY_FACT_LLT) {
@@ -330,7 +361,6 @@ static void gd_panel(gd_ctx *c, cint k)
                    (int)w, X, (int)c->lld);
         }
     }
-    cint cols = gd_cols_from(c, c->myc, ke), lc_ke = grid_dense_local_index(ke, c->nb, c->pc, c->myc);
     if (lu && c->myr == kr && cols > 0) {
         SCALAR *Y = c->A + grid_dense_local_index(kb, c->nb, c->pr, c->myr) + (size_t)lc_ke * c->lld;
         for (cint j = 0; j < w; j++)
@@ -343,6 +373,7 @@ static void gd_panel(gd_ctx *c, cint k)
         K_TRSM(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (int)w, (int)cols, K_BS(K_ONE), D, (int)w,
                Y, (int)c->lld);
     }
+messages:
     if (ke >= c->n) return; /* nothing trails this step */
 
     /* 3. the panel rows along each grid row, from grid column kc */
@@ -352,7 +383,7 @@ static void gd_panel(gd_ctx *c, cint k)
         for (int q = 0; q < c->pc; q++)
             if (q != kc && gd_needs_rows(c, c->myr, q, ke)) c->members[p++] = c->myr * c->pc + q;
     }
-    if (p > 0 && gd_is_member(c, p)) {
+    if (p > 0 && gd_is_member(c, p) && gd_part(part, c->myc == kc)) {
         if (c->myc == kc) {
             const SCALAR *X = c->A + lr_ke + (size_t)lc_kb * c->lld;
             for (cint j = 0; j < w; j++) memcpy(rb + j * rows, X + (size_t)j * c->lld, (size_t)rows * sizeof *rb);
@@ -374,7 +405,7 @@ static void gd_panel(gd_ctx *c, cint k)
             for (int r = 0; r < c->pr; r++)
                 if (r != kr && gd_rows_from(c, r, ke) > 0) c->members[p++] = r * c->pc + c->myc;
         }
-        if (p > 0 && gd_is_member(c, p)) {
+        if (p > 0 && gd_is_member(c, p) && gd_part(part, c->myr == kr)) {
             if (c->myr == kr) {
                 const SCALAR *Y = c->A + grid_dense_local_index(kb, c->nb, c->pr, c->myr) + (size_t)lc_ke * c->lld;
                 for (cint q = 0; q < cols; q++) memcpy(cb + q * w, Y + (size_t)q * c->lld, (size_t)w * sizeof *cb);
@@ -401,7 +432,8 @@ static void gd_panel(gd_ctx *c, cint k)
         for (int r2 = 0; r2 < c->pr; r2++)
             if (r2 != r && gd_rows_from(c, r2, ke) > 0 && gd_last_block(c, r2) >= jmin)
                 c->members[p++] = r2 * c->pc + c->myc;
-        if (gd_is_member(c, p)) {
+        /* the root (r, myc) holds its rows once it has the row panel: at once in grid column kc */
+        if (gd_is_member(c, p) && gd_part(part, c->myr == r && c->myc == kc)) {
             if (c->myr == r) {
                 cint pos = 0;
                 const SCALAR *dd = rb + rows * w;
@@ -456,10 +488,15 @@ static void gd_update(gd_ctx *c, cint k, cint gr0, cint gr1, cint gc0, cint gc1)
     if (c->g->kind == CANOPY_FACT_LU) {
         cint lr0 = grid_dense_local_index(gr0, c->nb, c->pr, c->myr);
         cint lc0 = grid_dense_local_index(gc0, c->nb, c->pc, c->myc), lc1 = grid_dense_local_index(gc1, c->nb, c->pc, c->myc);
-        if (lr0 >= lr1 || lc0 >= lc1) return;
-        K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)(lr1 - lr0), (int)(lc1 - lc0), (int)w, K_BS(K_MONE),
-               L + (lr0 - lr_ke), (int)rows, c->cbuf[par] + (lc0 - lc_ke) * w, (int)w, K_BS(K_ONE),
-               c->A + lr0 + (size_t)lc0 * c->lld, (int)c->lld);
+        /* a tile column at a time, the sends in flight driven between them */
+        for (cint j0 = lc0; j0 < lc1; j0 += c->nb) {
+            cint j1 = CANOPY_MIN(j0 + c->nb, lc1);
+            if (lr0 >= lr1) break;
+            K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)(lr1 - lr0), (int)(j1 - j0), (int)w, K_BS(K_MONE),
+                   L + (lr0 - lr_ke), (int)rows, c->cbuf[par] + (j0 - lc_ke) * w, (int)w, K_BS(K_ONE),
+                   c->A + lr0 + (size_t)j0 * c->lld, (int)c->lld);
+            gd_progress(c);
+        }
         return;
     }
     /* symmetric: per owned block column J, the tiles I >= J; its factor rows are in the segment of
@@ -482,6 +519,7 @@ static void gd_update(gd_ctx *c, cint k, cint gr0, cint gr1, cint gc0, cint gc1)
                        (int)(lr1 - lr0), (int)(ce - cs), (int)w, K_BS(K_MONE),
                        L + (lr0 - lr_ke), (int)rows, seg + pos + (cs - s), (int)segrows, K_BS(K_ONE),
                        c->A + lr0 + (size_t)lc0 * c->lld, (int)c->lld);
+                gd_progress(c);
             }
             pos += e - s;
         }
@@ -545,22 +583,24 @@ canopy_status KSFX(grid_dense_factor)(const grid_dense *g, SCALAR *local, cint *
         cint nsteps = g->steps != NULL ? g->nsteps : (c.m + c.nb - 1) / c.nb;
         if (!g->lookahead) {
             for (cint k = 0; k < nsteps; k++) {
-                gd_panel(&c, k);
+                gd_panel(&c, k, 0);
                 gd_update(&c, k, 0, c.n, 0, c.n);
             }
         } else if (nsteps > 0) {
-            gd_panel(&c, 0);
+            gd_panel(&c, 0, 0);
             for (cint k = 0; k < nsteps; k++) {
                 cint kb, ke;
                 gd_step(&c, k, &kb, &ke);
                 if (k + 1 < nsteps) {
-                    /* the next panel's columns (LU: and its rows) first, then its messages, then the rest */
+                    /* the next panel's columns (LU: and its rows) first, then the panel and the
+                     * messages it starts, then the rest of the update, then the messages it receives */
                     cint ke2;
                     gd_step(&c, k + 1, &kb, &ke2);
                     gd_update(&c, k, ke, c.n, ke, ke2);
                     if (lu) gd_update(&c, k, ke, ke2, ke2, c.n);
-                    gd_panel(&c, k + 1);
+                    gd_panel(&c, k + 1, 1);
                     gd_update(&c, k, ke2, c.n, ke2, c.n);
+                    gd_panel(&c, k + 1, 2);
                 } else {
                     gd_update(&c, k, ke, c.n, ke, c.n);
                 }

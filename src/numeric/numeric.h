@@ -102,6 +102,8 @@ typedef struct numeric_run {
     int64_t *tasks;
     double *lock_wait;   /**< seconds each worker waited for a target block's ticket lock */
     int64_t *handed;     /**< contributions each worker handed over instead of waiting */
+    double root[4];      /**< the root on its grid: waiting for every rank's tasks, to the tiles, the
+                              grid's factorization, back to the panels (seconds, numeric_root_factor) */
     sched_event *events;
 } numeric_run;
 

@@ -334,6 +334,10 @@ void runtime_report_factorize(runtime *rt, const canopy_options *o, const numeri
     st->root_columns = root && root->n > 0 ? root->n : 0;
     st->root_pr = st->root_columns ? root->pr : 0;
     st->root_pc = st->root_columns ? root->pc : 0;
+    st->time_root_wait = st->root_columns ? F->run.root[0] : 0;
+    st->time_root_scatter = st->root_columns ? F->run.root[1] : 0;
+    st->time_root_factor = st->root_columns ? F->run.root[2] : 0;
+    st->time_root_gather = st->root_columns ? F->run.root[3] : 0;
     st->time_fill = F->run.fill;
     if (F->nthreads != T || !rt->have_plan) return;
     double busy = 0;
