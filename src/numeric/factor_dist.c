@@ -40,18 +40,21 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
            (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
 
-/* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c,
- * phase by phase): its tiles beside what it receives for them (the lower half for LL^T, LDL^T),
- * or that beside its own root panels packed (both parts), whichever is more. */
+/* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c):
+ * its tiles (full pr x pc local arrays), the grid's panel buffers, and the runs' lists and datatypes, about 16 bytes per run
+ * of at most nb entries on each side (the entries move straight between panels and tiles). */
 static double root_scalars(const symbolic *S, const sched_root *r, const int *cblk_rank, int q, canopy_factorization kind)
 {
     if (r == NULL || r->n <= 0) return 0;
     grid_dense g = {.comm = MPI_COMM_NULL, .pr = r->pr, .pc = r->pc, .n = r->n, .m = r->n, .nb = r->nb};
     double tiles = q < r->pr * r->pc ? (double)grid_dense_local_size(&g, q) : 0, own = 0;
-    double recv = kind == CANOPY_FACT_LU ? tiles : 0.5 * tiles;
     for (cint k = r->first; k < S->ncblk; k++)
         if (cblk_rank[k] == q) own += (double)panel_size(S, k) * (kind == CANOPY_FACT_LU ? 2.0 : 1.0);
-    return fmax(recv + tiles, recv + own);
+    /* grid_dense's panel buffers: two steps' rows and columns of the rank's grid row and column */
+    double bufs = q < r->pr * r->pc ? 2.0 * (double)r->nb *
+                                          (double)(grid_dense_count(r->n, r->nb, r->pr, q / r->pc) +
+                                                   grid_dense_count(r->n, r->nb, r->pc, q % r->pc)) : 0;
+    return tiles + bufs + 2.0 * 4.0 * (own + tiles) / (double)r->nb;
 }
 
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,

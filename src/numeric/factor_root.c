@@ -3,7 +3,8 @@
  *
  * When the factorization's tasks are done, the root's cblks hold A's entries and every update
  * from below: their panel tasks only gathered them (the plan gives the root no update task). Here
- * every rank sends the entries of its root cblks to the tiles' owners of a pr x pc grid,
+ * every rank sends the entries of its root cblks straight from its panels into the tiles of a
+ * pr x pc grid (MPI derived datatypes on both sides: no packed copy),
  * grid_dense factors the dense front (every step's panel broadcast along the grid's rows and
  * columns, one step of lookahead), and the factor goes back to the same cblks in the layout the
  * solve and the selected inversion read (numeric.h).
@@ -13,7 +14,7 @@
  * (root_walk): cblk by cblk, column by column, tile by tile; the L part of column c from the
  * diagonal (LL^T, LDL^T) or from the cblk's first row (LU: the diagonal block's U too), and for LU
  * the U part (the U panel holds U^T: its row p >= w of column c is U(f + c, f + p)). Sender and
- * receiver walk the same order, so no index travels.
+ * receiver walk the same order, so each side's datatype lists the same runs and no index travels.
  *
  * Pivots: the grid's steps are the tiles cut at every cblk boundary (sched_root_steps), and it
  * pivots inside each step's diagonal block, so never across cblks. The sparse kernels apply a
@@ -27,6 +28,7 @@
 #include "numeric/numeric.h"
 #include "numeric/grid_dense.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,14 +84,29 @@ static void root_walk(const root_ctx *R, cint k, root_fn fn, void *arg)
     }
 }
 
-/* A walk's state: counts or running offsets per rank, the buffer, the local array. */
-typedef struct root_io {
-    int64_t *cnt;        /* [P] entries per peer */
-    int64_t *off;        /* [P] running offsets (starts of each peer's region, advanced) */
-    char *buf;
+/*
+ * The redistribution moves entries straight between the panels and the tiles: per peer, one MPI
+ * datatype over this rank's panel runs bound for it (hindexed, absolute addresses) and one over
+ * the tile runs it receives from it (a struct: L runs contiguous, U runs strided along a tile row),
+ * both in the canonical order, so the same pair serves the way back. No packed copy of the root
+ * exists beside the panels and the tiles. A peer's runs are cut into messages of at most
+ * ROOT_CHUNK bytes at the same runs on both sides (they count the same lengths in the same order).
+ */
+#define ROOT_CHUNK ((int64_t)1 << 28)
+
+typedef struct root_side {
+    int64_t *ptr;        /* [P + 1] each peer's runs (counted first, then used as fill positions) */
+    int *len;            /* [runs] entries */
+    MPI_Aint *at;        /* [runs] absolute address of the run's first entry */
+    unsigned char *row;  /* [runs] tile side: 1 for a U run (along a tile row) */
+    int64_t nruns;
+} root_side;
+
+typedef struct root_build {
+    root_side pan, til;  /* this rank's panel runs by tile owner; its tile runs by panel owner */
     char *local;
-    int to_grid;         /* 1: panels -> tiles; 0: tiles -> panels */
-} root_io;
+    int count;           /* 1: count the runs; 0: record them */
+} root_build;
 
 static char *root_panel(const root_ctx *R, cint k, int part, cint c, cint p)
 {
@@ -99,50 +116,118 @@ static char *root_panel(const root_ctx *R, cint k, int part, cint c, cint p)
     return base + ((size_t)F->coef[k] + (size_t)c * (size_t)S->cblk_stride[k] + (size_t)p) * R->sb;
 }
 
-static void root_count_own(void *arg, const root_ctx *R, cint k, int part, cint c, cint p0, cint len, cint x, cint y)
+static void root_add(root_side *sd, int q, int count, cint len, const void *addr, int row)
 {
-    (void)k, (void)part, (void)c, (void)p0;
-    root_io *io = arg;
-    io->cnt[root_owner(R, x, y)] += len;
+    if (count) {
+        sd->ptr[q + 1]++;
+        return;
+    }
+    int64_t i = sd->ptr[q]++;
+    sd->len[i] = (int)len;
+    MPI_Get_address(addr, &sd->at[i]);
+    if (sd->row) sd->row[i] = (unsigned char)row;
 }
 
-static void root_count_tiles(void *arg, const root_ctx *R, cint k, int part, cint c, cint p0, cint len, cint x, cint y)
+/* a run of the panels this rank owns (to its tile owner), a run of its tiles (from its panel's
+ * owner); a run on both sides of this rank is copied at once in the direction of @p arg's count
+ * (-1: panels to tiles, -2: back) */
+static void root_runs(void *arg, const root_ctx *R, cint k, int part, cint c, cint p0, cint len, cint x, cint y)
 {
-    (void)part, (void)c, (void)p0;
-    root_io *io = arg;
-    if (root_owner(R, x, y) == R->me) io->cnt[R->F->exec.local->cblk_rank[k]] += len;
+    root_build *b = arg;
+    int q = root_owner(R, x, y), owner = R->F->exec.local->cblk_rank[k];
+    if (b->count < 0) { /* the runs inside this rank */
+        if (owner != R->me || q != R->me) return;
+        char *pan = root_panel(R, k, part, c, p0), *loc = b->local + (size_t)root_local(R, x, y) * R->sb;
+        size_t step = part == 0 ? R->sb : (size_t)grid_dense_ld(&R->g, R->me) * R->sb;
+        for (cint i = 0; i < len; i++, pan += R->sb, loc += step)
+            memcpy(b->count == -1 ? loc : pan, b->count == -1 ? pan : loc, R->sb);
+        return;
+    }
+    if (owner == R->me && q != R->me) root_add(&b->pan, q, b->count, len, root_panel(R, k, part, c, p0), 0);
+    if (q == R->me && owner != R->me)
+        root_add(&b->til, owner, b->count, len, b->count ? NULL : b->local + (size_t)root_local(R, x, y) * R->sb, part);
 }
 
-/* the panel side: pack (to the grid) or unpack (back from it) a run of one of its cblks */
-static void root_panel_io(void *arg, const root_ctx *R, cint k, int part, cint c, cint p0, cint len, cint x, cint y)
-{
-    root_io *io = arg;
-    int q = root_owner(R, x, y);
-    char *pan = root_panel(R, k, part, c, p0), *b = io->buf + (size_t)io->off[q] * R->sb;
-    if (io->to_grid) memcpy(b, pan, (size_t)len * R->sb);
-    else memcpy(pan, b, (size_t)len * R->sb);
-    io->off[q] += len;
-}
+/* The messages of one side: peer q's runs cut at ROOT_CHUNK bytes (@p type NULL: count them). */
+typedef struct root_msgs {
+    int64_t n;
+    int *peer;
+    MPI_Datatype *type;
+} root_msgs;
 
-/* the tile side: unpack (to the grid) or pack (back) a run that lands in this rank's tiles */
-static void root_tile_io(void *arg, const root_ctx *R, cint k, int part, cint c, cint p0, cint len, cint x, cint y)
+/*
+ * The datatypes of one side's messages (panel side: hindexed; tile side: a struct whose U runs
+ * are len entries one local leading dimension apart, one hvector per length, made once). With
+ * m->type NULL only counts them (m->n) and the largest message's runs (*maxruns).
+ */
+static int root_types(const root_ctx *R, const root_side *sd, MPI_Datatype elem, MPI_Datatype *rowtype,
+                      root_msgs *m, int64_t *maxruns, MPI_Datatype *scratch_t, int *scratch_l)
 {
-    (void)c, (void)p0;
-    root_io *io = arg;
-    if (root_owner(R, x, y) != R->me) return;
-    int q = R->F->exec.local->cblk_rank[k];
-    char *b = io->buf + (size_t)io->off[q] * R->sb, *loc = io->local + (size_t)root_local(R, x, y) * R->sb;
-    if (part == 0) { /* an L run goes down one column of one tile: contiguous in the local array */
-        if (io->to_grid) memcpy(loc, b, (size_t)len * R->sb);
-        else memcpy(b, loc, (size_t)len * R->sb);
-    } else { /* a U run goes along a row */
-        size_t step = (size_t)grid_dense_ld(&R->g, R->me) * R->sb;
-        for (cint i = 0; i < len; i++, b += R->sb, loc += step) {
-            if (io->to_grid) memcpy(loc, b, R->sb);
-            else memcpy(b, loc, R->sb);
+    int ok = 1;
+    MPI_Aint stride = (MPI_Aint)grid_dense_ld(&R->g, R->me) * (MPI_Aint)R->sb;
+    int64_t nm = 0;
+    for (int q = 0; ok && q < R->P; q++) {
+        int64_t i = q ? sd->ptr[q - 1] : 0, end = sd->ptr[q];
+        while (ok && i < end) {
+            int64_t j = i, bytes = 0;
+            while (j < end && (j == i || bytes + (int64_t)sd->len[j] * (int64_t)R->sb <= ROOT_CHUNK) && j - i < INT_MAX / 2)
+                bytes += (int64_t)sd->len[j++] * (int64_t)R->sb;
+            if (m->type == NULL) {
+                if (j - i > *maxruns) *maxruns = j - i;
+            } else {
+                int n = (int)(j - i);
+                MPI_Datatype *t = &m->type[nm];
+                if (sd->row == NULL) {
+                    ok = MPI_Type_create_hindexed(n, sd->len + i, sd->at + i, elem, t) == MPI_SUCCESS;
+                } else {
+                    for (int r = 0; ok && r < n; r++) {
+                        int l = sd->len[i + r];
+                        if (!sd->row[i + r]) {
+                            scratch_t[r] = elem;
+                            scratch_l[r] = l;
+                            continue;
+                        }
+                        if (rowtype[l] == MPI_DATATYPE_NULL &&
+                            (MPI_Type_create_hvector(l, 1, stride, elem, &rowtype[l]) != MPI_SUCCESS ||
+                             MPI_Type_commit(&rowtype[l]) != MPI_SUCCESS))
+                            ok = 0;
+                        scratch_t[r] = rowtype[l];
+                        scratch_l[r] = 1;
+                    }
+                    ok = ok && MPI_Type_create_struct(n, scratch_l, sd->at + i, scratch_t, t) == MPI_SUCCESS;
+                }
+                if (!ok) break;
+                if (MPI_Type_commit(t) != MPI_SUCCESS) ok = 0;
+                m->peer[nm] = q;
+            }
+            nm++;
+            i = j;
         }
     }
-    io->off[q] += len;
+    m->n = nm;
+    return ok;
+}
+
+/* One direction (@p to_grid: panels to tiles, else back): the receives, the sends, the runs inside
+ * this rank, then the waits. @p req holds one request per message of both sides. */
+static int root_move(const root_ctx *R, root_build *b, const root_msgs *pan, const root_msgs *til, int to_grid,
+                     MPI_Request *req)
+{
+    const numeric *F = R->F;
+    int ok = 1;
+    int64_t nreq = 0;
+    const root_msgs *in = to_grid ? til : pan, *out = to_grid ? pan : til;
+    for (int64_t i = 0; i < in->n; i++)
+        if (MPI_Irecv(MPI_BOTTOM, 1, in->type[i], in->peer[i], 90, F->exec.comm, &req[nreq++]) != MPI_SUCCESS) ok = 0;
+    for (int64_t i = 0; i < out->n; i++)
+        if (MPI_Isend(MPI_BOTTOM, 1, out->type[i], out->peer[i], 90, F->exec.comm, &req[nreq++]) != MPI_SUCCESS) ok = 0;
+    b->count = to_grid ? -1 : -2;
+    for (cint k = R->r->first; k < F->S->ncblk; k++)
+        if (F->exec.local->cblk_rank[k] == R->me) root_walk(R, k, root_runs, b);
+    /* one MPI_Wait each: GCC flags MPI_STATUSES_IGNORE with MPICH's headers (stringop-overflow) */
+    for (int64_t i = 0; i < nreq; i++)
+        if (MPI_Wait(&req[i], MPI_STATUS_IGNORE) != MPI_SUCCESS) ok = 0;
+    return ok;
 }
 
 /* Each later step's interchanges on the earlier steps' rows of the same cblk, and ipiv relative
@@ -204,72 +289,91 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
     canopy_status st = CANOPY_SUCCESS;
     double *tm = F->run.root, t0 = MPI_Wtime();
     tm[1] = tm[2] = tm[3] = 0;
-    int64_t *v = canopy_calloc(4 * (size_t)P + 1, sizeof(int64_t), "root redistribution", err);
-    char *sbuf = NULL, *rbuf = NULL, *local = NULL;
+    MPI_Datatype elem = R.sb == 16 ? MPI_C_DOUBLE_COMPLEX : MPI_DOUBLE;
+    root_build b = {.count = 1};
+    root_msgs pan = {0}, til = {0};
+    char *local = NULL;
     cint *gpiv = NULL, *steps = NULL;
     void *gdsub = NULL;
+    MPI_Request *req = NULL;
+    MPI_Datatype *rowtype = NULL, *scr_t = NULL;
+    int *scr_l = NULL;
     MPI_Comm gcomm = MPI_COMM_NULL;
     if (MPI_Comm_split(x->comm, in_grid ? 0 : MPI_UNDEFINED, R.me, &gcomm) != MPI_SUCCESS)
         canopy_err_set(err, CANOPY_ERR_MPI, "root grid: MPI_Comm_split failed");
     R.g.comm = gcomm;
-    int64_t *scnt = v, *rcnt = v + P, *soff = v + 2 * P, *roff = v + 3 * P;
-    int64_t nsend = 0, nrecv = 0, nloc = in_grid ? grid_dense_local_size(&R.g, R.me) : 0;
-    if (v != NULL) {
-        root_io cs = {.cnt = scnt}, cr = {.cnt = rcnt};
-        for (cint k = r->first; k < S->ncblk; k++) {
-            if (L->cblk_rank[k] == R.me) root_walk(&R, k, root_count_own, &cs);
-            if (in_grid) root_walk(&R, k, root_count_tiles, &cr);
-        }
+    int64_t nloc = in_grid ? grid_dense_local_size(&R.g, R.me) : 0, maxruns = 0;
+    /* 1. every allocation first, agreed: the runs of each side, the tiles, the pivots, the steps */
+    b.pan.ptr = canopy_calloc((size_t)P + 1, sizeof(int64_t), "root redistribution", err);
+    b.til.ptr = canopy_calloc((size_t)P + 1, sizeof(int64_t), "root redistribution", err);
+    if (b.pan.ptr && b.til.ptr) {
+        for (cint k = r->first; k < S->ncblk; k++) root_walk(&R, k, root_runs, &b);
         for (int q = 0; q < P; q++) {
-            nsend += scnt[q];
-            nrecv += rcnt[q];
+            b.pan.ptr[q + 1] += b.pan.ptr[q];
+            b.til.ptr[q + 1] += b.til.ptr[q];
         }
-        /* phase by phase, each agreed: the peak is the tiles plus one redistribution buffer,
-         * never the packed panels beside the tiles */
-        sbuf = canopy_alloc((size_t)nsend + 1, R.sb, "root redistribution", err);
-        rbuf = canopy_alloc((size_t)nrecv + 1, R.sb, "root redistribution", err);
-        gpiv = canopy_alloc((size_t)r->n + 1, sizeof(cint), "root pivots", err);
-        /* steps: the tiles cut at the cblks' boundaries, so pivoting never crosses a cblk */
-        steps = canopy_alloc((size_t)(r->n / r->nb + S->ncblk - r->first) + 3, sizeof(cint), "root steps", err);
-        if (steps) {
-            R.g.steps = steps;
-            R.g.nsteps = sched_root_steps(S, r, steps);
-        }
-        if (F->kind == CANOPY_FACT_LDLT) gdsub = canopy_calloc((size_t)r->n + 1, R.sb, "root pivots", err);
+        b.pan.nruns = b.pan.ptr[P];
+        b.til.nruns = b.til.ptr[P];
+        b.pan.len = canopy_alloc((size_t)b.pan.nruns + 1, sizeof(int), "root redistribution", err);
+        b.pan.at = canopy_alloc((size_t)b.pan.nruns + 1, sizeof(MPI_Aint), "root redistribution", err);
+        b.til.len = canopy_alloc((size_t)b.til.nruns + 1, sizeof(int), "root redistribution", err);
+        b.til.at = canopy_alloc((size_t)b.til.nruns + 1, sizeof(MPI_Aint), "root redistribution", err);
+        b.til.row = canopy_alloc((size_t)b.til.nruns + 1, 1, "root redistribution", err);
     }
-    if (err->status == CANOPY_SUCCESS && (!v || !sbuf || !rbuf || !gpiv || !steps || (F->kind == CANOPY_FACT_LDLT && !gdsub)))
-        canopy_err_set(err, CANOPY_ERR_NOMEM, "root grid: out of memory");
-    if (comm_agree(x->comm, err) < 0) {
-        st = err->status;
-        goto out;
-    }
-    /* 1. the panels to the tiles' owners */
-    for (int q = 1; q < P; q++) {
-        soff[q] = soff[q - 1] + scnt[q - 1];
-        roff[q] = roff[q - 1] + rcnt[q - 1];
-    }
-    {
-        root_io ps = {.off = soff, .buf = sbuf, .to_grid = 1};
-        for (cint k = r->first; k < S->ncblk; k++)
-            if (L->cblk_rank[k] == R.me) root_walk(&R, k, root_panel_io, &ps);
-    }
-    if ((st = comm_share_alltoallv(x->comm, sbuf, scnt, rbuf, rcnt, R.sb, err)) != CANOPY_SUCCESS) goto out;
-    canopy_free(sbuf);
-    sbuf = NULL;
     local = canopy_calloc((size_t)nloc + 1, R.sb, "root tiles", err);
+    gpiv = canopy_alloc((size_t)r->n + 1, sizeof(cint), "root pivots", err);
+    /* steps: the tiles cut at the cblks' boundaries, so pivoting never crosses a cblk */
+    steps = canopy_alloc((size_t)(r->n / r->nb + S->ncblk - r->first) + 3, sizeof(cint), "root steps", err);
+    if (steps) {
+        R.g.steps = steps;
+        R.g.nsteps = sched_root_steps(S, r, steps);
+    }
+    if (F->kind == CANOPY_FACT_LDLT) gdsub = canopy_calloc((size_t)r->n + 1, R.sb, "root pivots", err);
+    rowtype = canopy_alloc((size_t)r->nb + 1, sizeof(MPI_Datatype), "root redistribution", err);
+    for (cint t = 0; rowtype && t <= r->nb; t++) rowtype[t] = MPI_DATATYPE_NULL;
+    if (err->status == CANOPY_SUCCESS && (!b.pan.ptr || !b.til.ptr || !b.pan.len || !b.pan.at || !b.til.len ||
+                                          !b.til.at || !b.til.row || !local || !gpiv || !steps || !rowtype ||
+                                          (F->kind == CANOPY_FACT_LDLT && !gdsub)))
+        canopy_err_set(err, CANOPY_ERR_NOMEM, "root grid: out of memory");
+    if (err->status == CANOPY_SUCCESS) {
+        /* the runs recorded (ptr becomes each peer's end), then each side's messages counted */
+        b.count = 0;
+        b.local = local;
+        for (cint k = r->first; k < S->ncblk; k++) root_walk(&R, k, root_runs, &b);
+        root_types(&R, &b.pan, elem, rowtype, &pan, &maxruns, NULL, NULL);
+        root_types(&R, &b.til, elem, rowtype, &til, &maxruns, NULL, NULL);
+        pan.peer = canopy_alloc((size_t)pan.n + 1, sizeof(int), "root redistribution", err);
+        pan.type = canopy_alloc((size_t)pan.n + 1, sizeof(MPI_Datatype), "root redistribution", err);
+        til.peer = canopy_alloc((size_t)til.n + 1, sizeof(int), "root redistribution", err);
+        til.type = canopy_alloc((size_t)til.n + 1, sizeof(MPI_Datatype), "root redistribution", err);
+        req = canopy_alloc((size_t)(pan.n + til.n) + 1, sizeof(MPI_Request), "root redistribution", err);
+        scr_t = canopy_alloc((size_t)maxruns + 1, sizeof(MPI_Datatype), "root redistribution", err);
+        scr_l = canopy_alloc((size_t)maxruns + 1, sizeof(int), "root redistribution", err);
+        if (err->status == CANOPY_SUCCESS && (!pan.peer || !pan.type || !til.peer || !til.type || !req || !scr_t || !scr_l))
+            canopy_err_set(err, CANOPY_ERR_NOMEM, "root grid: out of memory");
+        if (err->status == CANOPY_SUCCESS) {
+            for (int64_t i = 0; i < pan.n; i++) pan.type[i] = MPI_DATATYPE_NULL;
+            for (int64_t i = 0; i < til.n; i++) til.type[i] = MPI_DATATYPE_NULL;
+            if (!root_types(&R, &b.pan, elem, rowtype, &pan, &maxruns, scr_t, scr_l) ||
+                !root_types(&R, &b.til, elem, rowtype, &til, &maxruns, scr_t, scr_l))
+                canopy_err_set(err, CANOPY_ERR_MPI, "root grid: an MPI datatype could not be made");
+        } else {
+            pan.n = til.n = 0; /* no datatype to free */
+        }
+    }
     if (comm_agree(x->comm, err) < 0) {
         st = err->status;
         goto out;
     }
-    {
-        root_io pr = {.off = roff, .buf = rbuf, .local = local, .to_grid = 1};
-        for (cint k = r->first; in_grid && k < S->ncblk; k++) root_walk(&R, k, root_tile_io, &pr);
+    /* 2. the panels straight into the tiles */
+    if (!root_move(&R, &b, &pan, &til, 1, req)) canopy_err_set(err, CANOPY_ERR_MPI, "root grid: the redistribution failed");
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
+        goto out;
     }
-    canopy_free(rbuf);
-    rbuf = NULL;
     tm[1] = MPI_Wtime() - t0;
     t0 = MPI_Wtime();
-    /* 2. the dense factorization on the grid: its outcome is agreed inside the grid, then with
+    /* 3. the dense factorization on the grid: its outcome is agreed inside the grid, then with
      * the ranks outside it */
     canopy_err ge = {0};
     canopy_status gs = CANOPY_SUCCESS;
@@ -284,7 +388,6 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
         else if (gs < 0) canopy_err_set(err, gs, "root grid: %s", ge.msg);
         if (R.me != 0) *perturbed = 0; /* summed over the ranks by the caller */
     }
-    if (err->status == CANOPY_SUCCESS) rbuf = canopy_alloc((size_t)nrecv + 1, R.sb, "root redistribution", err);
     canopy_status ag = comm_agree(x->comm, err);
     tm[2] = MPI_Wtime() - t0;
     t0 = MPI_Wtime();
@@ -292,7 +395,7 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
         st = err->status;
         goto out;
     }
-    /* 3. the pivots to every rank (the grid's are on its ranks), then the tiles back to the panels */
+    /* 4. the pivots to every rank (the grid's are on its ranks), then the tiles back into the panels */
     if (F->kind != CANOPY_FACT_LLT) {
         if (MPI_Bcast(gpiv, (int)r->n, sizeof(cint) == 8 ? MPI_INT64_T : MPI_INT32_T, 0, x->comm) != MPI_SUCCESS ||
             (gdsub && MPI_Bcast(gdsub, (int)r->n * (int)(R.sb / sizeof(double)), MPI_DOUBLE, 0, x->comm) != MPI_SUCCESS)) {
@@ -300,36 +403,36 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
             goto out;
         }
     }
-    soff[0] = roff[0] = 0;
-    for (int q = 1; q < P; q++) {
-        soff[q] = soff[q - 1] + scnt[q - 1];
-        roff[q] = roff[q - 1] + rcnt[q - 1];
-    }
-    {
-        root_io tp = {.off = roff, .buf = rbuf, .local = local, .to_grid = 0};
-        for (cint k = r->first; in_grid && k < S->ncblk; k++) root_walk(&R, k, root_tile_io, &tp);
-    }
-    canopy_free(local);
-    local = NULL;
-    sbuf = canopy_alloc((size_t)nsend + 1, R.sb, "root redistribution", err);
-    if (comm_agree(x->comm, err) < 0) {
-        st = err->status;
+    if (!root_move(&R, &b, &pan, &til, 0, req)) {
+        st = canopy_err_set(err, CANOPY_ERR_MPI, "root grid: the redistribution back failed");
         goto out;
-    }
-    if ((st = comm_share_alltoallv(x->comm, rbuf, rcnt, sbuf, scnt, R.sb, err)) != CANOPY_SUCCESS) goto out;
-    {
-        root_io pu = {.off = soff, .buf = sbuf, .to_grid = 0};
-        for (cint k = r->first; k < S->ncblk; k++)
-            if (L->cblk_rank[k] == R.me) root_walk(&R, k, root_panel_io, &pu);
     }
     if (F->kind != CANOPY_FACT_LLT) root_pivots(&R, steps, R.g.nsteps, gpiv, gdsub);
     tm[3] = MPI_Wtime() - t0;
     st = gs == CANOPY_WARN_PIVOTS_PERTURBED ? CANOPY_WARN_PIVOTS_PERTURBED : CANOPY_SUCCESS;
 out:
     if (gcomm != MPI_COMM_NULL) MPI_Comm_free(&gcomm);
-    canopy_free(v);
-    canopy_free(sbuf);
-    canopy_free(rbuf);
+    for (int64_t i = 0; pan.type && i < pan.n; i++)
+        if (pan.type[i] != MPI_DATATYPE_NULL) MPI_Type_free(&pan.type[i]);
+    for (int64_t i = 0; til.type && i < til.n; i++)
+        if (til.type[i] != MPI_DATATYPE_NULL) MPI_Type_free(&til.type[i]);
+    for (cint t = 0; rowtype && t <= r->nb; t++)
+        if (rowtype[t] != MPI_DATATYPE_NULL) MPI_Type_free(&rowtype[t]);
+    canopy_free(pan.peer);
+    canopy_free(pan.type);
+    canopy_free(til.peer);
+    canopy_free(til.type);
+    canopy_free(req);
+    canopy_free(scr_t);
+    canopy_free(scr_l);
+    canopy_free(rowtype);
+    canopy_free(b.pan.ptr);
+    canopy_free(b.pan.len);
+    canopy_free(b.pan.at);
+    canopy_free(b.til.ptr);
+    canopy_free(b.til.len);
+    canopy_free(b.til.at);
+    canopy_free(b.til.row);
     canopy_free(local);
     canopy_free(gpiv);
     canopy_free(steps);
