@@ -141,6 +141,56 @@ static canopy_status plan_contributions_of(const symbolic *S, const sched_cost_m
 }
 
 /*
+ * The grid's root cblks (k >= root_first) only gather their updates from below and, after the
+ * grid step, hold the factor for the solve: their owners come from memory, not time. Each goes,
+ * largest panel first, to the rank holding the fewest bytes so far (its own subtrees' panels
+ * counted), and its PANEL task is pinned there before the simulation (the simulation would put a
+ * zero-cost task anywhere, and one rank could end with most of the root).
+ */
+static canopy_status plan_root_owners(const symbolic *S, plan_build *B, sched_plan *P, int TR, const int *gsnode,
+                                      int *group, int *pref, double sb, canopy_err *err)
+{
+    cint n = S->ncblk;
+    int R = P->nranks;
+    double *load = canopy_calloc((size_t)R, sizeof(double), "plan scratch", err);
+    cint *order = canopy_alloc((size_t)(n - B->root_first) + 1, sizeof(cint), "plan scratch", err);
+    if (load == NULL || order == NULL) {
+        canopy_free(load);
+        canopy_free(order);
+        return plan_nomem(err);
+    }
+    for (cint k = 0; k < B->root_first; k++)
+        if (P->cblk_rank[k] >= 0) load[P->cblk_rank[k]] += sb * (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    cint m = 0;
+    for (cint k = B->root_first; k < n; k++)
+        if (B->shared[k]) order[m++] = k;
+    /* largest first (insertion sort: a root has tens to hundreds of cblks) */
+    for (cint a = 1; a < m; a++) {
+        cint k = order[a], b = a;
+        double bk = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        while (b > 0 && (double)S->cblk_stride[order[b - 1]] * (double)(S->cblk_fcol[order[b - 1] + 1] - S->cblk_fcol[order[b - 1]]) < bk) {
+            order[b] = order[b - 1];
+            b--;
+        }
+        order[b] = k;
+    }
+    for (cint a = 0; a < m; a++) {
+        cint k = order[a];
+        int r = 0;
+        for (int q = 1; q < R; q++)
+            if (load[q] < load[r]) r = q;
+        load[r] += sb * (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        int pt = P->cblk_task[k];
+        group[pt] = r;
+        P->factor.snode[pt] = gsnode[r];
+        if (pref) pref[pt] = r * TR;
+    }
+    canopy_free(load);
+    canopy_free(order);
+    return CANOPY_SUCCESS;
+}
+
+/*
  * One plan with 2D tasks in the top @p levels Snode levels (0: none); inputs already checked.
  * @p contrib 0 leaves the contribution numbers out (plan_contributions_of adds them later).
  * @p twod_count, when not NULL: [PLAN_MAX_LEVELS + 1], how many cblks would be 2D with each count of
@@ -300,6 +350,8 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
                 delay[i] = o->comm_latency + bytes * o->comm_byte_time;
             }
         }
+        if (B.root_first < n && (st = plan_root_owners(S, &B, P, TR, gsnode, group, X.pref, sb, err)) != CANOPY_SUCCESS)
+            goto out;
         if (P->grid && (st = sched_grid_place(S, &P->factor, P->grid, TR, gsnode, group, follow, X.pref, delay, sb,
                                               o->comm_latency, o->comm_byte_time, &edge_delay, err)) != CANOPY_SUCCESS)
             goto out;

@@ -197,6 +197,24 @@ static void check_plan(const symbolic *S, int R, canopy_factorization kind)
         ck_assert_msg(count == P.cblk_ncontrib[k], "R %d root cblk %d: %d contributions, plan says %d", R, (int)k, count,
                       P.cblk_ncontrib[k]);
     }
+    /* the root's panels spread by bytes (plan_root_owners): no rank holds much more than its share
+     * of them (the simulation alone, with their zero-cost tasks, put most of them on one rank) */
+    double *rb = calloc((size_t)R, sizeof(double)), total = 0, big = 0;
+    for (cint k = r->first; k < nc; k++) {
+        double b = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        ck_assert(P.cblk_rank[k] >= 0 && P.cblk_rank[k] < R);
+        rb[P.cblk_rank[k]] += b;
+        total += b;
+        big = b > big ? b : big;
+    }
+    for (int q = 0; q < R && nc - r->first >= 2 * R; q++)
+        ck_assert_msg(rb[q] <= 2 * total / R + big, "R %d: rank %d holds %g of the root's %g entries", R, q, rb[q], total);
+    /* many more ranks than root cblks: each on its own rank */
+    for (cint k = r->first; R >= 4 * (nc - r->first) && k < nc; k++)
+        for (cint j = r->first; j < k; j++)
+            ck_assert_msg(P.cblk_rank[j] != P.cblk_rank[k], "R %d: root cblks %d and %d both on rank %d", R, (int)j,
+                          (int)k, P.cblk_rank[k]);
+    free(rb);
     /* task_seq: a permutation, every edge forward */
     char *seen = calloc((size_t)D->ntasks + 1, 1);
     for (int i = 0; i < D->ntasks; i++) {
