@@ -199,7 +199,7 @@ typedef struct canopy_options {
                                        (MUMPS's 2D root) instead of column block by column block. 0 (default) =
                                        off; 1 = on whenever the root is dense; 2 = auto: on when the root is at
                                        least max(800, 70 sqrt(ranks)) columns wide and the plan's simulation
-                                       predicts it faster than the 1D root. canopy_stats.root_grid says
+                                       predicts it faster than the 1D root. canopy_stats.root_columns says
                                        whether a grid was used */
 } canopy_options;
 

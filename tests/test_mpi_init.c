@@ -7,6 +7,8 @@
  * two threads, calling MPI) is refused on every rank with the same status and a message that
  * names the level needed and the advice an unmodified program can follow, without a hang.
  * Argument "verbose": every solver with verbose=1 (tests/test_mpi_init.sh counts the notes).
+ * Argument "root": every solver with root-grid=on, and on several ranks the root must have been
+ * factored on a grid (the grid's messages sent from the calling thread, no communication thread).
  */
 #include <canopy.h>
 #include <math.h>
@@ -14,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures, rank, size;
+static int failures, rank, size, root_mode; /* root_mode: argument "root", root-grid=on */
 #define CHECK(c, ...)                                                   \
     do {                                                                \
         if (!(c)) {                                                     \
@@ -25,7 +27,7 @@ static int failures, rank, size;
         }                                                               \
     } while (0)
 
-enum { G = 16, N = G * G };
+enum { G = 100, N = G * G }; /* a dense root of 145 columns: a 1 x 2 grid under root-grid=on */
 
 /* 2-D convection-diffusion on a G x G grid, full CSC, 0-based: 4 on the diagonal, -1.3 / -0.7 to
  * the west / east neighbours, -1.1 / -0.9 to the south / north ones */
@@ -57,6 +59,7 @@ static canopy_solver *create(int comm_threads, int verbose)
     o.bind = CANOPY_BIND_NONE;
     o.comm_threads = comm_threads;
     o.verbose = verbose;
+    o.root_grid = root_mode;
     snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
     canopy_solver *s = NULL;
     canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
@@ -89,12 +92,17 @@ static void check_run(canopy_solver *s, const char *what, int provided)
         CHECK(S.comm_msgs > 0, "%s: no message on %d ranks", what, size);
     }
     CHECK(S.threads_per_rank == 2, "%s: %d threads per rank", what, S.threads_per_rank);
+    /* root-grid=on: the root on its grid, factored from the calling thread's MPI calls alone */
+    if (root_mode && size > 1)
+        CHECK(S.root_columns > 0 && S.root_pr * S.root_pc >= 1, "%s: no root grid (%lld columns)", what,
+              (long long)S.root_columns);
 }
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int verbose = argc > 1 && !strcmp(argv[1], "verbose");
+    root_mode = argc > 1 && !strcmp(argv[1], "root");
     int provided = -1;
     MPI_Query_thread(&provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -103,8 +111,8 @@ int main(int argc, char **argv)
         printf("MPI_Init gives thread level %d (%s MPI_THREAD_SERIALIZED), %d ranks\n", provided,
                provided < MPI_THREAD_SERIALIZED ? "below" : "not below", size);
 
-    canopy_int colptr[N + 1], rowind[5 * N];
-    double values[5 * N], b[N], x[N];
+    static canopy_int colptr[N + 1], rowind[5 * N];
+    static double values[5 * N], b[N], x[N];
     build(colptr, rowind, values);
     for (int i = 0; i < N; i++) b[i] = 0;
     for (int j = 0; j < N; j++)
@@ -137,8 +145,8 @@ int main(int argc, char **argv)
     s = create(1, verbose);
     if (s) {
         int nl = 0;
-        canopy_int cols[N], cp[N + 1], ri[5 * N], rows[N];
-        double v[5 * N], bl[N], xl[N];
+        static canopy_int cols[N], cp[N + 1], ri[5 * N], rows[N];
+        static double v[5 * N], bl[N], xl[N];
         cp[0] = 0;
         for (int j = rank; j < N; j += size) {
             cols[nl] = j;

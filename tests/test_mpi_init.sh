@@ -17,6 +17,13 @@ for n in 1 2 3; do
     [ $rc -eq 124 ] && { echo "timed out (hang?) on $n ranks"; exit 1; }
     [ $rc -eq 0 ] || { echo "failed on $n ranks"; exit 1; }
 done
+# the root separator on a 2D grid of the ranks (root-grid=on) under the same plain MPI_Init
+for n in 2 3; do
+    $tmo $MPIEXEC -n $n "$bin" root
+    rc=$?
+    [ $rc -eq 124 ] && { echo "timed out (hang?) on $n ranks with root-grid=on"; exit 1; }
+    [ $rc -eq 0 ] || { echo "failed on $n ranks with root-grid=on"; exit 1; }
+done
 # two solvers with verbose=1 on 2 ranks: the note once (where MPI_Init gave less than SERIALIZED)
 out=$($tmo $MPIEXEC -n 2 "$bin" verbose 2>"$err")
 rc=$?
