@@ -162,8 +162,10 @@ static canopy_status plan_root_owners(const symbolic *S, plan_build *B, sched_pl
     for (cint k = 0; k < B->root_first; k++)
         if (P->cblk_rank[k] >= 0) load[P->cblk_rank[k]] += sb * (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
     cint m = 0;
-    for (cint k = B->root_first; k < n; k++)
+    for (cint k = B->root_first; k < n; k++) {
         if (B->shared[k]) order[m++] = k;
+        else if (P->cblk_rank[k] >= 0) load[P->cblk_rank[k]] += sb * (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    }
     /* largest first (insertion sort: a root has tens to hundreds of cblks) */
     for (cint a = 1; a < m; a++) {
         cint k = order[a], b = a;

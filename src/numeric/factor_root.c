@@ -217,10 +217,17 @@ static int root_move(const root_ctx *R, root_build *b, const root_msgs *pan, con
     int ok = 1;
     int64_t nreq = 0;
     const root_msgs *in = to_grid ? til : pan, *out = to_grid ? pan : til;
-    for (int64_t i = 0; i < in->n; i++)
-        if (MPI_Irecv(MPI_BOTTOM, 1, in->type[i], in->peer[i], 90, F->exec.comm, &req[nreq++]) != MPI_SUCCESS) ok = 0;
-    for (int64_t i = 0; i < out->n; i++)
-        if (MPI_Isend(MPI_BOTTOM, 1, out->type[i], out->peer[i], 90, F->exec.comm, &req[nreq++]) != MPI_SUCCESS) ok = 0;
+    /* a post that fails leaves a null request (waited for at once) */
+    for (int64_t i = 0; i < in->n; i++, nreq++)
+        if (MPI_Irecv(MPI_BOTTOM, 1, in->type[i], in->peer[i], 90, F->exec.comm, &req[nreq]) != MPI_SUCCESS) {
+            req[nreq] = MPI_REQUEST_NULL;
+            ok = 0;
+        }
+    for (int64_t i = 0; i < out->n; i++, nreq++)
+        if (MPI_Isend(MPI_BOTTOM, 1, out->type[i], out->peer[i], 90, F->exec.comm, &req[nreq]) != MPI_SUCCESS) {
+            req[nreq] = MPI_REQUEST_NULL;
+            ok = 0;
+        }
     b->count = to_grid ? -1 : -2;
     for (cint k = R->r->first; k < F->S->ncblk; k++)
         if (F->exec.local->cblk_rank[k] == R->me) root_walk(R, k, root_runs, b);
@@ -396,15 +403,15 @@ canopy_status numeric_root_factor(numeric *F, int64_t *perturbed, canopy_err *er
         goto out;
     }
     /* 4. the pivots to every rank (the grid's are on its ranks), then the tiles back into the panels */
-    if (F->kind != CANOPY_FACT_LLT) {
-        if (MPI_Bcast(gpiv, (int)r->n, sizeof(cint) == 8 ? MPI_INT64_T : MPI_INT32_T, 0, x->comm) != MPI_SUCCESS ||
-            (gdsub && MPI_Bcast(gdsub, (int)r->n * (int)(R.sb / sizeof(double)), MPI_DOUBLE, 0, x->comm) != MPI_SUCCESS)) {
-            st = canopy_err_set(err, CANOPY_ERR_MPI, "root grid: MPI_Bcast of the pivots failed");
-            goto out;
-        }
-    }
-    if (!root_move(&R, &b, &pan, &til, 0, req)) {
-        st = canopy_err_set(err, CANOPY_ERR_MPI, "root grid: the redistribution back failed");
+    if (F->kind != CANOPY_FACT_LLT &&
+        (MPI_Bcast(gpiv, (int)r->n, sizeof(cint) == 8 ? MPI_INT64_T : MPI_INT32_T, 0, x->comm) != MPI_SUCCESS ||
+         (gdsub && MPI_Bcast(gdsub, (int)r->n * (int)(R.sb / sizeof(double)), MPI_DOUBLE, 0, x->comm) != MPI_SUCCESS)))
+        canopy_err_set(err, CANOPY_ERR_MPI, "root grid: MPI_Bcast of the pivots failed");
+    if (!root_move(&R, &b, &pan, &til, 0, req))
+        canopy_err_set(err, CANOPY_ERR_MPI, "root grid: the redistribution back failed");
+    /* every rank returns the same status */
+    if (comm_agree(x->comm, err) < 0) {
+        st = err->status;
         goto out;
     }
     if (F->kind != CANOPY_FACT_LLT) root_pivots(&R, steps, R.g.nsteps, gpiv, gdsub);
