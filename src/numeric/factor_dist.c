@@ -41,8 +41,9 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
 }
 
 /* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c):
- * its tiles (full pr x pc local arrays), the grid's panel buffers, and the runs' lists and datatypes, about 16 bytes per run
- * of at most nb entries on each side (the entries move straight between panels and tiles). */
+ * its tiles (full pr x pc local arrays), the grid's panel buffers, and the runs' lists and
+ * datatypes, about 16 bytes per run of at most nb entries on each side (the entries move straight
+ * between panels and tiles). */
 static double root_scalars(const symbolic *S, const sched_root *r, const int *cblk_rank, int q, canopy_factorization kind)
 {
     if (r == NULL || r->n <= 0) return 0;

@@ -138,9 +138,14 @@ static void root_runs(void *arg, const root_ctx *R, cint k, int part, cint c, ci
     if (b->count < 0) { /* the runs inside this rank */
         if (owner != R->me || q != R->me) return;
         char *pan = root_panel(R, k, part, c, p0), *loc = b->local + (size_t)root_local(R, x, y) * R->sb;
-        size_t step = part == 0 ? R->sb : (size_t)grid_dense_ld(&R->g, R->me) * R->sb;
+        int to_grid = b->count == -1;
+        if (part == 0) { /* an L run: contiguous on both sides */
+            memcpy(to_grid ? loc : pan, to_grid ? pan : loc, (size_t)len * R->sb);
+            return;
+        }
+        size_t step = (size_t)grid_dense_ld(&R->g, R->me) * R->sb; /* a U run goes along a tile row */
         for (cint i = 0; i < len; i++, pan += R->sb, loc += step)
-            memcpy(b->count == -1 ? loc : pan, b->count == -1 ? pan : loc, R->sb);
+            memcpy(to_grid ? loc : pan, to_grid ? pan : loc, R->sb);
         return;
     }
     if (owner == R->me && q != R->me) root_add(&b->pan, q, b->count, len, root_panel(R, k, part, c, p0), 0);

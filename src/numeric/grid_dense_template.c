@@ -488,10 +488,10 @@ static void gd_update(gd_ctx *c, cint k, cint gr0, cint gr1, cint gc0, cint gc1)
     if (c->g->kind == CANOPY_FACT_LU) {
         cint lr0 = grid_dense_local_index(gr0, c->nb, c->pr, c->myr);
         cint lc0 = grid_dense_local_index(gc0, c->nb, c->pc, c->myc), lc1 = grid_dense_local_index(gc1, c->nb, c->pc, c->myc);
+        if (lr0 >= lr1) return;
         /* a tile column at a time, the sends in flight driven between them */
         for (cint j0 = lc0; j0 < lc1; j0 += c->nb) {
             cint j1 = CANOPY_MIN(j0 + c->nb, lc1);
-            if (lr0 >= lr1) break;
             K_GEMM(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)(lr1 - lr0), (int)(j1 - j0), (int)w, K_BS(K_MONE),
                    L + (lr0 - lr_ke), (int)rows, c->cbuf[par] + (j0 - lc_ke) * w, (int)w, K_BS(K_ONE),
                    c->A + lr0 + (size_t)j0 * c->lld, (int)c->lld);
