@@ -1,7 +1,7 @@
 /*
  * Message tags that fit any MPI_TAG_UB. The standard only promises tags up to 32767, far fewer
- * than the messages of a large factorization, so a message id (4 per cblk: two fan-in parts, the
- * forward and the backward solve) is split into a communicator (one duplicate of the solver's
+ * than the messages of a large factorization, so a message id (18 per cblk: two fan-in parts, up to 8
+ * messages each, the forward and the backward solve) is split into a communicator (one duplicate of the solver's
  * communicator per block of TAG_UB + 1 ids) and a tag inside it. The environment variable
  * CANOPY_TAG_UB lowers the bound used (tests exercise several communicators with it).
  */
@@ -11,7 +11,10 @@
 #include <mpi.h>
 #include "base/common.h"
 
-enum { COMM_ID_FANIN_L = 0, COMM_ID_FANIN_U = 1, COMM_ID_FORWARD = 2, COMM_ID_BACKWARD = 3, COMM_IDS_PER_CBLK = 4 };
+/* A fan-in buffer may go in up to COMM_FANIN_MSGS messages (sched_fanin_cuts): message s >= 1 of
+ * part p (0: L, 1: U) has kind COMM_ID_FANIN_MORE + 2 (s - 1) + p. */
+enum { COMM_ID_FANIN_L = 0, COMM_ID_FANIN_U = 1, COMM_ID_FORWARD = 2, COMM_ID_BACKWARD = 3, COMM_ID_FANIN_MORE = 4,
+       COMM_FANIN_MSGS = 8, COMM_IDS_PER_CBLK = COMM_ID_FANIN_MORE + 2 * (COMM_FANIN_MSGS - 1) };
 
 typedef struct comm_tags {
     int64_t nids;

@@ -125,6 +125,144 @@ static int dist_cmp_event(const void *a, const void *b)
     return x->delta > y->delta ? -1 : x->delta < y->delta; /* arrivals first: touching lives overlap */
 }
 
+/* One contribution of a fan-in pair (index q) at its time in the plan. */
+typedef struct dist_ctime {
+    int64_t q;
+    double t;
+} dist_ctime;
+
+static int dist_cmp_ctime(const void *a, const void *b)
+{
+    const dist_ctime *x = a, *y = b;
+    if (x->q != y->q) return x->q < y->q ? -1 : 1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/*
+ * Every contribution into a fan-in pair of @p pairs (sorted (target * R + rank), unique) at the
+ * time the plan applies it: an UPDATE or UPDATE2D when its task ends, a SUBTREE task's at
+ * blok_time; sorted by pair, then time. Without blok_time (a plan whose contributions were not
+ * numbered) a SUBTREE task counts at its start and at its end, and *timed is 0.
+ */
+static canopy_status dist_pair_times(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu,
+                                     dist_ctime **out, size_t *nout, int *timed, canopy_err *err)
+{
+    const sched_dag *G = &P->factor;
+    int R = P->nranks > 0 ? P->nranks : 1;
+    *out = NULL;
+    *nout = 0;
+    *timed = P->blok_time != NULL;
+    if (!P->task_start || !P->task_end)
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "fan-in pairs: a plan without its simulation");
+    for (int pass = 0; pass < 2; pass++) {
+        size_t m = 0;
+        for (int i = 0; i < G->ntasks; i++) {
+            int kind = G->kind[i];
+            cint k0, k1, only = -1;
+            if (kind == SCHED_TASK_UPDATE || kind == SCHED_TASK_UPDATE2D) {
+                k0 = k1 = G->cblk[i];
+                only = S->blok_fcblk[G->first[i]];
+            } else if (kind == SCHED_TASK_SUBTREE) {
+                k0 = G->first[i];
+                k1 = G->cblk[i];
+            } else {
+                continue;
+            }
+            for (cint k = k0; k <= k1; k++) {
+                if (sched_root_has(&P->root, k)) continue; /* the grid's root sends nothing */
+                for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+                    e = dist_group_end(S, k, b);
+                    cint j = S->blok_fcblk[b];
+                    if ((only >= 0 && j != only) || P->cblk_rank[j] == P->cblk_rank[k]) continue;
+                    int64_t key = (int64_t)j * R + P->cblk_rank[k];
+                    const int64_t *at = bsearch(&key, pairs, nu, sizeof *pairs, dist_cmp_i64);
+                    if (at == NULL) continue;
+                    int64_t q = at - pairs;
+                    if (kind != SCHED_TASK_SUBTREE) {
+                        if (pass) (*out)[m] = (dist_ctime){q, P->task_end[i]};
+                        m++;
+                    } else if (*timed) {
+                        if (pass) (*out)[m] = (dist_ctime){q, P->blok_time[b]};
+                        m++;
+                    } else {
+                        if (pass) {
+                            (*out)[m] = (dist_ctime){q, P->task_start[i]};
+                            (*out)[m + 1] = (dist_ctime){q, P->task_end[i]};
+                        }
+                        m += 2;
+                    }
+                }
+            }
+        }
+        if (pass == 0) {
+            *out = canopy_alloc(m + 1, sizeof(dist_ctime), "fan-in pairs", err);
+            if (*out == NULL) return dist_nomem(err);
+        } else {
+            *nout = m;
+            qsort(*out, m, sizeof **out, dist_cmp_ctime);
+        }
+    }
+    return CANOPY_SUCCESS;
+}
+
+/* Where the buffer whose contributions are c[lo .. hi) (sorted by time) is cut: at every gap of
+ * at least @p gap seconds between two of them (at most the SCHED_FANIN_SEGS - 1 widest); cuts[s]
+ * gets the contributions before cut s, ascending. Returns the messages (cuts + 1). */
+static int dist_cuts(const dist_ctime *c, size_t lo, size_t hi, double gap, int *cuts)
+{
+    int m = 0;
+    for (size_t x = lo + 1; gap > 0 && x < hi; x++) {
+        double g = c[x].t - c[x - 1].t;
+        if (g < gap) continue;
+        if (m < SCHED_FANIN_SEGS - 1) {
+            cuts[m++] = (int)(x - lo);
+            continue;
+        }
+        /* full: replace the narrowest cut kept so far if this gap is wider */
+        int low = 0;
+        for (int y = 1; y < m; y++)
+            if (c[lo + cuts[y]].t - c[lo + cuts[y] - 1].t < c[lo + cuts[low]].t - c[lo + cuts[low] - 1].t) low = y;
+        if (g > c[lo + cuts[low]].t - c[lo + cuts[low] - 1].t) {
+            for (int y = low; y + 1 < m; y++) cuts[y] = cuts[y + 1];
+            cuts[m - 1] = (int)(x - lo);
+        }
+    }
+    return m + 1;
+}
+
+/* The gap worth a message of its own: 2% of the predicted factorization, for a buffer of at least
+ * 32768 scalars (256 KiB real): smaller ones go whole (a message's cost for little memory). */
+static double dist_cut_gap(const sched_plan *P, double scalars)
+{
+    return P->factor.predicted_time > 0 && scalars >= 32768.0 ? 0.02 * P->factor.predicted_time : 0;
+}
+
+canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, int *nmsg,
+                               int *cuts, canopy_err *err)
+{
+    if (S == NULL || P == NULL || (nu > 0 && (pairs == NULL || nmsg == NULL || cuts == NULL)))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_cuts: bad argument");
+    for (size_t q = 0; q < nu; q++) nmsg[q] = 1;
+    if (nu == 0) return CANOPY_SUCCESS;
+    dist_ctime *c = NULL;
+    size_t m = 0;
+    int timed = 0, R = P->nranks > 0 ? P->nranks : 1;
+    cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in cuts", err);
+    canopy_status st = rows ? sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, nu, rows, NULL, NULL, err)
+                            : dist_nomem(err);
+    if (st == CANOPY_SUCCESS) st = dist_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
+    for (size_t lo = 0, hi; st == CANOPY_SUCCESS && timed && lo < m; lo = hi) {
+        for (hi = lo + 1; hi < m && c[hi].q == c[lo].q; hi++) {}
+        int64_t q = c[lo].q;
+        cint j = (cint)(pairs[q] / R);
+        double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+        nmsg[q] = dist_cuts(c, lo, hi, dist_cut_gap(P, size), cuts + (size_t)q * (SCHED_FANIN_SEGS - 1));
+    }
+    canopy_free(rows);
+    canopy_free(c);
+    return st;
+}
+
 canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
                                  double *upd, double *panel, canopy_err *err)
 {
@@ -132,7 +270,6 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_memory: bad argument");
     int R = P->nranks > 0 ? P->nranks : 1;
     cint n = S->ncblk;
-    const sched_dag *G = &P->factor;
     for (int r = 0; r < R; r++) {
         if (peak) peak[r] = 0;
         if (peak_arrival) peak_arrival[r] = 0;
@@ -166,79 +303,99 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     for (size_t q = 0; q < np; q++)
         if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
     cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in memory scratch", err);
-    double *first = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
-    double *last = canopy_alloc(nu + 1, sizeof(double), "fan-in memory scratch", err);
-    dist_event *ev = canopy_alloc(4 * nu + 1, sizeof(dist_event), "fan-in memory scratch", err);
-    canopy_status st = rows && first && last && ev ? sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err)
-                                                  : dist_nomem(err);
-    if (st == CANOPY_SUCCESS && (!P->task_start || !P->task_end))
-        st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "sched_fanin_memory: a plan without its simulation");
+    dist_event *ev = canopy_alloc(4 * (size_t)SCHED_FANIN_SEGS * nu + 1, sizeof(dist_event), "fan-in memory scratch", err);
+    dist_ctime *c = NULL;
+    size_t m = 0;
+    int timed = 0;
+    canopy_status st = rows && ev ? sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err)
+                                  : dist_nomem(err);
+    if (st == CANOPY_SUCCESS) st = dist_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
     if (st == CANOPY_SUCCESS) {
-        for (size_t q = 0; q < nu; q++) {
-            first[q] = INFINITY;
-            last[q] = -INFINITY;
-        }
-        /* each task's contributions to other ranks' cblks: when they start and end */
-        for (int i = 0; i < G->ntasks; i++) {
-            int kind = G->kind[i];
-            cint k0, k1, only = -1;
-            if (kind == SCHED_TASK_UPDATE || kind == SCHED_TASK_UPDATE2D) {
-                k0 = k1 = G->cblk[i];
-                only = S->blok_fcblk[G->first[i]];
-            } else if (kind == SCHED_TASK_SUBTREE) {
-                k0 = G->first[i];
-                k1 = G->cblk[i];
-            } else {
-                continue;
-            }
-            for (cint k = k0; k <= k1; k++)
-                for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
-                    e = dist_group_end(S, k, b);
-                    cint j = S->blok_fcblk[b];
-                    if ((only >= 0 && j != only) || P->cblk_rank[j] == P->cblk_rank[k]) continue;
-                    int64_t key = (int64_t)j * R + P->cblk_rank[k];
-                    const int64_t *at = bsearch(&key, pairs, nu, sizeof *pairs, dist_cmp_i64);
-                    if (at == NULL) continue;
-                    size_t q = (size_t)(at - pairs);
-                    first[q] = fmin(first[q], P->task_start[i]);
-                    last[q] = fmax(last[q], P->task_end[i]);
-                }
-        }
         /* mode 0: received buffers held until the panel task (static); mode 1: added on arrival
          * (dynamic), an instant that still counts beside the buffers alive then */
         for (int mode = 0; mode < 2; mode++) {
             double *out = mode ? peak_arrival : peak;
             if (out == NULL && !(mode == 0 && sink)) continue;
             size_t ne = 0;
-            for (size_t q = 0; q < nu; q++) {
+            for (size_t lo = 0, hi, q = 0; q < nu; q++) {
                 cint j = (cint)(pairs[q] / R);
                 int src = (int)(pairs[q] % R), dst = P->cblk_rank[j];
                 double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
                 double panel_at = P->task_start[P->cblk_task[j]];
-                if (first[q] > last[q]) first[q] = last[q] = panel_at; /* no task found: at the panel */
-                double arrival = fmin(last[q], panel_at);
-                ev[ne++] = (dist_event){src, first[q], size};
-                ev[ne++] = (dist_event){src, fmax(panel_at, last[q]), -size};
-                ev[ne++] = (dist_event){dst, arrival, size};
-                ev[ne++] = (dist_event){dst, mode ? arrival : panel_at, -size};
+                /* this pair's contributions c[lo .. hi) (none found: at the panel) */
+                for (hi = lo; hi < m && c[hi].q == (int64_t)q; hi++) {}
+                int cuts[SCHED_FANIN_SEGS], nmsg = timed ? dist_cuts(c, lo, hi, dist_cut_gap(P, size), cuts) : 1;
+                for (int seg = 0; seg < nmsg; seg++) {
+                    size_t a = lo + (seg ? (size_t)cuts[seg - 1] : 0), z = seg + 1 < nmsg ? lo + (size_t)cuts[seg] : hi;
+                    double first = a < z ? c[a].t : panel_at, last = a < z ? c[z - 1].t : panel_at;
+                    double arrival = fmin(last, panel_at);
+                    /* the sender's buffer lives from its first contribution until its receiver
+                     * took it: the exchange receives every message as it comes */
+                    ev[ne++] = (dist_event){src, fmin(first, arrival), size};
+                    ev[ne++] = (dist_event){src, arrival, -size};
+                    ev[ne++] = (dist_event){dst, arrival, size};
+                    ev[ne++] = (dist_event){dst, mode ? arrival : panel_at, -size};
+                }
                 if (sink && mode == 0) sink[dst] = fmax(sink[dst], size);
+                lo = hi;
             }
             if (out == NULL) continue;
             qsort(ev, ne, sizeof *ev, dist_cmp_event);
             double live = 0;
-            for (size_t a = 0; a < ne; a++) {
-                if (a > 0 && ev[a].rank != ev[a - 1].rank) live = 0;
-                live += ev[a].delta;
-                out[ev[a].rank] = fmax(out[ev[a].rank], live);
+            for (size_t x = 0; x < ne; x++) {
+                if (x > 0 && ev[x].rank != ev[x - 1].rank) live = 0;
+                live += ev[x].delta;
+                out[ev[x].rank] = fmax(out[ev[x].rank], live);
             }
         }
     }
     canopy_free(pairs);
     canopy_free(rows);
-    canopy_free(first);
-    canopy_free(last);
+    canopy_free(c);
     canopy_free(ev);
     return st;
+}
+
+/* Each local SUBTREE task's groups into other ranks' cblks, in the order it applies them after the
+ * rest of the task (sched_subtree_deferred). */
+static canopy_status dist_deferred(const symbolic *S, const sched_plan *P, sched_local *L, canopy_err *err)
+{
+    const sched_dag *D = &L->factor;
+    size_t tot = 0, most = 0;
+    L->defer_ptr = canopy_calloc((size_t)D->ntasks + 1, sizeof(int), "local plan", err);
+    if (L->defer_ptr == NULL) return dist_nomem(err);
+    for (int l = 0; l < D->ntasks; l++) {
+        size_t d = D->kind[l] == SCHED_TASK_SUBTREE ? sched_subtree_deferred(S, P->cblk_rank, D->first[l], D->cblk[l], NULL) : 0;
+        tot += d;
+        most = d > most ? d : most;
+        if (tot > INT_MAX) return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "local plan: too many deferred contributions");
+        L->defer_ptr[l + 1] = (int)tot;
+    }
+    L->defer_cblk = canopy_alloc(tot + 1, sizeof(cint), "local plan", err);
+    L->defer_blok = canopy_alloc(tot + 1, sizeof(cint), "local plan", err);
+    int64_t *keys = canopy_alloc(most + 1, sizeof(int64_t), "local plan scratch", err);
+    if (!L->defer_cblk || !L->defer_blok || !keys) {
+        canopy_free(keys);
+        return dist_nomem(err);
+    }
+    for (int l = 0; l < D->ntasks; l++) {
+        if (L->defer_ptr[l + 1] == L->defer_ptr[l]) continue;
+        size_t d = sched_subtree_deferred(S, P->cblk_rank, D->first[l], D->cblk[l], keys);
+        for (size_t q = 0; q < d; q++) {
+            cint b = (cint)(keys[q] % S->nblok);
+            /* the source: the cblk whose bloks hold b (a binary search over the task's cblks) */
+            cint lo = D->first[l], hi = D->cblk[l];
+            while (lo < hi) {
+                cint mid = lo + (hi - lo + 1) / 2;
+                if (S->cblk_fblok[mid] <= b) lo = mid;
+                else hi = mid - 1;
+            }
+            L->defer_cblk[L->defer_ptr[l] + q] = lo;
+            L->defer_blok[L->defer_ptr[l] + q] = b;
+        }
+    }
+    canopy_free(keys);
+    return CANOPY_SUCCESS;
 }
 
 /* The Snodes of the rank's thread block [lo, hi), renumbered, with [0, T) as root. */
@@ -316,6 +473,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     int *g2l = canopy_alloc((size_t)ng + 1, sizeof(int), "local plan scratch", err);
     int *gmap = canopy_alloc((size_t)G->nsnodes + 1, sizeof(int), "local plan scratch", err);
     int64_t *pairs = NULL;
+    int *cut = NULL, *nmsg = NULL;
     dist_contrib *contrib = NULL;
     canopy_status st = CANOPY_SUCCESS;
     if (!g2l || !gmap) {
@@ -402,6 +560,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         L->cblk_task[k] = mine ? g2l[P->cblk_task[k]] : -1;
         L->cblk_owner[k] = mine ? P->cblk_owner[k] - lo : -1;
     }
+    if ((st = dist_deferred(S, P, L, err)) != CANOPY_SUCCESS) goto out;
 
     /* contributions: this rank's, renumbered per target in the plan's order; the (target, rank)
      * pairs that cross ranks are the fan-in buffers */
@@ -445,18 +604,28 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     size_t nu = 0;
     for (size_t q = 0; q < np; q++)
         if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
+    nmsg = canopy_alloc(nu + 1, sizeof(int), "local plan scratch", err);
+    cut = canopy_alloc((nu + 1) * (SCHED_FANIN_SEGS - 1), sizeof(int), "local plan scratch", err);
+    if (cut == NULL || nmsg == NULL) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    if ((st = sched_fanin_cuts(S, P, pairs, nu, nmsg, cut, err)) != CANOPY_SUCCESS) goto out;
     for (size_t q = 0; q < nu; q++) {
         cint j = (cint)(pairs[q] / R);
-        int r = (int)(pairs[q] % R);
-        L->fanin_msgs += parts;
+        int r = (int)(pairs[q] % R), msgs = nmsg[q];
+        L->fanin_msgs += parts * msgs;
         L->fanin_entries += (int64_t)S->cblk_stride[j] * (S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts;
-        if (P->cblk_rank[j] == rank) L->recv_ptr[j + 1]++;
+        if (P->cblk_rank[j] == rank) L->recv_ptr[j + 1] += msgs;
         if (r == rank) L->nsend++;
     }
     for (cint j = 0; j < n; j++) L->recv_ptr[j + 1] += L->recv_ptr[j];
     L->recv_rank = canopy_alloc((size_t)L->recv_ptr[n] + 1, sizeof(int), "local plan", err);
+    L->recv_seg = canopy_alloc((size_t)L->recv_ptr[n] + 1, 1, "local plan", err);
     L->send_cblk = canopy_alloc((size_t)L->nsend + 1, sizeof(cint), "local plan", err);
-    if (!L->recv_rank || !L->send_cblk) {
+    L->send_nmsg = canopy_alloc((size_t)L->nsend + 1, sizeof(int), "local plan", err);
+    L->send_cut = canopy_alloc(((size_t)L->nsend + 1) * (SCHED_FANIN_SEGS - 1), sizeof(int), "local plan", err);
+    if (!L->recv_rank || !L->recv_seg || !L->send_cblk || !L->send_nmsg || !L->send_cut) {
         st = dist_nomem(err);
         goto out;
     }
@@ -464,8 +633,16 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     for (size_t q = 0; q < nu; q++) {
         cint j = (cint)(pairs[q] / R);
         int r = (int)(pairs[q] % R);
-        if (P->cblk_rank[j] == rank) L->recv_rank[nr++] = r; /* pairs are sorted by (j, r) */
-        if (r == rank) L->send_cblk[ns++] = j;
+        for (int seg = 0; P->cblk_rank[j] == rank && seg < nmsg[q]; seg++) {
+            L->recv_rank[nr] = r; /* pairs are sorted by (j, r) */
+            L->recv_seg[nr++] = (unsigned char)seg;
+        }
+        if (r == rank) {
+            L->send_nmsg[ns] = nmsg[q];
+            for (int x = 0; x < SCHED_FANIN_SEGS - 1; x++)
+                L->send_cut[(size_t)ns * (SCHED_FANIN_SEGS - 1) + x] = x + 1 < nmsg[q] ? cut[q * (SCHED_FANIN_SEGS - 1) + x] : -1;
+            L->send_cblk[ns++] = j;
+        }
     }
     /* the compressed layout of this rank's buffers, sent and received */
     {
@@ -494,8 +671,8 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         for (size_t q = 0, sq = 0, rcv = 0; q < nu && st == CANOPY_SUCCESS; q++) {
             cint j = (cint)(pairs[q] / R);
             int r = (int)(pairs[q] % R);
-            if (P->cblk_rank[j] == rank) {
-                L->recv_rows[rcv] = rows[q];
+            for (int seg = 0; P->cblk_rank[j] == rank && seg < nmsg[q]; seg++) {
+                L->recv_rows[rcv] = rows[q]; /* both messages of a cut buffer: the same rows */
                 L->recv_moff[rcv++] = moff[q];
             }
             if (r == rank) {
@@ -544,6 +721,8 @@ out:
     canopy_free(gmap);
     canopy_free(pairs);
     canopy_free(contrib);
+    canopy_free(cut);
+    canopy_free(nmsg);
     if (st != CANOPY_SUCCESS) sched_local_free(L);
     return st;
 }
@@ -557,6 +736,12 @@ void sched_local_free(sched_local *L)
     canopy_free(L->cblk_task);
     canopy_free(L->cblk_owner);
     canopy_free(L->blok_contrib);
+    canopy_free(L->recv_seg);
+    canopy_free(L->send_cut);
+    canopy_free(L->send_nmsg);
+    canopy_free(L->defer_ptr);
+    canopy_free(L->defer_cblk);
+    canopy_free(L->defer_blok);
     canopy_free(L->task_contrib);
     canopy_free(L->cblk_ncontrib);
     canopy_free(L->recv_ptr);

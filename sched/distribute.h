@@ -33,13 +33,20 @@ typedef struct sched_local {
     int *task_contrib;            /**< [factor.ntasks] UPDATE2D tasks: their number in the same sequence
                                        as blok_contrib; -1 for the other tasks */
     int *cblk_ncontrib;           /**< [ncblk] this rank's contributions into the cblk (local or not) */
-    cint *recv_ptr;               /**< [ncblk + 1] ranks sending a fan-in buffer into local cblk j: */
-    int *recv_rank;               /**<   recv_rank[recv_ptr[j] .. recv_ptr[j+1]-1], ascending */
+    int *defer_ptr;               /**< [factor.ntasks + 1] a SUBTREE task's groups into other ranks' cblks,
+                                       applied after the rest of the task (sched_subtree_deferred): */
+    cint *defer_cblk, *defer_blok;/**<   source cblk and first blok of each, defer_ptr[l] .. defer_ptr[l+1]-1 */
+    cint *recv_ptr;               /**< [ncblk + 1] fan-in messages into local cblk j (a cut buffer: several): */
+    int *recv_rank;               /**<   their senders, recv_rank[recv_ptr[j] .. recv_ptr[j+1]-1], ascending */
     cint nsend;                   /**< cblks of other ranks this rank sends a fan-in buffer to */
     cint *send_cblk;              /**< [nsend] ascending */
     /* compressed fan-in buffers: only the rows of the target's panel that the sender's updates
        write (sched_fanin_rows), all of the target's columns: rows x width, column-major */
     cint *send_rows;              /**< [nsend] rows of the buffer sent to send_cblk[q] */
+    int *send_nmsg;               /**< [nsend] messages the buffer goes in (sched_fanin_cuts; 1: whole) */
+    int *send_cut;                /**< [nsend * (SCHED_FANIN_SEGS - 1)] contributions before each cut, -1 after
+                                       the last: each message is sent from a buffer of its own */
+    unsigned char *recv_seg;      /**< [recv_ptr[ncblk]] which message of its sender's buffer (0, 1, ...) */
     cint *recv_rows;              /**< [recv_ptr[ncblk]] rows of each buffer received */
     int64_t *send_moff;           /**< [nsend] offset in fan_rmap of the buffer's row map */
     int64_t *recv_moff;           /**< [recv_ptr[ncblk]] the same for the buffers received */
@@ -81,10 +88,11 @@ void sched_local_free(sched_local *L);
 /**
  * The memory of every rank's fan-in buffers and update buffers, [nranks] each (scalars, one part):
  * @p peak: the most fan-in buffer scalars alive at once on the rank, by the plan's simulated
- * times: a sent buffer lives from the start of the rank's first task contributing to it (its
- * first contribution allocates it) to the start of the target's panel task (the send has
- * completed by then); a received buffer from the end of the sender's last contributing task (its
- * arrival) to the start of the target's panel task (which adds and frees it: scheduler=static).
+ * times: a sent buffer lives from its first contribution (which allocates it: a SUBTREE task's at
+ * its time in the plan, blok_time, an UPDATE's at its task's start) to its arrival at the target's
+ * rank (the exchange receives every message as it comes); a received buffer from its arrival (the
+ * sender's last contribution) to the start of the target's panel task (which adds and frees it:
+ * scheduler=static).
  * @p peak_arrival: the same with received buffers added into the panel on arrival
  * (scheduler=dynamic): they count only at that instant. Intervals that touch count together.
  * @p sink: the largest buffer the rank receives; @p upd: the largest update product (source rows x
@@ -92,6 +100,25 @@ void sched_local_free(sched_local *L);
  */
 canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
                                  double *upd, double *panel, canopy_err *err);
+
+/** A fan-in buffer goes in at most this many messages (sched_fanin_cuts). */
+#define SCHED_FANIN_SEGS 8
+
+/**
+ * Fan-in buffers sent in several messages: for each pair q of @p pairs (as sched_fanin_rows'),
+ * @p nmsg[q] messages (1: the buffer goes whole), and @p cuts[q * (SCHED_FANIN_SEGS - 1) + s] for
+ * s < nmsg[q] - 1: how many of the sending rank's contributions into the target (in the plan's
+ * order, i.e. by their simulated times) come before cut s, ascending. A buffer of at least 32768
+ * scalars is cut at every gap of at least 2% of the predicted factorization between two of its
+ * contributions in the plan
+ * (the widest SCHED_FANIN_SEGS - 1 of them): a rank's subtrees contribute to the top separators
+ * early, each of its top cblks in a burst after its panel, and one buffer would be held through all
+ * of it. Each message is sent when its last contribution is in; the next contribution allocates a
+ * new buffer. Every rank derives the same cuts from the plan (the receiver expects every message).
+ * Plans without blok_time cut nothing.
+ */
+canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, int *nmsg,
+                               int *cuts, canopy_err *err);
 
 canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, cint root_first, const int64_t *pairs,
                                size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err);

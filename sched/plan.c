@@ -520,6 +520,7 @@ void sched_plan_free(sched_plan *P)
     canopy_free(P->blok_contrib);
     canopy_free(P->task_contrib);
     canopy_free(P->cblk_ncontrib);
+    canopy_free(P->blok_time);
     canopy_free(P->cblk_cost);
     canopy_free(P->task_seq);
     canopy_free(P->task_start);

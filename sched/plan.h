@@ -94,6 +94,9 @@ typedef struct sched_plan {
     int *task_contrib;        /**< [factor.ntasks] UPDATE2D: its contribution number into its target
                                    (same sequence as blok_contrib); -1 for the other kinds */
     int *cblk_ncontrib;       /**< [ncblk] contributions into the cblk from other tasks */
+    double *blok_time;        /**< [nblok] with the contribution numbers: at the first blok of each facing
+                                   group a SUBTREE task applies outside itself, the simulated time it is
+                                   applied (the task's start plus the costs before it); unset elsewhere */
     int twod_levels;          /**< Snode levels from the root whose wide cblks are 2D (0: none) */
     int64_t twod_cblks;       /**< cblks factored with 2D tasks */
     double *cblk_cost;        /**< [ncblk] predicted seconds of the panel and of its updates */
@@ -160,6 +163,18 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
  * backward tasks in reverse order.
  */
 canopy_status sched_plan_solve_dag(const symbolic *S, const sched_plan *P, sched_dag *D, canopy_err *err);
+
+/**
+ * The facing groups that the SUBTREE task of cblks [@p first, @p root] applies only after all its
+ * own panels and updates: those into a cblk of another rank (@p cblk_rank), i.e. into this rank's
+ * fan-in buffers. Applied target by target, each buffer lives from its first contribution to its
+ * send, a short while at the task's end, instead of from the subtree's first leaf to its end (with
+ * one thread per rank the whole rank is one subtree task, and every buffer it fills was alive
+ * at once). Writes to @p keys (NULL: count only) one key per group, in the order they are applied
+ * (target, then source cblk): key = target * nblok + the group's first blok. Returns the count.
+ * The plan's contribution times (blok_time), its ticket numbers and the factorization use it alike.
+ */
+size_t sched_subtree_deferred(const symbolic *S, const int *cblk_rank, cint first, cint root, int64_t *keys);
 
 void sched_plan_free(sched_plan *P);
 

@@ -226,11 +226,37 @@ static int plan_contrib_cmp(const void *a, const void *b)
     return (x->sub > y->sub) - (x->sub < y->sub);
 }
 
+static int plan_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t sched_subtree_deferred(const symbolic *S, const int *cblk_rank, cint first, cint root, int64_t *keys)
+{
+    size_t m = 0;
+    if (S == NULL || cblk_rank == NULL || first < 0 || root >= S->ncblk || first > root) return 0;
+    int r = cblk_rank[root];
+    for (cint k = first; k <= root; k++)
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+            cint j = S->blok_fcblk[b];
+            if (j > root && cblk_rank[j] != r) {
+                if (keys) keys[m] = (int64_t)j * S->nblok + b;
+                m++;
+            }
+        }
+    /* bloks are numbered in cblk order: (target, blok) sorts the sources in postorder */
+    if (keys && m > 1) qsort(keys, m, sizeof *keys, plan_cmp_i64);
+    return m;
+}
+
 /*
  * Contribution numbers, the ticket order of scheduler=static: into each target, in the order the
  * simulation applies them. An UPDATE or UPDATE2D applies its product when it ends; a SUBTREE task
  * applies one per (source cblk, facing group) leaving it, each when the subtree's panels and
- * updates before it are done (its start plus their costs, at most its end). Numbering by start
+ * updates before it are done (its start plus their costs, at most its end), those into other
+ * ranks' cblks after all the rest, target by target (sched_subtree_deferred; their times go to
+ * blok_time for the fan-in buffers' lives). Numbering by start
  * instead made every contribution wait for the long subtree tasks that started first.
  * Times along one thread's list never decrease (ties go by start order), so a contribution never
  * waits for one that comes later in any list; and a wait is always for one applied earlier in
@@ -241,18 +267,28 @@ canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
     const symbolic *S = B->S;
     sched_dag *D = &P->factor;
     int nt = D->ntasks;
-    size_t m = 0;
+    size_t m = 0, mdef = 0;
     for (cint b = 0; b < S->nblok; b++) P->blok_contrib[b] = -1;
     for (cint k = 0; k < B->n; k++) P->cblk_ncontrib[k] = 0;
     for (int i = 0; i < nt; i++) {
         if (D->kind[i] == SCHED_TASK_UPDATE || D->kind[i] == SCHED_TASK_UPDATE2D) m++;
-        else if (D->kind[i] == SCHED_TASK_SUBTREE)
+        else if (D->kind[i] == SCHED_TASK_SUBTREE) {
             for (cint k = D->first[i], root = D->cblk[i]; k <= root; k++)
                 for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b))
                     m += S->blok_fcblk[b] > root;
+            size_t d = sched_subtree_deferred(S, P->cblk_rank, D->first[i], D->cblk[i], NULL);
+            if (d > mdef) mdef = d;
+        }
     }
     plan_contrib *c = canopy_alloc(m + 1, sizeof(plan_contrib), "contribution order", err);
-    if (c == NULL) return plan_nomem(err);
+    int64_t *keys = canopy_alloc(mdef + 1, sizeof(int64_t), "contribution order", err);
+    if (P->blok_time == NULL) P->blok_time = canopy_alloc((size_t)S->nblok + 1, sizeof(double), "plan", err);
+    if (c == NULL || keys == NULL || P->blok_time == NULL) {
+        canopy_free(c);
+        canopy_free(keys);
+        return plan_nomem(err);
+    }
+    for (cint b = 0; b < S->nblok; b++) P->blok_time[b] = 0;
     m = 0;
     for (int i = 0; i < nt; i++) {
         int kd = D->kind[i], seq = P->task_seq[i];
@@ -263,20 +299,33 @@ canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
             c[m++] = (plan_contrib){P->task_end[i], seq, 0, S->blok_fcblk[D->first[i]], &P->task_contrib[i]};
         } else if (kd == SCHED_TASK_SUBTREE) {
             cint root = D->cblk[i];
+            int r = P->cblk_rank[root];
             double t = P->task_start[i], end = P->task_end[i];
             int sub = 0;
             for (cint k = D->first[i]; k <= root; k++) {
                 t += B->pcost[k];
                 for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
-                    t += B->ucost[b];
                     cint j = S->blok_fcblk[b];
-                    if (j > root) c[m++] = (plan_contrib){t < end ? t : end, seq, sub++, j, &P->blok_contrib[b]};
+                    if (j > root && P->cblk_rank[j] != r) continue; /* deferred, below */
+                    t += B->ucost[b];
+                    if (j > root) {
+                        P->blok_time[b] = t < end ? t : end;
+                        c[m++] = (plan_contrib){P->blok_time[b], seq, sub++, j, &P->blok_contrib[b]};
+                    }
                 }
+            }
+            size_t d = sched_subtree_deferred(S, P->cblk_rank, D->first[i], root, keys);
+            for (size_t q = 0; q < d; q++) {
+                cint b = (cint)(keys[q] % S->nblok), j = (cint)(keys[q] / S->nblok);
+                t += B->ucost[b];
+                P->blok_time[b] = t < end ? t : end;
+                c[m++] = (plan_contrib){P->blok_time[b], seq, sub++, j, &P->blok_contrib[b]};
             }
         }
     }
     qsort(c, m, sizeof *c, plan_contrib_cmp);
     for (size_t q = 0; q < m; q++) *c[q].dst = P->cblk_ncontrib[c[q].j]++;
     canopy_free(c);
+    canopy_free(keys);
     return CANOPY_SUCCESS;
 }

@@ -403,6 +403,19 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
     int64_t nu = 0;
     for (int64_t q = 0; q < npairs; q++)
         if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
+    /* buffers the plan cuts into several messages (sched_fanin_cuts): 1 to SCHED_FANIN_SEGS each, the
+     * cuts strictly ascending after the first contribution */
+    int *nmsg = malloc(sizeof(int) * ((size_t)nu + 1));
+    int *cuts = malloc(sizeof(int) * ((size_t)nu + 1) * (SCHED_FANIN_SEGS - 1));
+    REQUIRE(sched_fanin_cuts(S, &P, pairs, (size_t)nu, nmsg, cuts, &err) == CANOPY_SUCCESS, "%s: cuts: %s", ctx, err.msg);
+    int64_t allmsgs = 0;
+    for (int64_t q = 0; q < nu; q++) {
+        REQUIRE(nmsg[q] >= 1 && nmsg[q] <= SCHED_FANIN_SEGS, "%s: pair %lld in %d messages", ctx, (long long)q, nmsg[q]);
+        for (int x = 0; x + 1 < nmsg[q]; x++)
+            REQUIRE(cuts[q * (SCHED_FANIN_SEGS - 1) + x] > (x ? cuts[q * (SCHED_FANIN_SEGS - 1) + x - 1] : 0),
+                    "%s: pair %lld: cuts not ascending", ctx, (long long)q);
+        allmsgs += nmsg[q];
+    }
 
     /* every rank's share */
     int *covered = calloc((size_t)nt + 1, sizeof(int));
@@ -416,8 +429,8 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         ls->local_plans++;
         REQUIRE(sched_dag_check(&L.factor, why, sizeof why) == 0, "%s: rank %d local graph: %s", ctx, r, why);
         REQUIRE(L.factor.nthreads == T && L.nthreads == T && L.rank == r && L.nranks == R, "%s: rank %d sizes", ctx, r);
-        REQUIRE(L.fanin_msgs == nu * parts, "%s: rank %d: fan-in messages %lld, counted %lld", ctx, r,
-                      (long long)L.fanin_msgs, (long long)(nu * parts));
+        REQUIRE(L.fanin_msgs == allmsgs * parts, "%s: rank %d: fan-in messages %lld, counted %lld", ctx, r,
+                      (long long)L.fanin_msgs, (long long)(allmsgs * parts));
         int nl = L.factor.ntasks;
         if (nl == 0) ls->empty_ranks++;
         int *g2l = malloc(sizeof(int) * ((size_t)nt + 1));
@@ -463,13 +476,14 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
                 else hi = mid;
             }
             int cnt = 0;
-            for (int64_t q = lo; q < nu && pairs[q] / R == j; q++) cnt++;
-            REQUIRE(L.ext[l] == cnt * parts, "%s: rank %d panel %d waits for %d messages, %d source ranks", ctx, r,
+            for (int64_t q = lo; q < nu && pairs[q] / R == j; q++) cnt += nmsg[q];
+            REQUIRE(L.ext[l] == cnt * parts, "%s: rank %d panel %d waits for %d messages, counted %d", ctx, r,
                           (int)j, L.ext[l], cnt);
             REQUIRE(L.recv_ptr[j + 1] - L.recv_ptr[j] == cnt, "%s: rank %d cblk %d receive list", ctx, r, (int)j);
-            for (int64_t q = lo, c = L.recv_ptr[j]; q < nu && pairs[q] / R == j; q++, c++)
-                REQUIRE(L.recv_rank[c] == (int)(pairs[q] % R), "%s: rank %d cblk %d receives from the wrong rank",
-                              ctx, r, (int)j);
+            for (int64_t q = lo, c = L.recv_ptr[j]; q < nu && pairs[q] / R == j; q++)
+                for (int x = 0; x < nmsg[q]; x++, c++)
+                    REQUIRE(L.recv_rank[c] == (int)(pairs[q] % R) && L.recv_seg[c] == x,
+                            "%s: rank %d cblk %d receives from the wrong rank or message", ctx, r, (int)j);
         }
         for (cint j = 0; j < n; j++)
             if (P.cblk_rank[j] != r)
@@ -487,7 +501,13 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
             while (c < nu && !(pairs[c] % R == r && pairs[c] / R == j)) c++;
             REQUIRE(c < nu, "%s: rank %d sends to cblk %d without a crossing update", ctx, r, (int)j);
         }
-        sends += L.nsend;
+        for (cint q = 0; q < L.nsend; q++) {
+            /* the sender's messages are the receiver's: the same count for the same pair */
+            int64_t key = (int64_t)L.send_cblk[q] * R + r, *at = bsearch(&key, pairs, (size_t)nu, sizeof *pairs, cmp64);
+            REQUIRE(at != NULL && L.send_nmsg[q] == nmsg[at - pairs], "%s: rank %d buffer %d: %d messages", ctx, r, (int)q,
+                    L.send_nmsg[q]);
+            sends += L.send_nmsg[q];
+        }
         /* the compressed buffers: the rows each holds are exactly the panel rows of its target
          * that the sender's updates write, found here row by row (a few ranks: it is slow) */
         if (R <= 8)
@@ -602,13 +622,15 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         sched_local_free(&L);
     }
     for (int i = 0; i < nt; i++) REQUIRE(covered[i] == 1, "%s: task %d on %d ranks", ctx, i, covered[i]);
-    REQUIRE(sends == nu && recvs == nu, "%s: %lld sends, %lld receives, %lld crossing pairs", ctx, (long long)sends,
-                  (long long)recvs, (long long)nu);
+    REQUIRE(sends == allmsgs && recvs == allmsgs, "%s: %lld sends, %lld receives, %lld messages", ctx, (long long)sends,
+                  (long long)recvs, (long long)allmsgs);
     free(covered);
     free(lseen);
     free(lastnum);
     free(trip);
     free(pairs);
+    free(nmsg);
+    free(cuts);
     free(factored);
     free(updated);
     free(in_subtree);

@@ -24,6 +24,14 @@ static inline int64_t panel_size(const symbolic *S, cint j)
 }
 
 /* Scalars of a fan-in buffer of cblk j holding @p rows of its panel's rows (sched_local). */
+/* The message id kind of part p (0: L, 1: U) of a fan-in buffer's message seg (0, 1, ...: a buffer
+ * the plan cut goes in several, sched_fanin_cuts). */
+static inline int fan_id(int p, int seg)
+{
+    _Static_assert(SCHED_FANIN_SEGS <= COMM_FANIN_MSGS, "a fan-in buffer's messages need their own tags");
+    return seg ? COMM_ID_FANIN_MORE + 2 * (seg - 1) + p : (p ? COMM_ID_FANIN_U : COMM_ID_FANIN_L);
+}
+
 static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
 {
     return (int64_t)rows * (S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
@@ -137,6 +145,15 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     }
     /* fan-in buffers are not in the factor: they come and go during the factorization */
     for (cint q = 0; q < L->nsend; q++) F->send_slot[L->send_cblk[q]] = (int)q * parts;
+    /* a buffer cut by the plan (sched_fanin_cuts) has several exchange messages per part */
+    F->send_msg = canopy_alloc((size_t)L->nsend + 1, sizeof(int), "fan-in slots", err);
+    if (F->send_msg == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    F->send_msg[0] = 0;
+    for (cint q = 0; q < L->nsend; q++) {
+        if ((int64_t)F->send_msg[q] + (int64_t)L->send_nmsg[q] * parts > INT_MAX)
+            return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "too many fan-in messages");
+        F->send_msg[q + 1] = F->send_msg[q] + L->send_nmsg[q] * parts;
+    }
     F->coef = F->lcoef;
     F->ncoef = off;
     if (!canopy_mul_ok((size_t)(off ? off : 1), F->scalar_bytes, &F->coef_bytes))
@@ -357,7 +374,7 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
     const sched_local *L = x->local;
     const symbolic *S = F->S;
     int parts = F->U ? 2 : 1, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
-    int nrecv = (int)L->recv_ptr[S->ncblk] * parts, nsend = (int)L->nsend * parts;
+    int nrecv = (int)L->recv_ptr[S->ncblk] * parts, nsend = F->send_msg[L->nsend];
     comm_msg *rv = canopy_alloc((size_t)nrecv + 1, sizeof(comm_msg), "messages", err);
     comm_msg *sd = canopy_alloc((size_t)nsend + 1, sizeof(comm_msg), "messages", err);
     canopy_status st = CANOPY_SUCCESS;
@@ -372,19 +389,20 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
                 m->buf = NULL; /* allocated on arrival */
                 m->count = (int)(fan_size(S, j, L->recv_rows[q]) * dps);
                 m->peer = L->recv_rank[q];
-                comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
+                comm_tags_get(x->tags, comm_tags_id(j, fan_id(p, L->recv_seg[q])), &m->comm, &m->tag);
                 m->cookie = ((int64_t)i << 32) | (int64_t)L->cblk_task[j]; /* where it goes, who waits */
             }
     for (cint q = 0; q < L->nsend; q++) {
         cint j = L->send_cblk[q];
-        for (int p = 0; p < parts; p++) {
-            comm_msg *m = &sd[q * parts + p];
-            m->buf = NULL; /* handed over with the send */
-            m->count = (int)(fan_size(S, j, L->send_rows[q]) * dps);
-            m->peer = L->cblk_rank[j];
-            comm_tags_get(x->tags, comm_tags_id(j, p == 0 ? COMM_ID_FANIN_L : COMM_ID_FANIN_U), &m->comm, &m->tag);
-            m->cookie = -1;
-        }
+        for (int seg = 0; seg < L->send_nmsg[q]; seg++)
+            for (int p = 0; p < parts; p++) {
+                comm_msg *m = &sd[F->send_msg[q] + seg * parts + p];
+                m->buf = NULL; /* handed over with the send */
+                m->count = (int)(fan_size(S, j, L->send_rows[q]) * dps);
+                m->peer = L->cblk_rank[j];
+                comm_tags_get(x->tags, comm_tags_id(j, fan_id(p, seg)), &m->comm, &m->tag);
+                m->cookie = -1;
+            }
     }
     st = comm_exchange_create(x->comm_threads, L->nranks, rv, nrecv, sd, nsend, arrived, arg, &F->xch, err);
 out:

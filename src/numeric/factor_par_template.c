@@ -66,9 +66,10 @@ static int kfan_ready(kpar *pc, cint j)
     return 1;
 }
 
-/* The fan-in buffers of remote cblk j are complete: hand them to the communication, which frees
- * them once sent (none: an empty message, this rank failed). */
-static void ksend_fanin(kpar *pc, cint j)
+/* The fan-in buffers of remote cblk j are complete (seg 0: its first message when the plan cut it
+ * in two, sched_fanin_cuts; 1: the second): hand them to the communication, which frees them once
+ * sent (none: an empty message, this rank failed). The next contribution allocates a new one. */
+static void ksend_fanin(kpar *pc, cint j, int seg)
 {
     numeric *F = pc->F;
     int slot = F->send_slot[j], parts = F->U ? 2 : 1;
@@ -77,7 +78,7 @@ static void ksend_fanin(kpar *pc, cint j)
     for (int p = 0; p < parts; p++) {
         void *b = F->fan_send[slot + p];
         F->fan_send[slot + p] = NULL;
-        comm_exchange_send(pc->x, slot + p, b, b ? count : 0);
+        comm_exchange_send(pc->x, F->send_msg[slot / parts] + seg * parts + p, b, b ? count : 0);
     }
 }
 
@@ -143,14 +144,21 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
     int n = pc->loc->cblk_ncontrib[j];
     /* tickets of j: this rank's contributions, then under dynamic its received messages */
     int slots = (int)(F->pending_off[j + 1] - F->pending_off[j]);
+    int remote = pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank;
+    int sq = remote ? F->send_slot[j] / (F->U ? 2 : 1) : 0, nmsg = remote ? pc->loc->send_nmsg[sq] : 1;
+    const int *cuts = remote ? pc->loc->send_cut + (size_t)sq * (SCHED_FANIN_SEGS - 1) : NULL;
     for (;;) {
+        /* a message of a buffer the plan cut goes while this turn still holds the lock: the next
+         * contribution allocates a new buffer */
+        for (int s = 0; s + 1 < nmsg; s++)
+            if (cuts[s] == next) ksend_fanin(pc, j, s);
         /* seq_cst store, then load of the slot: with a hand-over's seq_cst store of the slot, then
            load of serving, at least one of the two sees the other (and the CAS picks one) */
         atomic_store(&F->serving[j], next);
         if (wk) sched_wake(wk);
         else sched_run_wake(pc->run); /* a message's thread: workers may wait for this lock */
-        if (next >= n && pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank) {
-            ksend_fanin(pc, j);
+        if (next >= n && remote) {
+            ksend_fanin(pc, j, nmsg - 1);
             return;
         }
         if (next >= slots) return;
@@ -314,9 +322,12 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 cint e = b + 1;
                 while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
                 int contrib = pc->loc->blok_contrib[b];
+                cint j = S->blok_fcblk[b];
                 if (contrib < 0) { /* target inside this subtree */
                     if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
                         kupdate(&pc->c, q, b, e, W, pc->F->thread_work[t], KC_ALL);
+                } else if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank) {
+                    /* into another rank's cblk: after the rest, below */
                 } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W) != 0) {
                     return 1;
                 }
@@ -324,6 +335,14 @@ static int ktask(void *ctx, int task, sched_worker *wk)
             }
             done += ksub_weight(S, q);
             if (all > 0) sched_worker_progress(wk, done / all);
+        }
+        /* the contributions into other ranks' cblks, target by target, so that each fan-in
+         * buffer lives only from its first to its send (sched_subtree_deferred; the plan numbered
+         * them in this order) */
+        for (int x = pc->dist ? pc->loc->defer_ptr[task] : 0; pc->dist && x < pc->loc->defer_ptr[task + 1]; x++) {
+            cint q = pc->loc->defer_cblk[x], b = pc->loc->defer_blok[x];
+            if (kupdate_guarded(pc, wk, q, b, kgroup_end(S, q, b), b, S->cblk_fblok[q + 1], pc->loc->blok_contrib[b], W) != 0)
+                return 1;
         }
         return 0;
     }

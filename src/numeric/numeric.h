@@ -125,7 +125,8 @@ typedef struct numeric {
     void **fan_send;                /**< [nsend x parts] buffer sent to send_cblk[q] (part p at q * parts + p),
                                          NULL until its first contribution; the exchange frees it */
     void **fan_recv;                /**< [recv_ptr[ncblk] x parts] buffer received, NULL until it arrives */
-    int *send_slot;                 /**< [ncblk] first exchange slot of the fan-in sent to remote cblk j */
+    int *send_slot;                 /**< [ncblk] first slot (fan_send) of the fan-in buffer of remote cblk j */
+    int *send_msg;                  /**< [nsend + 1] first exchange message of fan-in buffer q (x2 when cut) */
     comm_exchange *xch;             /**< the exchange of the running factorization */
     void *aval;                     /**< several ranks: this rank's entries of A (amap order) */
     int64_t *send_order;            /**< several ranks: the value index in this rank's part of A of each

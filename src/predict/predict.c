@@ -123,18 +123,26 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
     double *v = canopy_calloc(11 * (size_t)R, sizeof(double), "prediction per rank", &s->err);
     int *mem = canopy_alloc((size_t)R + 1, sizeof(int), "prediction per rank", &s->err);
     cint *prow = canopy_alloc(np + 1, sizeof(cint), "prediction per rank", &s->err);
-    if (!v || !mem || !prow) {
+    int *nmsg = canopy_alloc(np + 1, sizeof(int), "prediction per rank", &s->err);
+    int *cuts = canopy_alloc((np + 1) * (SCHED_FANIN_SEGS - 1), sizeof(int), "prediction per rank", &s->err);
+    if (!v || !mem || !prow || !nmsg || !cuts) {
         canopy_free(v);
         canopy_free(mem);
         canopy_free(prow);
+        canopy_free(nmsg);
+        canopy_free(cuts);
         return nomem(s);
     }
-    if (sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
+    canopy_status cst = sched_fanin_cuts(S, P, pairs, np, nmsg, cuts, &s->err);
+    canopy_free(cuts);
+    if (cst != CANOPY_SUCCESS ||
+        sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
         numeric_predict_ranks(S, P, s->fact, s->arith, s->opts.scheduler, (double)s->stats.nnz, v + 7 * R, v + 4 * R, &s->err) !=
             CANOPY_SUCCESS) {
         canopy_free(v);
         canopy_free(mem);
         canopy_free(prow);
+        canopy_free(nmsg);
         return s->err.status;
     }
     double *own = v, *msgs = v + 2 * R, *bytes = v + 3 * R, *fanin = v + 4 * R, *smsgs = v + 5 * R,
@@ -161,8 +169,9 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         for (; q < np && pairs[q] / R == j; q++) {
             int src = (int)(pairs[q] % R);
             mem[p++] = src;
-            msgs[src] += parts;
-            bytes[src] += (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb;
+            /* a buffer the plan cuts goes in several messages of its rows each (sched_fanin_cuts) */
+            msgs[src] += parts * nmsg[q];
+            bytes[src] += (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb * nmsg[q];
         }
         /* the solve: j's members reduce a w x nrhs block to the owner, then the owner broadcasts
          * x_j back, along the tree the solve builds (heap order over the positions) */
@@ -198,6 +207,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
     canopy_free(v);
     canopy_free(mem);
     canopy_free(prow);
+    canopy_free(nmsg);
     return st;
 }
 
