@@ -88,9 +88,11 @@ void sched_local_free(sched_local *L);
 /**
  * The memory of every rank's fan-in buffers and update buffers, [nranks] each (scalars, one part):
  * @p peak: the most fan-in buffer scalars alive at once on the rank, by the plan's simulated
- * times: a sent buffer lives from its first contribution (which allocates it: a SUBTREE task's at
- * its time in the plan, blok_time, an UPDATE's at its task's start) to its arrival at the target's
- * rank (the exchange receives every message as it comes); a received buffer from its arrival (the
+ * times: a sent buffer (each message of a cut one, sched_fanin_cuts) lives from its first
+ * contribution (which allocates it: a SUBTREE task's at its time in the plan, blok_time, an
+ * UPDATE's when its task ends) until its receiver took it: its last contribution plus a time in
+ * flight (2 ms, the exchange's longest nap while workers are busy, plus the copy at 5 GB/s; the
+ * messages of one burst are in flight together), at most the target's panel; a received buffer from its arrival (the
  * sender's last contribution) to the start of the target's panel task (which adds and frees it:
  * scheduler=static).
  * @p peak_arrival: the same with received buffers added into the panel on arrival
