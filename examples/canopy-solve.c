@@ -366,6 +366,56 @@ static void json_num(const char *key, double v, int last)
     else printf("\"%s\": null%s", key, last ? "" : ", ");
 }
 
+/* The first column of rank me's block of n columns over P ranks (me = P: n). */
+static canopy_int block_start(canopy_int n, int me, int P)
+{
+    return (canopy_int)((int64_t)n * me / P);
+}
+
+/*
+ * --distributed with a generated matrix: keep only this rank's block of columns [j0, j1) (what it
+ * passes to canopy_set_matrix_distributed) in new arrays of the block's size, as a part in global
+ * numbering (n + 1 column pointers, the columns outside the block empty) like a file read by parts,
+ * and free the whole matrix, so that it is not held through the factorization. The new arrays are
+ * the driver's (malloc): free them with free_block. 0 on success, -1 out of memory (A untouched).
+ */
+static int keep_block(canopy_csc *A, int me, int P)
+{
+    canopy_int j0 = block_start(A->n, me, P), j1 = block_start(A->n, me + 1, P);
+    canopy_int p0 = A->colptr[j0] - A->base, p1 = A->colptr[j1] - A->base;
+    size_t sz = A->arith == CANOPY_COMPLEX ? 2 * sizeof(double) : sizeof(double);
+    canopy_int *cp = malloc(((size_t)A->n + 1) * sizeof *cp);
+    canopy_int *ri = malloc(((size_t)(p1 - p0) + 1) * sizeof *ri);
+    void *v = malloc(((size_t)(p1 - p0) + 1) * sz);
+    if (!cp || !ri || !v) {
+        free(cp);
+        free(ri);
+        free(v);
+        return -1;
+    }
+    for (canopy_int j = 0; j <= A->n; j++) {
+        canopy_int jj = j < j0 ? j0 : j > j1 ? j1 : j;
+        cp[j] = A->colptr[jj] - A->colptr[j0] + A->base;
+    }
+    memcpy(ri, A->rowind + p0, (size_t)(p1 - p0) * sizeof *ri);
+    memcpy(v, (char *)A->values + (size_t)p0 * sz, (size_t)(p1 - p0) * sz);
+    canopy_csc whole = *A;
+    canopy_csc_free(&whole);
+    A->colptr = cp;
+    A->rowind = ri;
+    A->values = v;
+    return 0;
+}
+
+/* Free a matrix made by keep_block. */
+static void free_block(canopy_csc *A)
+{
+    free(A->colptr);
+    free(A->rowind);
+    free(A->values);
+    memset(A, 0, sizeof *A);
+}
+
 /* Solve one problem; returns the process exit code contribution (0 ok, 1 error). */
 static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc *A, int rank)
 {
@@ -381,21 +431,22 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
     progress_start(&prog, s, c, rank);
     double *b = NULL, *x = NULL;
     int n = rank == 0 ? (int)A->n : 0;
-    /* --distributed with a file: every rank holds a part of the entries, and products with A are
-     * sums over the ranks */
-    const int part = c->distributed && c->file != NULL;
+    /* --distributed: every rank holds a part of the entries (a file's share, or a generated
+     * matrix's block of columns, see keep_block), and products with A are sums over the ranks */
+    const int part = c->distributed;
     double *ftimes = calloc(2 * (size_t)c->repeat, sizeof *ftimes); /* factorization, then fill times */
     canopy_status fst = CANOPY_SUCCESS, rst = CANOPY_SUCCESS;
     char fmsg[600] = ""; /* the factorization's warning, before later calls replace it */
     const char *stage = "set_matrix";
     if (c->distributed) {
-        /* this rank's consecutive block of columns, in global numbering; a file read by parts
-         * (canopy_read_matrix_part) holds this rank's entries in any column: all columns */
+        /* this rank's consecutive block of columns, in global numbering (a generated matrix, whose
+         * other columns keep_block emptied); a file read by parts (canopy_read_matrix_part) holds
+         * this rank's entries in any column: all columns */
         int P, me;
         MPI_Comm_size(comm, &P);
         MPI_Comm_rank(comm, &me);
-        canopy_int j0 = part ? 0 : (canopy_int)((int64_t)A->n * me / P);
-        canopy_int j1 = part ? A->n : (canopy_int)((int64_t)A->n * (me + 1) / P);
+        canopy_int j0 = c->file ? 0 : block_start(A->n, me, P);
+        canopy_int j1 = c->file ? A->n : block_start(A->n, me + 1, P);
         canopy_int *cols = malloc(((size_t)(j1 - j0) + 1) * sizeof *cols);
         canopy_int *cp = malloc(((size_t)(j1 - j0) + 1) * sizeof *cp);
         if (cols && cp) {
@@ -746,6 +797,16 @@ static int load(const cli *c, int which, canopy_csc *A, char *name, size_t nlen,
             snprintf(msg, sizeof msg, "%s: pattern-only matrix: there are no values to factorize", name);
             st = CANOPY_ERR_MATRIX;
         }
+        if (st == CANOPY_SUCCESS && c->distributed && !c->file) {
+            /* a generated matrix: this rank keeps its block of columns only */
+            int P = 1;
+            MPI_Comm_size(comm, &P);
+            if (keep_block(A, rank, P) != 0) {
+                canopy_csc_free(A);
+                snprintf(msg, sizeof msg, "%s: out of memory keeping this rank's columns", name);
+                st = CANOPY_ERR_NOMEM;
+            }
+        }
     }
     int ist = (int)st, worst = ist;
     /* with --distributed every rank reads: the worst outcome stops all */
@@ -781,12 +842,15 @@ int main(int argc, char **argv)
         canopy_csc A;
         char name[1100];
         memset(&A, 0, sizeof A);
+        const int block = c.distributed && !c.file; /* a generated matrix's block (keep_block) */
         if (load(&c, p, &A, name, sizeof name, rank, MPI_COMM_WORLD)) {
+            if (block) free_block(&A); /* another rank failed: this one may hold its block */
             failed = 1;
             break;
         }
         failed |= run_problem(&c, MPI_COMM_WORLD, name, &A, rank);
-        if (rank == 0 || c.distributed) canopy_csc_free(&A);
+        if (block) free_block(&A);
+        else if (rank == 0 || c.distributed) canopy_csc_free(&A);
     }
     MPI_Finalize();
     return failed;

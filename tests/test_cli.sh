@@ -95,6 +95,17 @@ if [ -n "$MPIEXEC" ]; then
         done
     done
     t "2 ranks --distributed, bad file" 1 $MPIEXEC -n 2 "$bin" --distributed "$data/bad_nan.mtx"
+    # --distributed with a generated matrix: each rank keeps its block of columns only, and b and
+    # the residual are sums over the ranks' blocks as for a file's parts
+    for np in 2 3; do
+        for args in "--laplacian 10x10x10" "--refine 0 --laplacian 10x10x10" "--factorization lu --laplacian 8x8x8" \
+                    "--refine 0 --helmholtz 40"; do
+            # shellcheck disable=SC2086
+            jd=$($MPIEXEC -n $np "$bin" --json --distributed $args 2>&1)
+            if [ $? -eq 0 ] && be_ok "$jd"; then echo "ok: $np ranks --distributed $args"; else
+                echo "FAIL: $np ranks --distributed $args"; echo "$jd"; fails=$((fails + 1)); fi
+        done
+    done
     # the memory check (issue 31): a limit below the prediction refuses before anything is
     # allocated, on every rank, saying how many ranks would fit; those ranks then pass the check.
     # The fixed cost model: a model calibrated under load plans each run its own way (CI failed
