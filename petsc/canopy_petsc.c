@@ -98,6 +98,8 @@ static const CanopyOption canopy_options_help[] = {
                 "would exceed memory-limit", "auto, flops, memory"},
     {"root-grid", "several ranks: the root separator factored by all ranks on a 2D grid (MUMPS's 2D root); auto: "
                   "when it is at least max(800, 70 sqrt(ranks)) columns wide and predicted faster", "off, on, auto"},
+    {"fanin-cuts", "several ranks: fan-in buffers sent in several messages where the plan leaves a gap (less memory, "
+                   "more messages); auto: only when a rank would exceed memory-limit", "auto, off, on"},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
@@ -109,7 +111,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
                              *const order[] = {"scotch", "natural", "user", "ptscotch", "auto"},
                              *const scal[] = {"auto", "none", "equilibrate", "matching"},
                              *const selinv[] = {"inplace", "separate"}, *const mapping[] = {"auto", "flops", "memory"},
-                             *const rootgrid[] = {"off", "on", "auto"};
+                             *const rootgrid[] = {"off", "on", "auto"}, *const cuts[] = {"auto", "off", "on"};
 #define CANOPY_PICK(names, v) ((size_t)(v) < sizeof names / sizeof names[0] ? names[(size_t)(v)] : "?")
     const char *t = NULL;
     int i = 0;
@@ -142,6 +144,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
     else if (!strcmp(name, "strict")) t = o->strict ? "on" : "off";
     else if (!strcmp(name, "mapping")) t = CANOPY_PICK(mapping, o->mapping);
     else if (!strcmp(name, "root-grid")) t = CANOPY_PICK(rootgrid, o->root_grid);
+    else if (!strcmp(name, "fanin-cuts")) t = CANOPY_PICK(cuts, o->fanin_cuts);
     else t = "?";
 #undef CANOPY_PICK
     if (kind == INT || (kind == AUTO_INT && i >= 0)) snprintf(buf, len, "%d", i);

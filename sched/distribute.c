@@ -239,7 +239,7 @@ static int dist_cuts(const dist_ctime *c, size_t lo, size_t hi, double gap, int 
  * 32768 scalars (256 KiB real): smaller ones go whole (a message's cost for little memory). */
 static double dist_cut_gap(const sched_plan *P, double scalars)
 {
-    return P->factor.predicted_time > 0 && scalars >= 32768.0 ? 0.02 * P->factor.predicted_time : 0;
+    return P->fanin_cuts && P->factor.predicted_time > 0 && scalars >= 32768.0 ? 0.02 * P->factor.predicted_time : 0;
 }
 
 canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, int *nmsg,
@@ -373,7 +373,7 @@ static canopy_status dist_deferred(const symbolic *S, const sched_plan *P, sched
     L->defer_ptr = canopy_calloc((size_t)D->ntasks + 1, sizeof(int), "local plan", err);
     if (L->defer_ptr == NULL) return dist_nomem(err);
     for (int l = 0; l < D->ntasks; l++) {
-        size_t d = D->kind[l] == SCHED_TASK_SUBTREE ? sched_subtree_deferred(S, P->cblk_rank, D->first[l], D->cblk[l], NULL) : 0;
+        size_t d = D->kind[l] == SCHED_TASK_SUBTREE ? sched_subtree_deferred(S, P, D->first[l], D->cblk[l], NULL) : 0;
         tot += d;
         most = d > most ? d : most;
         if (tot > INT_MAX) return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "local plan: too many deferred contributions");
@@ -388,7 +388,7 @@ static canopy_status dist_deferred(const symbolic *S, const sched_plan *P, sched
     }
     for (int l = 0; l < D->ntasks; l++) {
         if (L->defer_ptr[l + 1] == L->defer_ptr[l]) continue;
-        size_t d = sched_subtree_deferred(S, P->cblk_rank, D->first[l], D->cblk[l], keys);
+        size_t d = sched_subtree_deferred(S, P, D->first[l], D->cblk[l], keys);
         for (size_t q = 0; q < d; q++) {
             cint b = (cint)(keys[q] % S->nblok);
             /* the source: the cblk whose bloks hold b (a binary search over the task's cblks) */
@@ -474,6 +474,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     L->nthreads = T;
     L->cblk_rank = P->cblk_rank;
     L->root = P->root;
+    L->fanin_cuts = P->fanin_cuts;
     sched_dag *D = &L->factor;
     D->nthreads = T;
     D->predicted_time = G->predicted_time;

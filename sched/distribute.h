@@ -33,6 +33,7 @@ typedef struct sched_local {
     int *task_contrib;            /**< [factor.ntasks] UPDATE2D tasks: their number in the same sequence
                                        as blok_contrib; -1 for the other tasks */
     int *cblk_ncontrib;           /**< [ncblk] this rank's contributions into the cblk (local or not) */
+    int fanin_cuts;               /**< the plan's fanin_cuts: buffers cut, SUBTREE contributions deferred */
     int *defer_ptr;               /**< [factor.ntasks + 1] a SUBTREE task's groups into other ranks' cblks,
                                        applied after the rest of the task (sched_subtree_deferred): */
     cint *defer_cblk, *defer_blok;/**<   source cblk and first blok of each, defer_ptr[l] .. defer_ptr[l+1]-1 */

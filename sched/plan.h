@@ -65,6 +65,9 @@ typedef struct sched_plan_opts {
     sched_root root;              /**< the root factored on a grid of ranks after the tasks (sched/root.h; n == 0:
                                        none): its cblks get a PANEL task that only gathers their contributions
                                        (cost 0), never 2D, and no update tasks (the grid does those updates) */
+    int fanin_cuts;               /**< several ranks: fan-in buffers cut into several messages where the plan
+                                       leaves a gap (sched_fanin_cuts), a SUBTREE task's contributions into other
+                                       ranks' cblks applied after its own work (sched_subtree_deferred); 0: whole */
 } sched_plan_opts;
 
 /* The weight of a subtree in the mapping onto ranks (several ranks only; threads always by flops).
@@ -111,6 +114,7 @@ typedef struct sched_plan {
                                    The tiled tasks then run on several ranks: a prediction only */
     sched_root root;          /**< sched_plan_opts.root (first == ncblk: none) */
     double root_time;         /**< predicted seconds of the root's grid factorization (in factor.predicted_time) */
+    int fanin_cuts;           /**< sched_plan_opts.fanin_cuts */
 } sched_plan;
 
 /**
@@ -165,8 +169,9 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
 canopy_status sched_plan_solve_dag(const symbolic *S, const sched_plan *P, sched_dag *D, canopy_err *err);
 
 /**
- * The facing groups that the SUBTREE task of cblks [@p first, @p root] applies only after all its
- * own panels and updates: those into a cblk of another rank (@p cblk_rank), i.e. into this rank's
+ * With P->fanin_cuts (none otherwise), the facing groups that the SUBTREE task of cblks [@p first,
+ * @p root] applies only after all its own panels and updates: those into a cblk of another rank
+ * (P->cblk_rank), i.e. into this rank's
  * fan-in buffers. Applied target by target, each buffer lives from its first contribution to its
  * send, a short while at the task's end, instead of from the subtree's first leaf to its end (with
  * one thread per rank the whole rank is one subtree task, and every buffer it fills was alive
@@ -174,7 +179,7 @@ canopy_status sched_plan_solve_dag(const symbolic *S, const sched_plan *P, sched
  * (target, then source cblk): key = target * nblok + the group's first blok. Returns the count.
  * The plan's contribution times (blok_time), its ticket numbers and the factorization use it alike.
  */
-size_t sched_subtree_deferred(const symbolic *S, const int *cblk_rank, cint first, cint root, int64_t *keys);
+size_t sched_subtree_deferred(const symbolic *S, const sched_plan *P, cint first, cint root, int64_t *keys);
 
 void sched_plan_free(sched_plan *P);
 

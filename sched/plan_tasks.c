@@ -232,10 +232,11 @@ static int plan_cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-size_t sched_subtree_deferred(const symbolic *S, const int *cblk_rank, cint first, cint root, int64_t *keys)
+size_t sched_subtree_deferred(const symbolic *S, const sched_plan *P, cint first, cint root, int64_t *keys)
 {
     size_t m = 0;
-    if (S == NULL || cblk_rank == NULL || first < 0 || root >= S->ncblk || first > root) return 0;
+    if (S == NULL || P == NULL || !P->fanin_cuts || first < 0 || root >= S->ncblk || first > root) return 0;
+    const int *cblk_rank = P->cblk_rank;
     int r = cblk_rank[root];
     for (cint k = first; k <= root; k++)
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
@@ -276,7 +277,7 @@ canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
             for (cint k = D->first[i], root = D->cblk[i]; k <= root; k++)
                 for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b))
                     m += S->blok_fcblk[b] > root;
-            size_t d = sched_subtree_deferred(S, P->cblk_rank, D->first[i], D->cblk[i], NULL);
+            size_t d = sched_subtree_deferred(S, P, D->first[i], D->cblk[i], NULL);
             if (d > mdef) mdef = d;
         }
     }
@@ -306,7 +307,7 @@ canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
                 t += B->pcost[k];
                 for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
                     cint j = S->blok_fcblk[b];
-                    if (j > root && P->cblk_rank[j] != r) continue; /* deferred, below */
+                    if (P->fanin_cuts && j > root && P->cblk_rank[j] != r) continue; /* deferred, below */
                     t += B->ucost[b];
                     if (j > root) {
                         P->blok_time[b] = t < end ? t : end;
@@ -314,7 +315,7 @@ canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
                     }
                 }
             }
-            size_t d = sched_subtree_deferred(S, P->cblk_rank, D->first[i], root, keys);
+            size_t d = sched_subtree_deferred(S, P, D->first[i], root, keys);
             for (size_t q = 0; q < d; q++) {
                 cint b = (cint)(keys[q] % S->nblok), j = (cint)(keys[q] / S->nblok);
                 t += B->ucost[b];

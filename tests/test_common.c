@@ -74,7 +74,7 @@ START_TEST(options_by_name)
                       : !strcmp(options_names[i], "scaling") ? "none" : !strcmp(options_names[i], "trace") ? "t.json"
                       : !strcmp(options_names[i], "selinv-memory") ? "separate"
                       : !strcmp(options_names[i], "mapping") ? "memory"
-                      : !strcmp(options_names[i], "root-grid") ? "on"
+                      : !strcmp(options_names[i], "root-grid") || !strcmp(options_names[i], "fanin-cuts") ? "on"
                       : !strcmp(options_names[i], "pivot-threshold") || !strcmp(options_names[i], "refine-tolerance")
                         || !strcmp(options_names[i], "amalgamation-fill") ? "0.5" : "1";
         ck_assert_msg(canopy_options_set(&o, options_names[i], v, msg, sizeof msg) == CANOPY_SUCCESS, "%s: %s",

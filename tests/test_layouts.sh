@@ -6,7 +6,8 @@
 # the 1 x 1 reference to rounding, and so the diagonal of A^-1 (canopy_selinv) of every matrix up
 # to 20,000 unknowns whose factorization perturbed no pivot (first layout of each shape); a
 # structurally singular matrix refused alike everywhere; the same with the root separator on a
-# 2D grid of ranks (root-grid=on) on 3 x 3 and 4 x 4.
+# 2D grid of ranks (root-grid=on) on 3 x 3 and 4 x 4, and fan-in buffers cut (fanin-cuts=on) on
+# 8 x 2.
 #
 # make check runs the quick list (Laplacians down to one column, SPD, indefinite KKT, unsymmetric
 # with and without matching, complex symmetric, Hermitian and unsymmetric, the structurally
@@ -55,6 +56,12 @@ for shape in 3x3 4x4; do
         $list --out "$tmp/sol.root$shape"
     run "solutions with the root on a grid, $shape = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.root$shape"
 done
+# fan-in buffers cut into several messages where the plan leaves a gap (fanin-cuts=on), on the
+# shape with the most ranks
+# shellcheck disable=SC2086
+run "8 ranks x 2 threads, fanin-cuts=on $list" env CANOPY_FANIN_CUTS=on $MPIEXEC $flags -n 8 "$bin" --sweep 2 \
+    $list --out "$tmp/sol.cuts"
+run "solutions with cut fan-in buffers = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.cuts"
 # random delays in the communication threads and the workers, on the shape with the most threads
 # and two communication threads
 # shellcheck disable=SC2086

@@ -17,7 +17,7 @@ const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
     "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
-    "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid", NULL};
+    "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid", "fanin-cuts", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -201,6 +201,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "mapping")) {
         if ((k = pick(value, "auto|flops|memory")) < 0) BAD("auto, flops or memory");
         o->mapping = k;
+    } else if (!strcmp(key, "fanin-cuts")) {
+        if ((k = pick(value, "auto|off|on")) < 0) BAD("auto, off or on");
+        o->fanin_cuts = k;
     } else if (!strcmp(key, "root-grid")) {
         if ((k = pick(value, "off|on|auto")) < 0) BAD("off, on or auto");
         o->root_grid = k;
@@ -261,7 +264,7 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         (unsigned)o->scheduler > CANOPY_SCHED_DYNAMIC || (unsigned)o->tree > CANOPY_TREE_SHIFTED ||
         (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_AUTO ||
         (unsigned)o->scaling > CANOPY_SCALING_MATCHING || (unsigned)o->selinv_memory > CANOPY_SELINV_SEPARATE ||
-        (unsigned)o->mapping > 2 || (unsigned)o->root_grid > 2)
+        (unsigned)o->mapping > 2 || (unsigned)o->root_grid > 2 || (unsigned)o->fanin_cuts > 2)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: an enumerated option holds an unknown value");
     if (o->ordering == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering = ptscotch: %s", ORDER_NO_PTSCOTCH);

@@ -326,8 +326,8 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 if (contrib < 0) { /* target inside this subtree */
                     if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
                         kupdate(&pc->c, q, b, e, W, pc->F->thread_work[t], KC_ALL);
-                } else if (pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank) {
-                    /* into another rank's cblk: after the rest, below */
+                } else if (pc->dist && pc->loc->fanin_cuts && pc->loc->cblk_rank[j] != pc->loc->rank) {
+                    /* into another rank's cblk: after the rest, below (sched_subtree_deferred) */
                 } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W) != 0) {
                     return 1;
                 }

@@ -88,7 +88,8 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
     *po = (sched_plan_opts){.nthreads = T, .kind = kind, .complex_arith = complex_arith,
                             .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
                             .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels,
-                            .top2d = rt->virt_threads > 0 ? rt->top2d : 0};
+                            .top2d = rt->virt_threads > 0 ? rt->top2d : 0,
+                            .fanin_cuts = o->fanin_cuts == 2 || rt->cuts_now};
     /* kernels run slower when every worker of the node computes: plan with the loaded rates */
     *loaded = rt->cost;
     cost_model_under_load(loaded, busy);
@@ -239,14 +240,28 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
                                int complex_arith, int nranks, sched_plan *P, canopy_err *err)
 {
     rt->mapping_last = SCHED_MAPPING_FLOPS;
+    rt->cuts_now = 0;
     canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, P, err);
-    int want = o->mapping == 2 || (o->mapping == 0 && rt->mem_limit > 0 && isfinite(rt->mem_limit));
+    int limited = rt->mem_limit > 0 && isfinite(rt->mem_limit);
+    int want = o->mapping == 2 || (o->mapping == 0 && limited) || (o->fanin_cuts == 0 && limited);
     if (st != CANOPY_SUCCESS || nranks <= 1 || !want) return st;
     /* mapping=memory always; auto only when the flops plan (the fastest) has a rank over the limit */
     double worst = 0, *v = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err);
     int memory = 0;
     st = v ? plan_peaks(rt, o, S, P, kind, complex_arith, v, &worst, err) : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
-    if (st == CANOPY_SUCCESS && (o->mapping == 2 || worst > rt->mem_limit))
+    if (st == CANOPY_SUCCESS && o->fanin_cuts == 0 && limited && worst > rt->mem_limit) {
+        /* fanin-cuts=auto: over the limit, cut the fan-in buffers first (the same mapping, more
+         * messages); the memory mapping below keeps them cut */
+        sched_plan Q;
+        rt->cuts_now = 1;
+        st = plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, &Q, err);
+        if (st == CANOPY_SUCCESS) {
+            sched_plan_free(P);
+            *P = Q;
+            st = plan_peaks(rt, o, S, P, kind, complex_arith, v, &worst, err);
+        }
+    }
+    if (st == CANOPY_SUCCESS && (o->mapping == 2 || (o->mapping == 0 && worst > rt->mem_limit)))
         st = plan_memory_fallback(rt, o, S, kind, complex_arith, nranks, P, v, worst, &memory, err);
     canopy_free(v);
     if (st != CANOPY_SUCCESS) sched_plan_free(P);

@@ -38,6 +38,8 @@ typedef struct runtime {
                                          maps by memory when the flops plan's heaviest rank exceeds it */
     double mem_nnz;                 /**< entries of A, for the memory prediction (the same on every rank) */
     int mapping_last;               /**< enum sched_mapping of the last plan runtime_plan_for built */
+    int cuts_now;                   /**< the plans being built cut fan-in buffers (options.fanin_cuts: on, or auto
+                                         with the flops plan's heaviest rank over mem_limit) */
     int plan_mapping;               /**< enum sched_mapping of rt->plan */
     comm_tags tags;                 /**< several ranks: message ids */
     int have_tags;
