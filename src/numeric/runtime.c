@@ -251,15 +251,26 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
     st = v ? plan_peaks(rt, o, S, P, kind, complex_arith, v, &worst, err) : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
     if (st == CANOPY_SUCCESS && o->fanin_cuts == 0 && limited && worst > rt->mem_limit) {
         /* fanin-cuts=auto: over the limit, cut the fan-in buffers first (the same mapping, more
-         * messages); the memory mapping below keeps them cut */
+         * messages), kept when its heaviest rank is lighter; the memory mapping below then keeps
+         * them cut */
         sched_plan Q;
+        double *vq = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err), wq = 0;
         rt->cuts_now = 1;
-        st = plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, &Q, err);
+        st = vq ? plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, &Q, err)
+                : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
         if (st == CANOPY_SUCCESS) {
-            sched_plan_free(P);
-            *P = Q;
-            st = plan_peaks(rt, o, S, P, kind, complex_arith, v, &worst, err);
+            st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err);
+            if (st == CANOPY_SUCCESS && wq < worst) {
+                sched_plan_free(P);
+                *P = Q;
+                memcpy(v, vq, (size_t)nranks * sizeof *v);
+                worst = wq;
+            } else {
+                sched_plan_free(&Q);
+                rt->cuts_now = 0;
+            }
         }
+        canopy_free(vq);
     }
     if (st == CANOPY_SUCCESS && (o->mapping == 2 || (o->mapping == 0 && worst > rt->mem_limit)))
         st = plan_memory_fallback(rt, o, S, kind, complex_arith, nranks, P, v, worst, &memory, err);
