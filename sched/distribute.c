@@ -236,10 +236,12 @@ static int dist_cuts(const dist_ctime *c, size_t lo, size_t hi, double gap, int 
 }
 
 /* The gap worth a message of its own: 2% of the predicted factorization, for a buffer of at least
- * 32768 scalars (256 KiB real): smaller ones go whole (a message's cost for little memory). */
+ * 32768 scalars (256 KiB real) unless every buffer is cut (fanin_cuts 2): smaller ones go whole (a
+ * message's cost for little memory). */
 static double dist_cut_gap(const sched_plan *P, double scalars)
 {
-    return P->fanin_cuts && P->factor.predicted_time > 0 && scalars >= 32768.0 ? 0.02 * P->factor.predicted_time : 0;
+    int cut = P->fanin_cuts == 2 || (P->fanin_cuts == 1 && scalars >= 32768.0);
+    return cut && P->factor.predicted_time > 0 ? 0.02 * P->factor.predicted_time : 0;
 }
 
 canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, int *nmsg,

@@ -111,8 +111,8 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
  * Fan-in buffers sent in several messages: for each pair q of @p pairs (as sched_fanin_rows'),
  * @p nmsg[q] messages (1: the buffer goes whole), and @p cuts[q * (SCHED_FANIN_SEGS - 1) + s] for
  * s < nmsg[q] - 1: how many of the sending rank's contributions into the target (in the plan's
- * order, i.e. by their simulated times) come before cut s, ascending. A buffer of at least 32768
- * scalars is cut at every gap of at least 2% of the predicted factorization between two of its
+ * order, i.e. by their simulated times) come before cut s, ascending. A buffer (of at least 32768
+ * scalars unless P->fanin_cuts is 2) is cut at every gap of at least 2% of the predicted factorization between two of its
  * contributions in the plan
  * (the widest SCHED_FANIN_SEGS - 1 of them): a rank's subtrees contribute to the top separators
  * early, each of its top cblks in a burst after its panel, and one buffer would be held through all

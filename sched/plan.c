@@ -384,7 +384,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     }
     /* the root's grid factorization comes after every task */
     P->root = o->root;
-    P->fanin_cuts = o->fanin_cuts != 0;
+    P->fanin_cuts = o->fanin_cuts;
     if (B.root_first >= n) P->root = (sched_root){.first = n, .pr = 1, .pc = 1};
     P->root_time = sched_root_time(&P->root, cm, o->kind, B.scale, TR, o->comm_latency, o->comm_byte_time);
     P->factor.predicted_time += P->root_time;

@@ -67,7 +67,8 @@ typedef struct sched_plan_opts {
                                        (cost 0), never 2D, and no update tasks (the grid does those updates) */
     int fanin_cuts;               /**< several ranks: fan-in buffers cut into several messages where the plan
                                        leaves a gap (sched_fanin_cuts), a SUBTREE task's contributions into other
-                                       ranks' cblks applied after its own work (sched_subtree_deferred); 0: whole */
+                                       ranks' cblks applied after its own work (sched_subtree_deferred); 0: whole,
+                                       1: buffers of at least 32768 scalars, 2: every buffer */
 } sched_plan_opts;
 
 /* The weight of a subtree in the mapping onto ranks (several ranks only; threads always by flops).

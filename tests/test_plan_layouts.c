@@ -216,7 +216,7 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
     /* every other layout cuts its fan-in buffers (fanin-cuts=on): deferred SUBTREE contributions,
      * several messages per buffer */
     sched_plan_opts o = {.nthreads = T, .kind = kind, .complex_arith = cpx, .nranks = R, .comm_latency = 2e-6,
-                         .comm_byte_time = 1e-10, .twod_levels = twod, .fanin_cuts = (R + T) % 2};
+                         .comm_byte_time = 1e-10, .twod_levels = twod, .fanin_cuts = (R + T) % 2 ? 2 : 0};
     REQUIRE(sched_plan_build(S, NULL, &o, &P, &err) == CANOPY_SUCCESS, "%s: %s", ctx, err.msg);
     ls->plans++;
     const sched_dag *D = &P.factor;
