@@ -310,7 +310,8 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     for (size_t q = 0; q < np; q++)
         if (nu == 0 || pairs[q] != pairs[nu - 1]) pairs[nu++] = pairs[q];
     cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in memory scratch", err);
-    dist_event *ev = canopy_alloc(4 * (size_t)SCHED_FANIN_SEGS * nu + 1, sizeof(dist_event), "fan-in memory scratch", err);
+    size_t segs = P->fanin_cuts && P->blok_time ? SCHED_FANIN_SEGS : 1;
+    dist_event *ev = canopy_alloc(4 * segs * nu + 1, sizeof(dist_event), "fan-in memory scratch", err);
     dist_ctime *c = NULL;
     size_t m = 0;
     int timed = 0;
@@ -622,6 +623,11 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         goto out;
     }
     if ((st = sched_fanin_cuts(S, P, pairs, nu, nmsg, cut, err)) != CANOPY_SUCCESS) goto out;
+    L->cut_hash = 1469598103934665603ull;
+    for (size_t q = 0; q < nu; q++)
+        for (int x = 0; x < nmsg[q]; x++)
+            L->cut_hash = (L->cut_hash ^ (uint64_t)(x + 1 < nmsg[q] ? cut[q * (SCHED_FANIN_SEGS - 1) + x] + 1 : 0) ^
+                           ((uint64_t)q << 20)) * 1099511628211ull;
     for (size_t q = 0; q < nu; q++) {
         cint j = (cint)(pairs[q] / R);
         int r = (int)(pairs[q] % R), msgs = nmsg[q];

@@ -34,6 +34,8 @@ typedef struct sched_local {
                                        as blok_contrib; -1 for the other tasks */
     int *cblk_ncontrib;           /**< [ncblk] this rank's contributions into the cblk (local or not) */
     int fanin_cuts;               /**< the plan's fanin_cuts: buffers cut, SUBTREE contributions deferred */
+    uint64_t cut_hash;            /**< a fingerprint of every buffer's cuts (all pairs): a sender and its receiver
+                                       must agree on them, so the ranks compare it (different plans otherwise) */
     int *defer_ptr;               /**< [factor.ntasks + 1] a SUBTREE task's groups into other ranks' cblks,
                                        applied after the rest of the task (sched_subtree_deferred): */
     cint *defer_cblk, *defer_blok;/**<   source cblk and first blok of each, defer_ptr[l] .. defer_ptr[l+1]-1 */
@@ -61,8 +63,8 @@ typedef struct sched_local {
     double update_max;            /**< the largest update product of its cblks (update buffers) */
     double panel_max;             /**< the largest stride x width of its cblks (LDL^T scratch) */
     /* figures of the whole plan (every rank computes the same) */
-    int64_t fanin_msgs;           /**< fan-in buffers of all ranks (per part: x2 for LU) */
-    int64_t fanin_entries;        /**< their scalars, as whole panels (uncompressed) */
+    int64_t fanin_msgs;           /**< fan-in messages of all ranks (a cut buffer: several; per part: x2 for LU) */
+    int64_t fanin_entries;        /**< the buffers' scalars, as whole panels (uncompressed), once per buffer */
     int64_t update_msgs;          /**< remote updates: the messages without fan-in */
     int64_t update_entries;       /**< their scalars */
 } sched_local;

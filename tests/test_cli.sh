@@ -144,6 +144,19 @@ if [ -n "$MPIEXEC" ]; then
         echo "FAIL: no memory mapping lighter than the flops one (flops '$mf', memory '$mm')"; fails=$((fails + 1))
     fi
 
+    # fanin-cuts=on: the fan-in buffers go in more messages (one per burst of contributions), the
+    # same answer; off: one message per buffer
+    cm() { sed -n 's/.*"comm_msgs": \([0-9]*\).*/\1/p'; }
+    j0=$($MPIEXEC -n 3 "$bin" --json --threads 1 --kind spd --fanin-cuts off --laplacian 10x10x10 2>&1 | tail -1)
+    j1=$($MPIEXEC -n 3 "$bin" --json --threads 1 --kind spd --fanin-cuts on --laplacian 10x10x10 2>&1 | tail -1)
+    m0=$(printf '%s\n' "$j0" | cm)
+    m1=$(printf '%s\n' "$j1" | cm)
+    if be_ok "$j0" && be_ok "$j1" && [ -n "$m0" ] && [ -n "$m1" ] && [ "$m1" -gt "$m0" ]; then
+        echo "ok: 3 ranks, fanin-cuts=on sends $m1 messages against $m0"
+    else
+        echo "FAIL: 3 ranks, fanin-cuts (messages '$m0' and '$m1')"; echo "$j1" | tail -2; fails=$((fails + 1))
+    fi
+
     # rank 0 releases its scaled copy of A once the entries are out: refactorizations and the
     # fallback from LL^T to LDL^T (a KKT matrix claimed SPD) rebuild it
     jr=$($MPIEXEC -n 2 "$bin" --json --repeat 3 --laplacian 9x9x9 2>&1 | tail -1)

@@ -23,6 +23,9 @@ static uint64_t plan_hash(const runtime *rt)
     uint64_t h = 1469598103934665603ull;
     const sched_plan *P = &rt->plan;
     for (cint k = 0; k < P->ncblk; k++) h = (h ^ (uint64_t)(P->cblk_rank[k] * 131 + P->cblk_owner[k])) * 1099511628211ull;
+    /* the fan-in buffers' cuts come from the plan's simulated times: a sender and its receiver
+     * must count the same messages */
+    h = (h ^ (uint64_t)P->fanin_cuts ^ rt->local.cut_hash) * 1099511628211ull;
     return (h ^ (uint64_t)P->factor.ntasks) * 1099511628211ull;
 }
 

@@ -149,6 +149,8 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     F->send_msg = canopy_alloc((size_t)L->nsend + 1, sizeof(int), "fan-in slots", err);
     if (F->send_msg == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     F->send_msg[0] = 0;
+    if ((int64_t)L->recv_ptr[S->ncblk] * parts > INT_MAX)
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "too many fan-in messages");
     for (cint q = 0; q < L->nsend; q++) {
         if ((int64_t)F->send_msg[q] + (int64_t)L->send_nmsg[q] * parts > INT_MAX)
             return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "too many fan-in messages");

@@ -66,9 +66,9 @@ static int kfan_ready(kpar *pc, cint j)
     return 1;
 }
 
-/* The fan-in buffers of remote cblk j are complete (seg 0: its first message when the plan cut it
- * in two, sched_fanin_cuts; 1: the second): hand them to the communication, which frees them once
- * sent (none: an empty message, this rank failed). The next contribution allocates a new one. */
+/* The fan-in buffers of remote cblk j are complete (seg: which of its messages, 0 .. nmsg - 1, when
+ * the plan cut it, sched_fanin_cuts): hand them to the communication, which frees them once sent
+ * (none: an empty message, this rank failed). The next contribution allocates a new one. */
 static void ksend_fanin(kpar *pc, cint j, int seg)
 {
     numeric *F = pc->F;

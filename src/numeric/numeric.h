@@ -126,7 +126,8 @@ typedef struct numeric {
                                          NULL until its first contribution; the exchange frees it */
     void **fan_recv;                /**< [recv_ptr[ncblk] x parts] buffer received, NULL until it arrives */
     int *send_slot;                 /**< [ncblk] first slot (fan_send) of the fan-in buffer of remote cblk j */
-    int *send_msg;                  /**< [nsend + 1] first exchange message of fan-in buffer q (x2 when cut) */
+    int *send_msg;                  /**< [nsend + 1] first exchange message of fan-in buffer q (parts x its
+                                         messages, sched_local.send_nmsg) */
     comm_exchange *xch;             /**< the exchange of the running factorization */
     void *aval;                     /**< several ranks: this rank's entries of A (amap order) */
     int64_t *send_order;            /**< several ranks: the value index in this rank's part of A of each

@@ -275,6 +275,7 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
     if (st == CANOPY_SUCCESS && (o->mapping == 2 || (o->mapping == 0 && worst > rt->mem_limit)))
         st = plan_memory_fallback(rt, o, S, kind, complex_arith, nranks, P, v, worst, &memory, err);
     canopy_free(v);
+    rt->cuts_now = 0; /* the plans built later (runtime_predict) are the flops plan's */
     if (st != CANOPY_SUCCESS) sched_plan_free(P);
     else if (memory) rt->mapping_last = SCHED_MAPPING_MEMORY;
     return st;
