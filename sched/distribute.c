@@ -111,6 +111,109 @@ canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nran
     return CANOPY_SUCCESS;
 }
 
+/* A contribution of a fan-in pair (index q): its number in the plan's order into the target, and
+ * the source bloks rb0 .. rb1 - 1 of cblk k whose rows it writes. */
+typedef struct dist_crow {
+    int64_t q;
+    int num;
+    cint k, rb0, rb1;
+} dist_crow;
+
+static int dist_cmp_crow(const void *a, const void *b)
+{
+    const dist_crow *x = a, *y = b;
+    if (x->q != y->q) return x->q < y->q ? -1 : 1;
+    return x->num < y->num ? -1 : x->num > y->num;
+}
+
+static int dist_cmp_cint(const void *a, const void *b)
+{
+    cint x = *(const cint *)a, y = *(const cint *)b;
+    return x < y ? -1 : x > y;
+}
+
+canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t np, const int *nmsg,
+                                  const int *cuts, cint *rows, const int64_t *loff, cint *lists, canopy_err *err)
+{
+    if (S == NULL || P == NULL || P->ncblk != S->ncblk || (np > 0 && (pairs == NULL || rows == NULL)))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_msgrows: bad argument");
+    const sched_dag *G = &P->factor;
+    int R = P->nranks > 0 ? P->nranks : 1, numbered = P->blok_contrib != NULL && P->task_contrib != NULL;
+    cint n = S->ncblk, root_first = P->root.n > 0 ? P->root.first : n, maxst = 1;
+    for (size_t x = 0; x < np * SCHED_FANIN_SEGS; x++) rows[x] = 0;
+    if (np == 0 || R < 2) return CANOPY_SUCCESS;
+    for (cint j = 0; j < n; j++) maxst = S->cblk_stride[j] > maxst ? S->cblk_stride[j] : maxst;
+    /* the contributions: a facing group's rows from it on (UPDATE, or one leaving a SUBTREE), an
+     * UPDATE2D task's one facing group of rows; without contribution numbers, every group whole */
+    size_t m = 0, cap = (size_t)S->nblok + (numbered ? (size_t)G->ntasks : 0) + 1;
+    dist_crow *c = canopy_alloc(cap, sizeof *c, "fan-in message rows", err);
+    char *mark = canopy_calloc((size_t)maxst + 1, 1, "fan-in message rows", err);
+    cint *touched = canopy_alloc((size_t)maxst + 1, sizeof(cint), "fan-in message rows", err);
+    if (!c || !mark || !touched) {
+        canopy_free(c);
+        canopy_free(mark);
+        canopy_free(touched);
+        return dist_nomem(err);
+    }
+    for (cint k = 0; k < root_first && k < n; k++) /* the grid's root sends nothing */
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            e = dist_group_end(S, k, b);
+            cint j = S->blok_fcblk[b];
+            if (P->cblk_rank[k] == P->cblk_rank[j] || (numbered && P->blok_contrib[b] < 0)) continue;
+            int64_t key = (int64_t)j * R + P->cblk_rank[k];
+            const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, dist_cmp_i64);
+            if (at != NULL && (loff == NULL || loff[(size_t)(at - pairs) * SCHED_FANIN_SEGS] != -1))
+                c[m++] = (dist_crow){at - pairs, numbered ? P->blok_contrib[b] : 0, k, b, S->cblk_fblok[k + 1]};
+        }
+    for (int i = 0; numbered && i < G->ntasks; i++) {
+        if (G->kind[i] != SCHED_TASK_UPDATE2D) continue;
+        cint k = G->cblk[i], j = S->blok_fcblk[G->first[i]];
+        if (k >= root_first || P->cblk_rank[k] == P->cblk_rank[j]) continue;
+        int64_t key = (int64_t)j * R + P->cblk_rank[k];
+        const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, dist_cmp_i64);
+        if (at != NULL && (loff == NULL || loff[(size_t)(at - pairs) * SCHED_FANIN_SEGS] != -1))
+            c[m++] = (dist_crow){at - pairs, P->task_contrib[i], k, G->tile[i], dist_group_end(S, k, G->tile[i])};
+    }
+    qsort(c, m, sizeof *c, dist_cmp_crow);
+    for (size_t a = 0, z; a < m; a = z) {
+        int64_t q = c[a].q;
+        cint j = (cint)(pairs[q] / R);
+        for (z = a; z < m && c[z].q == q; z++) {}
+        int segs = nmsg ? nmsg[q] : 1;
+        const int *cq = cuts ? cuts + (size_t)q * (SCHED_FANIN_SEGS - 1) : NULL;
+        for (int s = 0; s < segs; s++) {
+            /* this rank's contributions into j numbered lo .. hi - 1 among its own (the ticket order) */
+            size_t lo = a + (s ? (size_t)cq[s - 1] : 0), hi = s + 1 < segs ? a + (size_t)cq[s] : z;
+            cint cnt = 0;
+            for (size_t x = lo; x < hi && x < z; x++) {
+                cint tb = S->cblk_fblok[j];
+                for (cint sb = c[x].rb0; sb < c[x].rb1; sb++) {
+                    /* each source blok lies inside one blok of j */
+                    cint fr = S->blok_frow[sb], h = S->blok_lrow[sb] - fr + 1;
+                    while (S->blok_lrow[tb] < fr) tb++;
+                    cint trow = S->blok_coefrow[tb] + (fr - S->blok_frow[tb]);
+                    for (cint i = 0; i < h; i++)
+                        if (!mark[trow + i]) {
+                            mark[trow + i] = 1;
+                            touched[cnt++] = trow + i;
+                        }
+                }
+            }
+            qsort(touched, (size_t)cnt, sizeof *touched, dist_cmp_cint);
+            int64_t o = loff ? loff[(size_t)q * SCHED_FANIN_SEGS + (size_t)s] : -1;
+            for (cint i = 0; i < cnt; i++) {
+                if (o >= 0 && lists) lists[o + i] = touched[i];
+                mark[touched[i]] = 0;
+            }
+            rows[(size_t)q * SCHED_FANIN_SEGS + s] = cnt;
+        }
+    }
+    canopy_free(c);
+    canopy_free(mark);
+    canopy_free(touched);
+    return CANOPY_SUCCESS;
+}
+
 /* A sent buffer's time in flight, in the memory model: the exchange's longest nap while its workers
  * are busy (comm/exchange.h), and the copy at a shared-memory rate of 5 GB/s per scalar of 8 bytes. */
 #define DIST_FLIGHT 2e-3
@@ -250,7 +353,7 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
     if (S == NULL || P == NULL || (nu > 0 && (pairs == NULL || nmsg == NULL || cuts == NULL)))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_cuts: bad argument");
     for (size_t q = 0; q < nu; q++) nmsg[q] = 1;
-    if (nu == 0) return CANOPY_SUCCESS;
+    if (nu == 0 || !P->fanin_cuts) return CANOPY_SUCCESS;
     dist_ctime *c = NULL;
     size_t m = 0;
     int timed = 0, R = P->nranks > 0 ? P->nranks : 1;
@@ -315,9 +418,22 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     dist_ctime *c = NULL;
     size_t m = 0;
     int timed = 0;
-    canopy_status st = rows && ev ? sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err)
-                                  : dist_nomem(err);
+    /* the whole buffers' rows decide which are cut (sched_fanin_cuts): only with cuts */
+    canopy_status st = !rows || !ev ? dist_nomem(err) : !P->fanin_cuts ? CANOPY_SUCCESS
+                       : sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err);
     if (st == CANOPY_SUCCESS) st = dist_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
+    /* every pair's cuts (as sched_fanin_cuts), then the rows of each of its messages */
+    int *nmsg = st == CANOPY_SUCCESS ? canopy_alloc(nu + 1, sizeof(int), "fan-in memory scratch", err) : NULL;
+    int *cuts = nmsg ? canopy_alloc((nu + 1) * (SCHED_FANIN_SEGS - 1), sizeof(int), "fan-in memory scratch", err) : NULL;
+    cint *mrows = cuts ? canopy_alloc((nu + 1) * SCHED_FANIN_SEGS, sizeof(cint), "fan-in memory scratch", err) : NULL;
+    if (st == CANOPY_SUCCESS && mrows == NULL) st = dist_nomem(err);
+    for (size_t lo = 0, hi, q = 0; q < nu && st == CANOPY_SUCCESS; q++, lo = hi) {
+        cint j = (cint)(pairs[q] / R);
+        double size = P->fanin_cuts ? (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) : 0;
+        for (hi = lo; hi < m && c[hi].q == (int64_t)q; hi++) {}
+        nmsg[q] = timed && P->fanin_cuts ? dist_cuts(c, lo, hi, dist_cut_gap(P, size), cuts + q * (SCHED_FANIN_SEGS - 1)) : 1;
+    }
+    if (st == CANOPY_SUCCESS) st = sched_fanin_msgrows(S, P, pairs, nu, nmsg, cuts, mrows, NULL, NULL, err);
     double flight = DIST_FLIGHT;
     if (st == CANOPY_SUCCESS) {
         /* mode 0: received buffers held until the panel task (static); mode 1: added on arrival
@@ -329,13 +445,15 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
             for (size_t lo = 0, hi, q = 0; q < nu; q++) {
                 cint j = (cint)(pairs[q] / R);
                 int src = (int)(pairs[q] % R), dst = P->cblk_rank[j];
-                double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+                double width = (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
                 double panel_at = P->task_start[P->cblk_task[j]];
                 /* this pair's contributions c[lo .. hi) (none found: at the panel) */
                 for (hi = lo; hi < m && c[hi].q == (int64_t)q; hi++) {}
-                int cuts[SCHED_FANIN_SEGS], nmsg = timed ? dist_cuts(c, lo, hi, dist_cut_gap(P, size), cuts) : 1;
-                for (int seg = 0; seg < nmsg; seg++) {
-                    size_t a = lo + (seg ? (size_t)cuts[seg - 1] : 0), z = seg + 1 < nmsg ? lo + (size_t)cuts[seg] : hi;
+                const int *cq = cuts + q * (SCHED_FANIN_SEGS - 1);
+                for (int seg = 0; seg < nmsg[q]; seg++) {
+                    size_t a = lo + (seg ? (size_t)cq[seg - 1] : 0), z = seg + 1 < nmsg[q] ? lo + (size_t)cq[seg] : hi;
+                    /* each message holds the rows of its own contributions */
+                    double size = (double)mrows[q * SCHED_FANIN_SEGS + (size_t)seg] * width;
                     double first = a < z ? c[a].t : panel_at, last = a < z ? c[z - 1].t : panel_at;
                     double arrival = fmin(last, panel_at);
                     /* the sender's buffer lives from its first contribution until its receiver
@@ -346,8 +464,8 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
                     ev[ne++] = (dist_event){src, fmin(panel_at, arrival + flight + size * DIST_FLIGHT_SCALAR), -size};
                     ev[ne++] = (dist_event){dst, arrival, size};
                     ev[ne++] = (dist_event){dst, mode ? arrival : panel_at, -size};
+                    if (sink && mode == 0) sink[dst] = fmax(sink[dst], size);
                 }
-                if (sink && mode == 0) sink[dst] = fmax(sink[dst], size);
                 lo = hi;
             }
             if (out == NULL) continue;
@@ -364,6 +482,9 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     canopy_free(rows);
     canopy_free(c);
     canopy_free(ev);
+    canopy_free(nmsg);
+    canopy_free(cuts);
+    canopy_free(mrows);
     return st;
 }
 
@@ -659,46 +780,80 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
             for (int x = 0; x < SCHED_FANIN_SEGS - 1; x++)
                 L->send_cut[(size_t)ns * (SCHED_FANIN_SEGS - 1) + x] = x + 1 < nmsg[q] ? cut[q * (SCHED_FANIN_SEGS - 1) + x] : -1;
             L->send_cblk[ns++] = j;
+            /* every message is sent by its last contribution: none may be empty */
+            int last = nmsg[q] > 1 ? cut[q * (SCHED_FANIN_SEGS - 1) + nmsg[q] - 2] : 0;
+            if (L->cblk_ncontrib[j] <= last) {
+                st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: a fan-in message into cblk %" CINT_FMT " has no contribution", j);
+                goto out;
+            }
         }
     }
-    /* the compressed layout of this rank's buffers, sent and received */
+    /* the compressed layout of this rank's messages, sent and received: each holds only the rows its
+     * own contributions write (sched_fanin_msgrows) */
     {
         cint nrecv = L->recv_ptr[n];
-        L->send_rows = canopy_alloc((size_t)L->nsend + 1, sizeof(cint), "fan-in layout", err);
+        size_t nseg = nu * SCHED_FANIN_SEGS;
+        L->send_rows = canopy_alloc((size_t)L->nsend * SCHED_FANIN_SEGS + 1, sizeof(cint), "fan-in layout", err);
+        L->send_moff = canopy_alloc((size_t)L->nsend * SCHED_FANIN_SEGS + 1, sizeof(int64_t), "fan-in layout", err);
         L->recv_rows = canopy_alloc((size_t)nrecv + 1, sizeof(cint), "fan-in layout", err);
-        L->send_moff = canopy_alloc((size_t)L->nsend + 1, sizeof(int64_t), "fan-in layout", err);
         L->recv_moff = canopy_alloc((size_t)nrecv + 1, sizeof(int64_t), "fan-in layout", err);
-        int64_t *moff = canopy_alloc(nu + 1, sizeof(int64_t), "fan-in layout", err);
-        cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in layout", err);
-        int64_t nmap = 0;
-        if (L->send_rows && L->recv_rows && L->send_moff && L->recv_moff && moff && rows) {
-            for (size_t q = 0; q < nu; q++) {
-                cint j = (cint)(pairs[q] / R);
-                int r = (int)(pairs[q] % R);
-                moff[q] = -1;
-                if (r == rank || P->cblk_rank[j] == rank) {
-                    moff[q] = nmap;
-                    nmap += S->cblk_stride[j];
-                }
-            }
-            L->fan_rmap = canopy_alloc((size_t)nmap + 1, sizeof(cint), "fan-in layout", err);
+        int64_t *loff = canopy_alloc(nseg + 1, sizeof(int64_t), "fan-in layout", err);
+        cint *rows = canopy_alloc(nseg + 1, sizeof(cint), "fan-in layout", err), *lists = NULL;
+        if (!L->send_rows || !L->send_moff || !L->recv_rows || !L->recv_moff || !loff || !rows) st = dist_nomem(err);
+        /* first the counts, of this rank's pairs only */
+        for (size_t q = 0; q < nu && st == CANOPY_SUCCESS; q++) {
+            cint j = (cint)(pairs[q] / R);
+            for (int seg = 0; seg < SCHED_FANIN_SEGS; seg++)
+                loff[q * SCHED_FANIN_SEGS + (size_t)seg] = (int)(pairs[q] % R) == rank || P->cblk_rank[j] == rank ? -2 : -1;
         }
-        if (L->fan_rmap) st = sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, moff, L->fan_rmap, err);
-        else st = dist_nomem(err);
-        for (size_t q = 0, sq = 0, rcv = 0; q < nu && st == CANOPY_SUCCESS; q++) {
+        if (st == CANOPY_SUCCESS) st = sched_fanin_msgrows(S, P, pairs, nu, nmsg, cut, rows, loff, NULL, err);
+        /* the rows of every message this rank sends or receives, then the pool of row maps: a
+         * sent message's map is panel row -> its row (stride of the target), a received
+         * message's its panel rows in order */
+        int64_t nlist = 0, npool = 0;
+        for (size_t q = 0; q < nu && st == CANOPY_SUCCESS; q++) {
             cint j = (cint)(pairs[q] / R);
             int r = (int)(pairs[q] % R);
-            for (int seg = 0; P->cblk_rank[j] == rank && seg < nmsg[q]; seg++) {
-                L->recv_rows[rcv] = rows[q]; /* both messages of a cut buffer: the same rows */
-                L->recv_moff[rcv++] = moff[q];
-            }
-            if (r == rank) {
-                L->send_rows[sq] = rows[q];
-                L->send_moff[sq++] = moff[q];
+            for (int seg = 0; seg < nmsg[q]; seg++) {
+                size_t x = q * SCHED_FANIN_SEGS + (size_t)seg;
+                loff[x] = -1;
+                if (r != rank && P->cblk_rank[j] != rank) continue;
+                loff[x] = nlist;
+                nlist += rows[x];
+                npool += r == rank ? S->cblk_stride[j] : rows[x];
             }
         }
-        canopy_free(moff);
+        if (st == CANOPY_SUCCESS) {
+            lists = canopy_alloc((size_t)nlist + 1, sizeof(cint), "fan-in layout", err);
+            L->fan_rmap = canopy_alloc((size_t)npool + 1, sizeof(cint), "fan-in layout", err);
+            st = lists && L->fan_rmap ? sched_fanin_msgrows(S, P, pairs, nu, nmsg, cut, rows, loff, lists, err) : dist_nomem(err);
+        }
+        int64_t at = 0;
+        for (size_t q = 0, sq = 0, rcv = 0; q < nu && st == CANOPY_SUCCESS; q++) {
+            cint j = (cint)(pairs[q] / R), stj = S->cblk_stride[j];
+            int r = (int)(pairs[q] % R);
+            for (int seg = 0; seg < nmsg[q]; seg++) {
+                size_t x = q * SCHED_FANIN_SEGS + (size_t)seg;
+                const cint *list = lists + (loff[x] >= 0 ? loff[x] : 0);
+                if (P->cblk_rank[j] == rank) {
+                    L->recv_rows[rcv] = rows[x];
+                    L->recv_moff[rcv++] = at;
+                    memcpy(L->fan_rmap + at, list, (size_t)rows[x] * sizeof(cint));
+                    at += rows[x];
+                } else if (r == rank) {
+                    cint *map = L->fan_rmap + at;
+                    for (cint i = 0; i < stj; i++) map[i] = -1;
+                    for (cint i = 0; i < rows[x]; i++) map[list[i]] = i;
+                    L->send_rows[sq * SCHED_FANIN_SEGS + (size_t)seg] = rows[x];
+                    L->send_moff[sq * SCHED_FANIN_SEGS + (size_t)seg] = at;
+                    at += stj;
+                }
+            }
+            sq += r == rank;
+        }
+        canopy_free(loff);
         canopy_free(rows);
+        canopy_free(lists);
         if (st != CANOPY_SUCCESS) goto out;
     }
     for (cint j = 0; j < n; j++) {

@@ -43,18 +43,22 @@ typedef struct sched_local {
     int *recv_rank;               /**<   their senders, recv_rank[recv_ptr[j] .. recv_ptr[j+1]-1], ascending */
     cint nsend;                   /**< cblks of other ranks this rank sends a fan-in buffer to */
     cint *send_cblk;              /**< [nsend] ascending */
-    /* compressed fan-in buffers: only the rows of the target's panel that the sender's updates
-       write (sched_fanin_rows), all of the target's columns: rows x width, column-major */
-    cint *send_rows;              /**< [nsend] rows of the buffer sent to send_cblk[q] */
+    /* compressed fan-in messages: each holds only the rows of the target's panel that its own
+       contributions write (sched_fanin_msgrows), all of the target's columns: rows x width,
+       column-major */
+    cint *send_rows;              /**< [nsend * SCHED_FANIN_SEGS] rows of message s of the buffer sent to
+                                       send_cblk[q], at q * SCHED_FANIN_SEGS + s (s < send_nmsg[q]) */
     int *send_nmsg;               /**< [nsend] messages the buffer goes in (sched_fanin_cuts; 1: whole) */
     int *send_cut;                /**< [nsend * (SCHED_FANIN_SEGS - 1)] contributions before each cut, -1 after
-                                       the last: each message is sent from a buffer of its own */
+                                       the last: message s holds the contributions numbered (blok_contrib,
+                                       task_contrib) from send_cut[s - 1] (0) to send_cut[s] - 1 (the last) */
     unsigned char *recv_seg;      /**< [recv_ptr[ncblk]] which message of its sender's buffer (0, 1, ...) */
-    cint *recv_rows;              /**< [recv_ptr[ncblk]] rows of each buffer received */
-    int64_t *send_moff;           /**< [nsend] offset in fan_rmap of the buffer's row map */
-    int64_t *recv_moff;           /**< [recv_ptr[ncblk]] the same for the buffers received */
-    cint *fan_rmap;               /**< row maps, stride of the target each: panel row -> buffer row, -1
-                                       for a row the buffer does not hold */
+    cint *recv_rows;              /**< [recv_ptr[ncblk]] rows of each message received */
+    int64_t *send_moff;           /**< [nsend * SCHED_FANIN_SEGS] offset in fan_rmap of each sent message's row map:
+                                       panel row -> message row, -1 for a row it does not hold (stride of the target) */
+    int64_t *recv_moff;           /**< [recv_ptr[ncblk]] offset in fan_rmap of each received message's rows: the
+                                       panel rows it holds, ascending (recv_rows of them) */
+    cint *fan_rmap;               /**< the row maps and row lists above */
     /* this rank's memory (sched_fanin_memory): scalars, one part (LU doubles them) */
     double fanin_peak;            /**< fan-in buffers alive at once at most, as the simulation runs, received
                                        ones held until their panel task (scheduler=static) */
@@ -127,5 +131,20 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
 
 canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, cint root_first, const int64_t *pairs,
                                size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
+
+/**
+ * The rows of each message of the fan-in buffers of @p pairs (as sched_fanin_rows') when buffer q
+ * goes in @p nmsg[q] messages cut at @p cuts (as sched_fanin_cuts gives them; both NULL: every
+ * buffer whole): @p rows[q * SCHED_FANIN_SEGS + s], s < nmsg[q], = how many rows of the target's
+ * panel the contributions of message s write (the sending rank's contributions into the target
+ * numbered in the plan's order, blok_contrib and task_contrib: those from cuts[s - 1] to
+ * cuts[s] - 1; an UPDATE2D task writes only its facing group's rows). The rows of the messages of
+ * one buffer together are sched_fanin_rows' rows. With @p loff (NULL: every pair, counts only):
+ * a pair with loff[q * SCHED_FANIN_SEGS] == -1 is skipped (its rows left 0); for each (q, s) with
+ * loff[q * SCHED_FANIN_SEGS + s] >= 0 and @p lists, lists from there gets the message's panel
+ * rows, ascending (-2: counted only). A pure function of the plan: every rank derives the same.
+ */
+canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t np, const int *nmsg,
+                                  const int *cuts, cint *rows, const int64_t *loff, cint *lists, canopy_err *err);
 
 #endif

@@ -130,18 +130,33 @@ if [ -n "$MPIEXEC" ]; then
     # rank of the memory fallback and that of the flops mapping refuses mapping=flops, and the
     # default (auto) passes with the memory mapping. 25^3 on 4 ranks: 14.4 and 15.0 MB
     mx() { sed -n 's/.*"memory_predicted_rank_max": \([^,]*\),.*/\1/p'; }
-    mf=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping flops --laplacian 25x25x25 2>/dev/null | tail -1 | mx)
-    mm=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping memory --laplacian 25x25x25 2>/dev/null | tail -1 | mx)
+    # (fan-in buffers whole: fanin-cuts=auto would cut them first, below)
+    mf=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping flops --fanin-cuts off --laplacian 25x25x25 2>/dev/null | tail -1 | mx)
+    mm=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping memory --fanin-cuts off --laplacian 25x25x25 2>/dev/null | tail -1 | mx)
     lim=$(awk -v f="$mf" -v m="$mm" 'BEGIN { if (m + 0 > 0 && m + 0 < f + 0) printf "%.0f", (m + f) / 2 }')
     if [ -n "$lim" ]; then
-        mo=$($MPIEXEC -n 4 "$bin" --threads 1 --kind spd --cost-cache fixed --mapping flops --memory-limit "$lim" --laplacian 25x25x25 2>&1); rc=$?
+        mo=$($MPIEXEC -n 4 "$bin" --threads 1 --kind spd --cost-cache fixed --mapping flops --fanin-cuts off --memory-limit "$lim" --laplacian 25x25x25 2>&1); rc=$?
         if [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "only .* GB are available"; then echo "ok: 4 ranks, mapping=flops refused under $lim"; else
             echo "FAIL: 4 ranks, mapping=flops under $lim (exit $rc)"; printf '%s\n' "$mo" | tail -3; fails=$((fails + 1)); fi
-        jm=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --memory-limit "$lim" --laplacian 25x25x25 2>&1 | tail -1)
+        jm=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --fanin-cuts off --memory-limit "$lim" --laplacian 25x25x25 2>&1 | tail -1)
         if be_ok "$jm" && printf '%s\n' "$jm" | grep -q '"mapping": "memory"'; then echo "ok: 4 ranks fit $lim with the memory mapping"; else
             echo "FAIL: 4 ranks, the memory mapping under $lim"; echo "$jm" | tail -3; fails=$((fails + 1)); fi
     else
         echo "FAIL: no memory mapping lighter than the flops one (flops '$mf', memory '$mm')"; fails=$((fails + 1))
+    fi
+    # fanin-cuts=auto (the default): under a limit between the flops plan with its buffers whole and
+    # the same plan with them cut, the cut plan runs (more messages, the same answer)
+    msg() { sed -n 's/.*"comm_msgs": \([0-9]*\),.*/\1/p'; }
+    mc=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping flops --fanin-cuts on --laplacian 25x25x25 2>/dev/null | tail -1 | mx)
+    lim=$(awk -v f="$mf" -v c="$mc" 'BEGIN { if (c + 0 > 0 && c + 0 < f + 0) printf "%.0f", (c + f) / 2 }')
+    if [ -n "$lim" ]; then
+        jw=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping flops --fanin-cuts off --laplacian 25x25x25 2>&1 | tail -1)
+        ja=$($MPIEXEC -n 4 "$bin" --json --threads 1 --kind spd --cost-cache fixed --mapping flops --memory-limit "$lim" --laplacian 25x25x25 2>&1 | tail -1)
+        nw=$(printf '%s\n' "$jw" | msg); na=$(printf '%s\n' "$ja" | msg)
+        if be_ok "$ja" && [ -n "$nw" ] && [ -n "$na" ] && [ "$na" -gt "$nw" ]; then echo "ok: fanin-cuts=auto cuts under $lim ($nw -> $na messages)"; else
+            echo "FAIL: fanin-cuts=auto under $lim (messages '$nw' -> '$na')"; echo "$ja" | tail -3; fails=$((fails + 1)); fi
+    else
+        echo "FAIL: cutting the buffers does not lighten 25^3 on 4 ranks (whole '$mf', cut '$mc')"; fails=$((fails + 1))
     fi
 
     # fanin-cuts=on: the fan-in buffers go in more messages (one per burst of contributions), the
@@ -263,10 +278,10 @@ rm -f "$trace"
 # --mapping / --memory-limit: the real run's rule; memory lowers the heaviest rank (25^3 on 4 x 1:
 # 15.0 -> 14.4 MB), auto keeps flops without a limit and takes memory under one between the two
 smx() { sed -n 's/.*"memory_bytes": {[^}]*"max": \([^,]*\),.*/\1/p'; }
-sf=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --laplacian 25x25x25)
-sm=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --mapping memory --laplacian 25x25x25)
+sf=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --fanin-cuts off --laplacian 25x25x25)
+sm=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --fanin-cuts off --mapping memory --laplacian 25x25x25)
 lim=$(awk -v f="$(printf '%s\n' "$sf" | smx)" -v m="$(printf '%s\n' "$sm" | smx)" 'BEGIN { if (m + 0 > 0 && m + 0 < f + 0) printf "%.0f", (m + f) / 2 }')
-sa=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --memory-limit "${lim:-1}" --laplacian 25x25x25)
+sa=$("$sim" --json --ranks 4 --threads 1 --kind spd --cost-cache fixed --fanin-cuts off --memory-limit "${lim:-1}" --laplacian 25x25x25)
 if printf '%s\n' "$sf" | grep -q '"mapping": "flops"' && printf '%s\n' "$sm" | grep -q '"mapping": "memory"' && [ -n "$lim" ] &&
    printf '%s\n' "$sa" | grep -q '"mapping": "memory"'; then echo "ok: simulate --mapping memory lighter, auto under $lim"
 else echo "FAIL: simulate --mapping (limit '$lim')"; fails=$((fails + 1)); fi

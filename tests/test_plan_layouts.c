@@ -200,6 +200,30 @@ static cint group_end(const symbolic *S, cint k, cint b)
     return e;
 }
 
+/* (message << 32 | panel row) of every row a contribution writes into remote cblk j */
+typedef struct rowbag {
+    int64_t *v;
+    size_t n, cap;
+} rowbag;
+
+static int bag_rows(const symbolic *S, const sched_local *L, const cint *sendq, cint j, int num, cint b0, cint b1, rowbag *bag)
+{
+    cint q = sendq[j];
+    if (q < 0 || num < 0) return -1;
+    int seg = 0;
+    while (seg + 1 < L->send_nmsg[q] && L->send_cut[(size_t)q * (SCHED_FANIN_SEGS - 1) + seg] <= num) seg++;
+    for (cint sb = b0; sb < b1; sb++)
+        for (cint g = S->blok_frow[sb]; g <= S->blok_lrow[sb]; g++) {
+            cint at = -1;
+            for (cint tb = S->cblk_fblok[j]; tb < S->cblk_fblok[j + 1] && at < 0; tb++)
+                if (S->blok_frow[tb] <= g && g <= S->blok_lrow[tb]) at = S->blok_coefrow[tb] + g - S->blok_frow[tb];
+            if (at < 0) return -1;
+            if (bag->n == bag->cap) bag->v = realloc(bag->v, sizeof(int64_t) * (bag->cap *= 2));
+            bag->v[bag->n++] = (((int64_t)q * SCHED_FANIN_SEGS + seg) << 32) | at;
+        }
+    return 0;
+}
+
 typedef struct layout_stats {
     int64_t plans, local_plans, empty_ranks, twod_plans, cut_msgs;
 } layout_stats;
@@ -420,6 +444,8 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
     }
 
     /* every rank's share */
+    uint64_t *msg_fp = calloc((size_t)nu * SCHED_FANIN_SEGS + 1, sizeof(uint64_t));
+    uint64_t *recv_fp = calloc((size_t)nu * SCHED_FANIN_SEGS + 1, sizeof(uint64_t));
     int *covered = calloc((size_t)nt + 1, sizeof(int));
     int64_t sends = 0, recvs = 0;
     int *lseen = calloc((size_t)n + 1, sizeof(int));
@@ -516,25 +542,84 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
             ls->cut_msgs += nm - 1;
             sends += L.send_nmsg[q];
         }
-        /* the compressed buffers: the rows each holds are exactly the panel rows of its target
-         * that the sender's updates write, found here row by row (a few ranks: it is slow) */
-        if (R <= 8)
-            for (int side = 0; side < 2; side++) {
-                cint cnt = side == 0 ? L.nsend : L.recv_ptr[n];
-                for (cint q = 0, jr = 0; q < cnt; q++) {
-                    cint j;
-                    int src;
-                    if (side == 0) {
-                        j = L.send_cblk[q];
-                        src = r;
-                    } else {
-                        while (L.recv_ptr[jr + 1] <= q) jr++;
-                        j = jr;
-                        src = L.recv_rank[q];
+        /* the compressed messages, sent side: every message holds exactly the panel rows that the
+         * contributions it carries write (the local numbers against the cuts, as the workers count
+         * them), its map numbering them in order */
+        {
+            cint *sendq = malloc(sizeof(cint) * ((size_t)n + 1));
+            for (cint j = 0; j < n; j++) sendq[j] = -1;
+            for (cint q = 0; q < L.nsend; q++) sendq[L.send_cblk[q]] = q;
+            /* (message, panel row) of every contribution's every row: the groups numbered in
+             * L.blok_contrib (rows from the group on), the local UPDATE2D tasks (one group's rows) */
+            rowbag bag = {malloc(sizeof(int64_t) * 1024), 0, 1024};
+            for (cint k = 0; k < n; k++) {
+                if (P.cblk_rank[k] != r) continue;
+                for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b)) {
+                    cint j = S->blok_fcblk[b];
+                    if (L.blok_contrib[b] >= 0 && P.cblk_rank[j] != r)
+                        REQUIRE(bag_rows(S, &L, sendq, j, L.blok_contrib[b], b, S->cblk_fblok[k + 1], &bag) == 0,
+                                "%s: rank %d: a contribution of cblk %d into cblk %d outside its buffer", ctx, r, (int)k, (int)j);
+                }
+            }
+            for (int i = 0; i < L.factor.ntasks; i++) {
+                if (L.factor.kind[i] != SCHED_TASK_UPDATE2D) continue;
+                cint k = L.factor.cblk[i], j = S->blok_fcblk[L.factor.first[i]];
+                if (P.cblk_rank[j] != r)
+                    REQUIRE(bag_rows(S, &L, sendq, j, L.task_contrib[i], L.factor.tile[i], group_end(S, k, L.factor.tile[i]), &bag) == 0,
+                            "%s: rank %d: a 2D contribution of cblk %d into cblk %d outside its buffer", ctx, r, (int)k, (int)j);
+            }
+            int64_t *rowsof = bag.v;
+            size_t m = bag.n;
+            qsort(rowsof, m, sizeof *rowsof, cmp64);
+            size_t x = 0;
+            for (cint q = 0; q < L.nsend; q++)
+                for (int seg = 0; seg < L.send_nmsg[q]; seg++) {
+                    int64_t key = (int64_t)q * SCHED_FANIN_SEGS + seg;
+                    cint j = L.send_cblk[q], next = 0;
+                    const cint *map = L.fan_rmap + L.send_moff[key];
+                    int64_t jkey = (int64_t)j * R + r, *at = bsearch(&jkey, pairs, (size_t)nu, sizeof *pairs, cmp64);
+                    for (cint i = 0; i < S->cblk_stride[j]; i++) {
+                        int held = x < m && (rowsof[x] >> 32) == key && (cint)(rowsof[x] & 0xffffffff) == i;
+                        REQUIRE((map[i] >= 0) == held, "%s: rank %d: message %d of its buffer of cblk %d: panel row %d %s",
+                                ctx, r, seg, (int)j, (int)i, held ? "missing" : "held but never written");
+                        if (held) {
+                            REQUIRE(map[i] == next++, "%s: rank %d: cblk %d: rows out of order", ctx, r, (int)j);
+                            msg_fp[(size_t)(at - pairs) * SCHED_FANIN_SEGS + seg] += (uint64_t)i * 2654435761u + 1;
+                        }
+                        while (x < m && (rowsof[x] >> 32) == key && (cint)(rowsof[x] & 0xffffffff) == i) x++;
                     }
-                    cint st = S->cblk_stride[j], nrows = side == 0 ? L.send_rows[q] : L.recv_rows[q];
-                    const cint *map = L.fan_rmap + (side == 0 ? L.send_moff[q] : L.recv_moff[q]);
-                    char *touched = calloc((size_t)st + 1, 1);
+                    REQUIRE(next == L.send_rows[key] && next > 0, "%s: rank %d: cblk %d: %d rows, counted %d", ctx, r, (int)j,
+                            (int)L.send_rows[key], (int)next);
+                    REQUIRE(x == m || (rowsof[x] >> 32) > key, "%s: rank %d: rows past cblk %d's panel", ctx, r, (int)j);
+                }
+            REQUIRE(x == m, "%s: rank %d: contributions into buffers it does not send", ctx, r);
+            free(rowsof);
+            free(sendq);
+        }
+        /* received side: each message's rows ascending, the same rows as its sender's (fingerprints,
+         * compared after every rank), and a pair's messages together exactly the panel rows the
+         * sender's updates write, found here row by row (a few ranks: it is slow) */
+        for (cint j = 0; j < n; j++)
+            for (cint q = L.recv_ptr[j]; q < L.recv_ptr[j + 1]; q++) {
+                int src = L.recv_rank[q];
+                const cint *rows = L.fan_rmap + L.recv_moff[q];
+                int64_t jkey = (int64_t)j * R + src, *at = bsearch(&jkey, pairs, (size_t)nu, sizeof *pairs, cmp64);
+                REQUIRE(at != NULL && L.recv_rows[q] > 0, "%s: rank %d: an empty or unknown message into cblk %d", ctx, r, (int)j);
+                for (cint i = 0; i < L.recv_rows[q]; i++) {
+                    REQUIRE(rows[i] >= 0 && rows[i] < S->cblk_stride[j] && (i == 0 || rows[i] > rows[i - 1]),
+                            "%s: rank %d: message from rank %d into cblk %d: rows out of order", ctx, r, src, (int)j);
+                    recv_fp[(size_t)(at - pairs) * SCHED_FANIN_SEGS + L.recv_seg[q]] += (uint64_t)rows[i] * 2654435761u + 1;
+                }
+            }
+        if (R <= 8)
+            for (cint j = 0; j < n; j++)
+                for (cint q0 = L.recv_ptr[j], q1; q0 < L.recv_ptr[j + 1]; q0 = q1) {
+                    int src = L.recv_rank[q0];
+                    for (q1 = q0; q1 < L.recv_ptr[j + 1] && L.recv_rank[q1] == src; q1++) {}
+                    cint st = S->cblk_stride[j];
+                    char *touched = calloc((size_t)st + 1, 1), *held = calloc((size_t)st + 1, 1);
+                    for (cint q = q0; q < q1; q++)
+                        for (cint i = 0; i < L.recv_rows[q]; i++) held[L.fan_rmap[L.recv_moff[q] + i]] = 1;
                     for (cint k = 0; k < n; k++) {
                         if (P.cblk_rank[k] != src) continue;
                         cint first = -1;
@@ -553,18 +638,12 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
                                 touched[at] = 1;
                             }
                     }
-                    cint next = 0;
-                    for (cint i = 0; i < st; i++) {
-                        REQUIRE((map[i] >= 0) == (touched[i] != 0), "%s: rank %d: %s buffer of cblk %d from rank %d: "
-                                "panel row %d %s", ctx, r, side ? "received" : "sent", (int)j, src, (int)i,
-                                touched[i] ? "missing" : "held but never written");
-                        if (map[i] >= 0) REQUIRE(map[i] == next++, "%s: rank %d: cblk %d: rows out of order", ctx, r, (int)j);
-                    }
-                    REQUIRE(next == nrows, "%s: rank %d: cblk %d: %d rows, counted %d", ctx, r, (int)j, (int)nrows,
-                            (int)next);
+                    for (cint i = 0; i < st; i++)
+                        REQUIRE(held[i] == touched[i], "%s: rank %d: messages of cblk %d from rank %d: panel row %d %s", ctx,
+                                r, (int)j, src, (int)i, touched[i] ? "missing" : "held but never written");
                     free(touched);
+                    free(held);
                 }
-            }
         /* local contribution numbers: 0..m-1 per target, in the plan's order */
         for (cint j = 0; j < n; j++) {
             lseen[j] = 0;
@@ -630,6 +709,11 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         sched_local_free(&L);
     }
     for (int i = 0; i < nt; i++) REQUIRE(covered[i] == 1, "%s: task %d on %d ranks", ctx, i, covered[i]);
+    for (int64_t x = 0; x < nu * SCHED_FANIN_SEGS; x++)
+        REQUIRE(msg_fp[x] == recv_fp[x], "%s: pair %lld, message %d: the sender's rows are not the receiver's", ctx,
+                (long long)(x / SCHED_FANIN_SEGS), (int)(x % SCHED_FANIN_SEGS));
+    free(msg_fp);
+    free(recv_fp);
     REQUIRE(sends == allmsgs && recvs == allmsgs, "%s: %lld sends, %lld receives, %lld messages", ctx, (long long)sends,
                   (long long)recvs, (long long)allmsgs);
     free(covered);

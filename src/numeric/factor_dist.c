@@ -129,10 +129,9 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
     F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);
     F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);
-    F->fan_send = canopy_calloc((size_t)L->nsend * parts + 1, sizeof(void *), "fan-in buffers", err);
     F->fan_recv = canopy_calloc((size_t)L->recv_ptr[S->ncblk] * parts + 1, sizeof(void *), "fan-in buffers", err);
     F->peer_counts = canopy_calloc(4 * (size_t)L->nranks, sizeof(int64_t), "communication counts", err);
-    if (!F->lcoef || !F->send_slot || !F->fan_send || !F->fan_recv || !F->peer_counts)
+    if (!F->lcoef || !F->send_slot || !F->fan_recv || !F->peer_counts)
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     int64_t off = 0;
     for (cint k = 0; k < S->ncblk; k++) {
@@ -156,6 +155,9 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
             return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "too many fan-in messages");
         F->send_msg[q + 1] = F->send_msg[q] + L->send_nmsg[q] * parts;
     }
+    F->fan_send = canopy_calloc((size_t)F->send_msg[L->nsend] + 1, sizeof(void *), "fan-in buffers", err);
+    F->send_left = canopy_calloc((size_t)F->send_msg[L->nsend] / parts + 1, sizeof(int), "fan-in slots", err);
+    if (F->fan_send == NULL || F->send_left == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     F->coef = F->lcoef;
     F->ncoef = off;
     if (!canopy_mul_ok((size_t)(off ? off : 1), F->scalar_bytes, &F->coef_bytes))
@@ -400,7 +402,7 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
             for (int p = 0; p < parts; p++) {
                 comm_msg *m = &sd[F->send_msg[q] + seg * parts + p];
                 m->buf = NULL; /* handed over with the send */
-                m->count = (int)(fan_size(S, j, L->send_rows[q]) * dps);
+                m->count = (int)(fan_size(S, j, L->send_rows[(size_t)q * SCHED_FANIN_SEGS + seg]) * dps);
                 m->peer = L->cblk_rank[j];
                 comm_tags_get(x->tags, comm_tags_id(j, fan_id(p, seg)), &m->comm, &m->tag);
                 m->cookie = -1;

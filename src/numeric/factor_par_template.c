@@ -40,20 +40,32 @@ static void kfail_nomem(kpar *pc)
     atomic_store(&pc->drain, 1);
 }
 
+/* The message of this rank's fan-in buffer of remote cblk j (its fan-in slot q) that this rank's
+ * contribution number @p contrib into j goes in: the plan cut the buffer after send_cut[s]
+ * contributions (sched_fanin_cuts). */
+static inline int kseg(const sched_local *L, int q, int contrib)
+{
+    const int *cuts = L->send_cut + (size_t)q * (SCHED_FANIN_SEGS - 1);
+    int s = 0;
+    while (s + 1 < L->send_nmsg[q] && cuts[s] <= contrib) s++;
+    return s;
+}
+
 /*
  * Before a contribution is applied to cblk j (its ticket's turn: the ticket lock orders every
- * access to the buffer): a target on another rank is this rank's fan-in buffer of it, allocated
- * (zeroed) by the first contribution. False when there is nothing to apply to: the allocation
- * failed, now or before (the rank drains), or the rank drains already.
+ * access to the buffer): a target on another rank is this rank's fan-in buffer of it, message
+ * @p seg, allocated (zeroed) by its first contribution. False when there is nothing to apply to:
+ * the allocation failed, now or before (the rank drains), or the rank drains already.
  */
-static int kfan_ready(kpar *pc, cint j)
+static int kfan_ready(kpar *pc, cint j, int seg)
 {
     numeric *F = pc->F;
     if (!pc->dist || pc->loc->cblk_rank[j] == pc->loc->rank) return 1;
-    int parts = F->U ? 2 : 1, q = F->send_slot[j] / parts;
-    if (F->fan_send[q * parts] != NULL) return 1;
+    int parts = F->U ? 2 : 1, q = F->send_slot[j] / parts, m = F->send_msg[q] + seg * parts;
+    if (F->fan_send[m] != NULL) return 1;
     if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) return 0;
-    size_t n = (size_t)pc->loc->send_rows[q] * (size_t)(pc->c.S->cblk_fcol[j + 1] - pc->c.S->cblk_fcol[j]);
+    size_t n = (size_t)pc->loc->send_rows[(size_t)q * SCHED_FANIN_SEGS + seg] *
+               (size_t)(pc->c.S->cblk_fcol[j + 1] - pc->c.S->cblk_fcol[j]);
     void *b[2] = {NULL, NULL};
     for (int p = 0; p < parts; p++) b[p] = canopy_calloc(n, sizeof(SCALAR), "fan-in buffer", NULL);
     if (b[0] == NULL || (parts == 2 && b[1] == NULL)) {
@@ -62,29 +74,50 @@ static int kfan_ready(kpar *pc, cint j)
         kfail_nomem(pc);
         return 0;
     }
-    for (int p = 0; p < parts; p++) F->fan_send[q * parts + p] = b[p];
+    for (int p = 0; p < parts; p++) F->fan_send[m + p] = b[p];
     return 1;
 }
 
-/* The fan-in buffers of remote cblk j are complete (seg: which of its messages, 0 .. nmsg - 1, when
- * the plan cut it, sched_fanin_cuts): hand them to the communication, which frees them once sent
- * (none: an empty message, this rank failed). The next contribution allocates a new one. */
+/* Message seg of the fan-in buffers of remote cblk j is complete (the plan may cut a buffer into
+ * several, sched_fanin_cuts): hand it to the communication, which frees it once sent (none: an
+ * empty message, this rank failed). */
 static void ksend_fanin(kpar *pc, cint j, int seg)
 {
     numeric *F = pc->F;
-    int slot = F->send_slot[j], parts = F->U ? 2 : 1;
-    size_t n = (size_t)pc->loc->send_rows[slot / parts] * (size_t)(pc->c.S->cblk_fcol[j + 1] - pc->c.S->cblk_fcol[j]);
+    int parts = F->U ? 2 : 1, q = F->send_slot[j] / parts, m = F->send_msg[q] + seg * parts;
+    size_t n = (size_t)pc->loc->send_rows[(size_t)q * SCHED_FANIN_SEGS + seg] *
+               (size_t)(pc->c.S->cblk_fcol[j + 1] - pc->c.S->cblk_fcol[j]);
     int count = (int)(n * (sizeof(SCALAR) / sizeof(double)));
     for (int p = 0; p < parts; p++) {
-        void *b = F->fan_send[slot + p];
-        F->fan_send[slot + p] = NULL;
-        comm_exchange_send(pc->x, F->send_msg[slot / parts] + seg * parts + p, b, b ? count : 0);
+        void *b = F->fan_send[m + p];
+        F->fan_send[m + p] = NULL;
+        comm_exchange_send(pc->x, m + p, b, b ? count : 0);
     }
 }
 
-/* Start of the panel task of j: add the fan-in buffers of the other ranks, in rank order, each
- * through its row map (the panel rows it holds, sched_local.fan_rmap), and free them (a draining
- * rank only frees them; an empty one, from a failed sender, adds nothing). */
+/* A contribution into cblk j has been applied (or skipped: the rank drains), still in its turn:
+ * the last one into a message of this rank's fan-in buffer of a remote j sends that message. */
+static void kcontrib_done(kpar *pc, cint j, int seg)
+{
+    numeric *F = pc->F;
+    if (!pc->dist || pc->loc->cblk_rank[j] == pc->loc->rank) return;
+    int parts = F->U ? 2 : 1, q = F->send_slot[j] / parts;
+    if (--F->send_left[F->send_msg[q] / parts + seg] == 0) ksend_fanin(pc, j, seg);
+}
+
+/* X (a panel, leading dimension st, w columns) += B (nr x w) at the panel rows rows[0 .. nr-1]. */
+static void kadd_rows(SCALAR *X, cint st, cint w, const SCALAR *B, cint nr, const cint *rows)
+{
+    for (cint c = 0; c < w; c++) {
+        SCALAR *x = X + (size_t)c * st;
+        const SCALAR *b = B + (size_t)c * nr;
+        for (cint i = 0; i < nr; i++) x[rows[i]] += b[i];
+    }
+}
+
+/* Start of the panel task of j: add the fan-in messages of the other ranks, in rank order, each
+ * at the panel rows it holds (sched_local.fan_rmap), and free them (a draining rank only frees
+ * them; an empty one, from a failed sender, adds nothing). */
 static void kfanin_add(kpar *pc, cint j, int add)
 {
     const sched_local *L = pc->loc;
@@ -93,33 +126,28 @@ static void kfanin_add(kpar *pc, cint j, int add)
     int parts = pc->c.U ? 2 : 1;
     SCALAR *Lj = pc->c.L + pc->c.coef[j], *Uj = pc->c.U ? pc->c.U + pc->c.coef[j] : NULL;
     for (cint q = L->recv_ptr[j]; q < L->recv_ptr[j + 1]; q++) {
-        const cint *map = L->fan_rmap + L->recv_moff[q];
+        const cint *rows = L->fan_rmap + L->recv_moff[q];
         cint nr = L->recv_rows[q];
         for (int p = 0; p < parts; p++) {
             SCALAR *X = p ? Uj : Lj, *B = pc->F->fan_recv[q * parts + p];
             pc->F->fan_recv[q * parts + p] = NULL;
-            for (cint c = 0; add && B && c < w; c++)
-                for (cint i = 0; i < st; i++)
-                    if (map[i] >= 0) X[i + (size_t)c * st] += B[map[i] + (size_t)c * nr];
+            if (add && B) kadd_rows(X, st, w, B, nr, rows);
             canopy_free(B);
         }
     }
 }
 
 /* scheduler=dynamic: received message h (a ticket of target j's lock, its turn now) is added
- * into j's panel through its row map and freed (a draining rank only frees it). */
+ * into j's panel at its rows and freed (a draining rank only frees it). */
 static void kfan_apply(kpar *pc, cint j, numeric_handover *h)
 {
     const sched_local *L = pc->loc;
     const symbolic *S = pc->c.S;
     int parts = pc->c.U ? 2 : 1, p = h->recv % parts;
     cint q = h->recv / parts, st = S->cblk_stride[j], w = S->cblk_fcol[j + 1] - S->cblk_fcol[j], nr = L->recv_rows[q];
-    const cint *map = L->fan_rmap + L->recv_moff[q];
     SCALAR *X = (p ? pc->c.U : pc->c.L) + pc->c.coef[j], *B = h->buf;
     h->buf = NULL;
-    for (cint c = 0; B && c < w && !atomic_load_explicit(&pc->drain, memory_order_relaxed); c++)
-        for (cint i = 0; i < st; i++)
-            if (map[i] >= 0) X[i + (size_t)c * st] += B[map[i] + (size_t)c * nr];
+    if (B && !atomic_load_explicit(&pc->drain, memory_order_relaxed)) kadd_rows(X, st, w, B, nr, L->fan_rmap + L->recv_moff[q]);
     canopy_free(B);
 }
 
@@ -135,32 +163,19 @@ static size_t kproduct_scalars(const kpar *pc, cint k, cint fb0, cint fb1, cint 
 
 /*
  * Ticket `next` of target j is due: publish it and, while the contribution holding it was handed
- * over, apply that one here (its turn, so this worker holds the lock for it) and go on. The last
- * contribution into a target of another rank completes this rank's fan-in buffer: send it.
+ * over, apply that one here (its turn, so this worker holds the lock for it) and go on.
  */
 static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
 {
     numeric *F = pc->F;
-    int n = pc->loc->cblk_ncontrib[j];
     /* tickets of j: this rank's contributions, then under dynamic its received messages */
     int slots = (int)(F->pending_off[j + 1] - F->pending_off[j]);
-    int remote = pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank;
-    int sq = remote ? F->send_slot[j] / (F->U ? 2 : 1) : 0, nmsg = remote ? pc->loc->send_nmsg[sq] : 1;
-    const int *cuts = remote ? pc->loc->send_cut + (size_t)sq * (SCHED_FANIN_SEGS - 1) : NULL;
     for (;;) {
-        /* a message of a buffer the plan cut goes while this turn still holds the lock: the next
-         * contribution allocates a new buffer */
-        for (int s = 0; s + 1 < nmsg; s++)
-            if (cuts[s] == next) ksend_fanin(pc, j, s);
         /* seq_cst store, then load of the slot: with a hand-over's seq_cst store of the slot, then
            load of serving, at least one of the two sees the other (and the CAS picks one) */
         atomic_store(&F->serving[j], next);
         if (wk) sched_wake(wk);
         else sched_run_wake(pc->run); /* a message's thread: workers may wait for this lock */
-        if (next >= n && remote) {
-            ksend_fanin(pc, j, nmsg - 1);
-            return;
-        }
         if (next >= slots) return;
         numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + next];
         numeric_handover *h = atomic_load(slot);
@@ -169,7 +184,9 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
             kfan_apply(pc, j, h);
         } else {
             /* KC_APPLY needs no scratch: a message's thread passes W = NULL */
-            if (h->compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, W, h->buf, KC_APPLY);
+            if (h->compute && kfan_ready(pc, j, h->seg))
+                kupdate_rows(&pc->c, h->k, h->fb0, h->fb1, h->rb0, h->rb1, h->seg, W, h->buf, KC_APPLY);
+            kcontrib_done(pc, j, h->seg);
             atomic_store_explicit(&h->busy, 0, memory_order_release); /* its owner may reuse the buffer */
         }
         next++;
@@ -201,9 +218,13 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     numeric_handover *mine = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
     SCALAR *buf = mine[0].buf; /* the full-size buffer: never handed over */
     int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
+    /* into another rank's cblk: the message of the fan-in buffer it goes in, by its number in the
+     * plan (under dynamic too, whatever ticket it draws: each message holds its own rows) */
+    int seg = pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank ? kseg(pc->loc, F->send_slot[j] / (F->U ? 2 : 1), contrib) : 0;
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
-        if (compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_ALL);
+        if (compute && kfan_ready(pc, j, seg)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_ALL);
+        kcontrib_done(pc, j, seg);
         kadvance(pc, wk, j, ticket + 1, W);
         return 0;
     }
@@ -213,7 +234,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
         for (int i = 1; i <= NUMERIC_SPARES && spare == 0; i++)
             if (!atomic_load_explicit(&mine[i].busy, memory_order_acquire)) spare = i;
     if (spare) buf = mine[spare].buf;
-    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_COMPUTE);
+    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_COMPUTE);
     if (atomic_load(&F->serving[j]) != ticket) {
         if (spare) {
             numeric_handover *h = &mine[spare];
@@ -222,6 +243,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
             h->fb1 = fb1;
             h->rb0 = rb0;
             h->rb1 = rb1;
+            h->seg = seg;
             h->compute = compute;
             atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
             numeric_handover *_Atomic *slot = &F->pending[F->pending_off[j] + ticket];
@@ -240,7 +262,8 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
             if (aborted) return 1;
         }
     }
-    if (compute && kfan_ready(pc, j)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, W, buf, KC_APPLY);
+    if (compute && kfan_ready(pc, j, seg)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_APPLY);
+    kcontrib_done(pc, j, seg);
     kadvance(pc, wk, j, ticket + 1, W);
     return 0;
 }
@@ -427,7 +450,7 @@ static void kfan_free_all(numeric *F)
 {
     const sched_local *L = F->exec.local;
     int parts = F->U ? 2 : 1;
-    for (int64_t i = 0; F->fan_send && i < (int64_t)L->nsend * parts; i++) {
+    for (int64_t i = 0; F->fan_send && F->send_msg && i < (int64_t)F->send_msg[L->nsend]; i++) {
         canopy_free(F->fan_send[i]);
         F->fan_send[i] = NULL;
     }
@@ -489,6 +512,13 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     for (cint k = 0; k < S->ncblk; k++) {
         atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);
         atomic_store_explicit(&F->tickets[k], 0, memory_order_relaxed);
+    }
+    /* every message of every fan-in buffer waits for its contributions (sched_local.send_cut) */
+    for (cint q = 0; L->nranks > 1 && q < L->nsend; q++) {
+        const int *cuts = L->send_cut + (size_t)q * (SCHED_FANIN_SEGS - 1);
+        int *left = F->send_left + F->send_msg[q] / (F->U ? 2 : 1), nm = L->send_nmsg[q];
+        for (int sg = 0; sg < nm; sg++)
+            left[sg] = (sg + 1 < nm ? cuts[sg] : L->cblk_ncontrib[L->send_cblk[q]]) - (sg ? cuts[sg - 1] : 0);
     }
     for (int t = 0; t < F->nthreads; t++) {
         F->thread_perturbed[t] = 0;

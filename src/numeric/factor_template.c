@@ -297,10 +297,11 @@ typedef struct kctx {
 
 /*
  * Where the updates into cblk j go: its panel (leading dimension its stride, every row), or on
- * several ranks for a cblk of another rank this rank's fan-in buffer of it: only the rows its
- * updates write (@p map: panel row -> buffer row), leading dimension that row count.
+ * several ranks for a cblk of another rank this rank's fan-in buffer of it, message @p seg (the
+ * plan may cut it, sched_fanin_cuts): only the rows its contributions write (@p map: panel row ->
+ * buffer row), leading dimension that row count.
  */
-static inline void ktarget(const kctx *c, cint j, SCALAR **Lj, SCALAR **Uj, cint *ld, const cint **map)
+static inline void ktarget(const kctx *c, cint j, int seg, SCALAR **Lj, SCALAR **Uj, cint *ld, const cint **map)
 {
     const sched_local *L = c->fan;
     if (L == NULL || L->cblk_rank[j] == L->rank) {
@@ -310,11 +311,12 @@ static inline void ktarget(const kctx *c, cint j, SCALAR **Lj, SCALAR **Uj, cint
         *map = NULL;
         return;
     }
-    int parts = c->U ? 2 : 1, q = c->F->send_slot[j] / parts;
-    *Lj = c->F->fan_send[q * parts];
-    *Uj = c->U ? c->F->fan_send[q * parts + 1] : NULL;
-    *ld = L->send_rows[q];
-    *map = L->fan_rmap + L->send_moff[q];
+    int parts = c->U ? 2 : 1, q = c->F->send_slot[j] / parts, m = c->F->send_msg[q] + seg * parts;
+    size_t x = (size_t)q * SCHED_FANIN_SEGS + (size_t)seg;
+    *Lj = c->F->fan_send[m];
+    *Uj = c->U ? c->F->fan_send[m + 1] : NULL;
+    *ld = L->send_rows[x];
+    *map = L->fan_rmap + L->send_moff[x];
 }
 
 /*
@@ -563,13 +565,14 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
 /*
  * Update: cblk k's bloks fb0..fb1-1 all face cblk j; apply the contribution of k's rows in bloks
  * rb0..rb1-1 (fb0 <= rb0: all the rows from the facing group on for an UPDATE task, one facing
- * group's rows for an UPDATE2D task) to j. Phase: KC_ALL, or KC_COMPUTE then KC_APPLY with the
+ * group's rows for an UPDATE2D task) to j (@p seg: the message of this rank's fan-in buffer of j
+ * it goes in, when j is another rank's). Phase: KC_ALL, or KC_COMPUTE then KC_APPLY with the
  * same buffer. @p W is scratch for the L*D rows (LDL^T only, stride * width scalars), @p buf the
  * update buffer (F->upd_scalars scalars, twice that for LU: the U side's product follows the
  * L side's).
  */
-static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, cint rb1, SCALAR *W, SCALAR *buf,
-                         int phase)
+static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, cint rb1, int seg, SCALAR *W,
+                         SCALAR *buf, int phase)
 {
     const symbolic *S = c->S;
     cint j = S->blok_fcblk[fb0], bend = S->cblk_fblok[k + 1];
@@ -580,7 +583,7 @@ static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, ci
     SCALAR *Lj = NULL, *Uj = NULL;
     cint stj = 0;
     const cint *map = NULL;
-    if (phase != KC_COMPUTE) ktarget(c, j, &Lj, &Uj, &stj, &map); /* the product alone touches no target */
+    if (phase != KC_COMPUTE) ktarget(c, j, seg, &Lj, &Uj, &stj, &map); /* the product alone touches no target */
     switch (c->kind) {
     case CANOPY_FACT_LLT:
         kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, P + r0, st, K_TRANS_H, Lj, stj, map, buf, square,
@@ -615,7 +618,7 @@ static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, ci
 /* Update task: all of k's rows from the facing group fb0..fb1-1 on, into the cblk it faces. */
 static void kupdate(const kctx *c, cint k, cint fb0, cint fb1, SCALAR *W, SCALAR *buf, int phase)
 {
-    kupdate_rows(c, k, fb0, fb1, fb0, c->S->cblk_fblok[k + 1], W, buf, phase);
+    kupdate_rows(c, k, fb0, fb1, fb0, c->S->cblk_fblok[k + 1], 0, W, buf, phase);
 }
 
 /*

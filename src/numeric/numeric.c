@@ -196,6 +196,7 @@ void numeric_free(numeric *F)
     canopy_free(F->fan_recv);
     canopy_free(F->send_slot);
     canopy_free(F->send_msg);
+    canopy_free(F->send_left);
     canopy_free(F->aval);
     canopy_free(F->send_order);
     canopy_free(F->send_counts);

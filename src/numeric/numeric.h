@@ -79,6 +79,7 @@ typedef struct numeric_handover {
     int msg;                        /**< 1: a received fan-in message (scheduler=dynamic): buf is added
                                          through the row map of receive `recv`, then freed */
     int recv;                       /**< its receive: q * parts + part (sched_local.recv_ptr order) */
+    int seg;                        /**< a contribution into another rank's cblk: the message it goes in */
 } numeric_handover;
 
 #define NUMERIC_SPARES 2 /* products a worker may leave behind before it has to wait its turn */
@@ -122,8 +123,12 @@ typedef struct numeric {
        layout), each alive only from its first contribution to its send, or from its arrival to
        its addition into the panel: at once under scheduler=dynamic (a ticket of the target's
        lock, like a local contribution), by the panel task in rank order under static */
-    void **fan_send;                /**< [nsend x parts] buffer sent to send_cblk[q] (part p at q * parts + p),
-                                         NULL until its first contribution; the exchange frees it */
+    void **fan_send;                /**< [send_msg[nsend]] by exchange message: message s of the buffer sent to
+                                         send_cblk[q], part p, at send_msg[q] + s * parts + p; NULL until its
+                                         first contribution; the exchange frees it */
+    int *send_left;                 /**< [send_msg[nsend] / parts] contributions still to come into each message
+                                         (send_msg[q] / parts + s), set at each factorization: the one that
+                                         brings it to 0 sends it (under the target's ticket lock) */
     void **fan_recv;                /**< [recv_ptr[ncblk] x parts] buffer received, NULL until it arrives */
     int *send_slot;                 /**< [ncblk] first slot (fan_send) of the fan-in buffer of remote cblk j */
     int *send_msg;                  /**< [nsend + 1] first exchange message of fan-in buffer q (parts x its

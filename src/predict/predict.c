@@ -111,7 +111,7 @@ static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
 
 /*
  * Messages, memory and the solve's trees per rank. Per rank: fan-in buffers sent (msgs, bytes: the
- * rows they hold, sched_fanin_rows), panels held; the memory and the fan-in buffers alive at once
+ * rows each message holds, sched_fanin_msgrows), panels held; the memory and the fan-in buffers alive at once
  * as the memory check counts them (numeric_predict_ranks).
  */
 static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predict_opts *o, const int64_t *pairs,
@@ -133,10 +133,17 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         canopy_free(cuts);
         return nomem(s);
     }
-    canopy_status cst = sched_fanin_cuts(S, P, pairs, np, nmsg, cuts, &s->err);
+    cint *mrows = canopy_alloc((np + 1) * SCHED_FANIN_SEGS, sizeof(cint), "prediction per rank", &s->err);
+    canopy_status cst = mrows ? sched_fanin_cuts(S, P, pairs, np, nmsg, cuts, &s->err) : nomem(s);
+    if (cst == CANOPY_SUCCESS) cst = sched_fanin_msgrows(S, P, pairs, np, nmsg, cuts, mrows, NULL, NULL, &s->err);
     canopy_free(cuts);
+    /* each message holds the rows of its own contributions */
+    for (size_t q = 0; cst == CANOPY_SUCCESS && q < np; q++) {
+        prow[q] = 0;
+        for (int x = 0; x < nmsg[q]; x++) prow[q] += mrows[q * SCHED_FANIN_SEGS + (size_t)x];
+    }
+    canopy_free(mrows);
     if (cst != CANOPY_SUCCESS ||
-        sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, np, prow, NULL, NULL, &s->err) != CANOPY_SUCCESS ||
         numeric_predict_ranks(S, P, s->fact, s->arith, s->opts.scheduler, (double)s->stats.nnz, v + 7 * R, v + 4 * R, &s->err) !=
             CANOPY_SUCCESS) {
         canopy_free(v);
@@ -169,9 +176,9 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         for (; q < np && pairs[q] / R == j; q++) {
             int src = (int)(pairs[q] % R);
             mem[p++] = src;
-            /* a buffer the plan cuts goes in several messages of its rows each (sched_fanin_cuts) */
+            /* a buffer the plan cuts goes in several messages, each of its own rows (prow: all of them) */
             msgs[src] += parts * nmsg[q];
-            bytes[src] += (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb * nmsg[q];
+            bytes[src] += (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb;
         }
         /* the solve: j's members reduce a w x nrhs block to the owner, then the owner broadcasts
          * x_j back, along the tree the solve builds (heap order over the positions) */
