@@ -347,6 +347,164 @@ static double dist_cut_gap(const sched_plan *P, double scalars)
     return cut && P->factor.predicted_time > 0 ? 0.02 * P->factor.predicted_time : 0;
 }
 
+/* The share of its own factor a rank may hold in open fan-in buffers before the plan cuts some
+ * (dist_plan_cuts): the heaviest rank's fan-in then stays about its factor's size. */
+#define DIST_CAP_SHARE 0.5
+
+/* An event of a rank's sweep over its contributions: contribution i (in time order) of pair q. */
+typedef struct dist_sweep {
+    int rank;
+    double t;
+    int64_t q;
+    int i;
+} dist_sweep;
+
+static int dist_cmp_sweep(const void *a, const void *b)
+{
+    const dist_sweep *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    if (x->q != y->q) return x->q < y->q ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Every pair's cuts, from its contributions c (dist_pair_times, m of them) and its whole rows
+ * @p rows: at the gaps of the plan (dist_cuts), then under a cap: a rank whose open buffers
+ * (from a message's first contribution to its last, each counted whole) would hold more than
+ * DIST_CAP_SHARE of its own factor's scalars cuts, at that moment, the open buffers whose next
+ * contribution comes last, until it is under again (a buffer in SCHED_FANIN_SEGS messages at
+ * most; under fanin_cuts 1 only buffers of 32768 scalars or more).
+ */
+static canopy_status dist_plan_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, const cint *rows,
+                                    const dist_ctime *c, size_t m, int *nmsg, int *cuts, canopy_err *err)
+{
+    int R = P->nranks > 0 ? P->nranks : 1;
+    size_t *lo = canopy_alloc(nu + 1, sizeof(size_t), "fan-in cuts", err);
+    if (lo == NULL) return dist_nomem(err);
+    for (size_t x = 0, q = 0; q <= nu; q++) {
+        while (x < m && c[x].q < (int64_t)q) x++;
+        lo[q] = x;
+    }
+    for (size_t q = 0; q < nu; q++) {
+        cint j = (cint)(pairs[q] / R);
+        double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
+        nmsg[q] = dist_cuts(c, lo[q], lo[q + 1], dist_cut_gap(P, size), cuts + q * (SCHED_FANIN_SEGS - 1));
+    }
+    if (R < 2 || m == 0) {
+        canopy_free(lo);
+        return CANOPY_SUCCESS;
+    }
+    /* the cap: a sweep over each rank's contributions in time order */
+    double *cap = canopy_calloc((size_t)R, sizeof(double), "fan-in cuts", err);
+    dist_sweep *ev = canopy_alloc(m + 1, sizeof(dist_sweep), "fan-in cuts", err);
+    int *done = canopy_calloc(nu + 1, sizeof(int), "fan-in cuts", err);      /* contributions applied */
+    char *open = canopy_calloc(nu + 1, 1, "fan-in cuts", err);
+    int *extra = canopy_alloc((nu + 1) * (SCHED_FANIN_SEGS - 1), sizeof(int), "fan-in cuts", err);
+    int *nextra = canopy_calloc(nu + 1, sizeof(int), "fan-in cuts", err);
+    int64_t *live_q = canopy_alloc(m + 1, sizeof(int64_t), "fan-in cuts", err); /* open pairs of the rank (one per event at most) */
+    if (!cap || !ev || !done || !open || !extra || !nextra || !live_q) {
+        canopy_free(lo);
+        canopy_free(cap);
+        canopy_free(ev);
+        canopy_free(done);
+        canopy_free(open);
+        canopy_free(extra);
+        canopy_free(nextra);
+        canopy_free(live_q);
+        return dist_nomem(err);
+    }
+    for (cint k = 0; k < S->ncblk; k++) cap[P->cblk_rank[k]] += (double)(S->cblk_coef[k + 1] - S->cblk_coef[k]);
+    for (int r = 0; r < R; r++) cap[r] *= DIST_CAP_SHARE;
+    for (size_t q = 0; q < nu; q++)
+        for (size_t x = lo[q]; x < lo[q + 1]; x++)
+            ev[x] = (dist_sweep){(int)(pairs[q] % R), c[x].t, (int64_t)q, (int)(x - lo[q])};
+    qsort(ev, m, sizeof *ev, dist_cmp_sweep);
+    double live = 0;
+    size_t nlive = 0;
+    for (size_t e = 0; e < m; e++) {
+        if (e > 0 && ev[e].rank != ev[e - 1].rank) {
+            live = 0;
+            nlive = 0;
+        }
+        int64_t q = ev[e].q;
+        int i = ev[e].i, total = (int)(lo[q + 1] - lo[q]), r = ev[e].rank;
+        cint j = (cint)(pairs[q] / R);
+        double w = (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]), size = (double)rows[q] * w;
+        const int *gq = cuts + q * (SCHED_FANIN_SEGS - 1);
+        for (int s = 0; open[q] && s + 1 < nmsg[q]; s++)
+            if (gq[s] == i) { /* a gap cut: the message before it is sent */
+                open[q] = 0;
+                live -= size;
+            }
+        if (!open[q]) {
+            open[q] = 1;
+            live += size;
+            live_q[nlive++] = q;
+        }
+        /* over the cap: cut the open buffers (not this one) whose next contribution is the latest */
+        while (live > cap[r]) {
+            size_t best = nlive;
+            double bt = -1;
+            for (size_t y = 0; y < nlive; y++) {
+                int64_t p = live_q[y];
+                cint jp = (cint)(pairs[p] / R);
+                double sp = (double)rows[p] * (double)(S->cblk_fcol[jp + 1] - S->cblk_fcol[jp]);
+                if (p == q || !open[p] || done[p] == 0 || done[p] >= (int)(lo[p + 1] - lo[p])) continue;
+                if (nmsg[p] + nextra[p] >= SCHED_FANIN_SEGS || (P->fanin_cuts == 1 && sp < 32768.0)) continue;
+                double nt = c[lo[p] + (size_t)done[p]].t;
+                if (nt > bt) {
+                    bt = nt;
+                    best = y;
+                }
+            }
+            if (best == nlive) break;
+            int64_t p = live_q[best];
+            cint jp = (cint)(pairs[p] / R);
+            extra[p * (SCHED_FANIN_SEGS - 1) + nextra[p]++] = done[p];
+            open[p] = 0;
+            live -= (double)rows[p] * (double)(S->cblk_fcol[jp + 1] - S->cblk_fcol[jp]);
+        }
+        done[q] = i + 1;
+        if (done[q] == total) { /* its last message is sent */
+            open[q] = 0;
+            live -= size;
+        }
+        /* forget the closed ones now and then */
+        if (nlive > 64 && (e & 63) == 0) {
+            size_t z = 0;
+            for (size_t y = 0; y < nlive; y++)
+                if (open[live_q[y]]) live_q[z++] = live_q[y];
+            nlive = z;
+        }
+    }
+    /* the cap's cuts among the gap's, ascending */
+    for (size_t q = 0; q < nu; q++) {
+        if (nextra[q] == 0) continue;
+        int *cq = cuts + q * (SCHED_FANIN_SEGS - 1), n = nmsg[q] - 1;
+        for (int x = 0; x < nextra[q]; x++) cq[n++] = extra[q * (SCHED_FANIN_SEGS - 1) + x];
+        for (int a = 1; a < n; a++)
+            for (int b = a; b > 0 && cq[b - 1] > cq[b]; b--) {
+                int t = cq[b];
+                cq[b] = cq[b - 1];
+                cq[b - 1] = t;
+            }
+        int u = 0; /* a gap cut where the cap cut already: once */
+        for (int a = 0; a < n; a++)
+            if (u == 0 || cq[a] != cq[u - 1]) cq[u++] = cq[a];
+        nmsg[q] = u + 1;
+    }
+    canopy_free(lo);
+    canopy_free(cap);
+    canopy_free(ev);
+    canopy_free(done);
+    canopy_free(open);
+    canopy_free(extra);
+    canopy_free(nextra);
+    canopy_free(live_q);
+    return CANOPY_SUCCESS;
+}
+
 canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, int *nmsg,
                                int *cuts, canopy_err *err)
 {
@@ -361,13 +519,7 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
     canopy_status st = rows ? sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, nu, rows, NULL, NULL, err)
                             : dist_nomem(err);
     if (st == CANOPY_SUCCESS) st = dist_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
-    for (size_t lo = 0, hi; st == CANOPY_SUCCESS && timed && lo < m; lo = hi) {
-        for (hi = lo + 1; hi < m && c[hi].q == c[lo].q; hi++) {}
-        int64_t q = c[lo].q;
-        cint j = (cint)(pairs[q] / R);
-        double size = (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
-        nmsg[q] = dist_cuts(c, lo, hi, dist_cut_gap(P, size), cuts + (size_t)q * (SCHED_FANIN_SEGS - 1));
-    }
+    if (st == CANOPY_SUCCESS && timed) st = dist_plan_cuts(S, P, pairs, nu, rows, c, m, nmsg, cuts, err);
     canopy_free(rows);
     canopy_free(c);
     return st;
@@ -427,12 +579,8 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     int *cuts = nmsg ? canopy_alloc((nu + 1) * (SCHED_FANIN_SEGS - 1), sizeof(int), "fan-in memory scratch", err) : NULL;
     cint *mrows = cuts ? canopy_alloc((nu + 1) * SCHED_FANIN_SEGS, sizeof(cint), "fan-in memory scratch", err) : NULL;
     if (st == CANOPY_SUCCESS && mrows == NULL) st = dist_nomem(err);
-    for (size_t lo = 0, hi, q = 0; q < nu && st == CANOPY_SUCCESS; q++, lo = hi) {
-        cint j = (cint)(pairs[q] / R);
-        double size = P->fanin_cuts ? (double)rows[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) : 0;
-        for (hi = lo; hi < m && c[hi].q == (int64_t)q; hi++) {}
-        nmsg[q] = timed && P->fanin_cuts ? dist_cuts(c, lo, hi, dist_cut_gap(P, size), cuts + q * (SCHED_FANIN_SEGS - 1)) : 1;
-    }
+    for (size_t q = 0; q < nu && st == CANOPY_SUCCESS; q++) nmsg[q] = 1;
+    if (st == CANOPY_SUCCESS && timed && P->fanin_cuts) st = dist_plan_cuts(S, P, pairs, nu, rows, c, m, nmsg, cuts, err);
     if (st == CANOPY_SUCCESS) st = sched_fanin_msgrows(S, P, pairs, nu, nmsg, cuts, mrows, NULL, NULL, err);
     double flight = DIST_FLIGHT;
     if (st == CANOPY_SUCCESS) {

@@ -122,9 +122,13 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
  * contributions in the plan
  * (the widest SCHED_FANIN_SEGS - 1 of them): a rank's subtrees contribute to the top separators
  * early, each of its top cblks in a burst after its panel, and one buffer would be held through all
- * of it. Each message is sent when its last contribution is in; the next contribution allocates a
+ * of it. Then a cap: where a rank's open buffers (each counted whole, from a message's first
+ * contribution to its last) would hold more than half its own factor's scalars, the open buffers
+ * whose next contribution comes last are cut at that moment until it is under again (at most
+ * SCHED_FANIN_SEGS messages a buffer). Each message is sent when its last contribution is in and
+ * holds only its own contributions' rows (sched_fanin_msgrows); the next contribution allocates a
  * new buffer. Every rank derives the same cuts from the plan (the receiver expects every message).
- * Plans without blok_time cut nothing.
+ * Plans without blok_time, or with fanin_cuts 0, cut nothing.
  */
 canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, int *nmsg,
                                int *cuts, canopy_err *err);
