@@ -17,6 +17,7 @@ typedef struct kpar {
                                         computing, so that every message is still sent */
     atomic_int failed_cblk;          /* first cblk whose LL^T pivot was not positive (-1: none) */
     atomic_int nomem;                /* several ranks: a fan-in buffer could not be allocated */
+    atomic_int oversize;             /* an update product larger than the workers' buffers (a plan bug) */
     sched_run *run;                  /* for the arrivals */
     atomic_llong early;              /* messages added on arrival (scheduler=dynamic) */
     atomic_llong failed_info;
@@ -217,6 +218,12 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     int t = sched_worker_id(wk);
     numeric_handover *mine = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
     SCALAR *buf = mine[0].buf; /* the full-size buffer: never handed over */
+    /* the buffers are sized by the plan's products (sched_fanin_memory: a 2D cblk's by its tiles):
+     * one larger is a bug, never an overflow */
+    if (kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) > F->upd_scalars * (F->U ? 2 : 1) && pc->dist) {
+        atomic_store(&pc->oversize, 1);
+        atomic_store(&pc->drain, 1);
+    }
     int compute = !atomic_load_explicit(&pc->drain, memory_order_relaxed);
     /* into another rank's cblk: the message of the fan-in buffer it goes in, by its number in the
      * plan (under dynamic too, whatever ticket it draws: each message holds its own rows) */
@@ -536,6 +543,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     atomic_init(&pc.failed_cblk, -1);
     atomic_init(&pc.failed_info, 0);
     atomic_init(&pc.nomem, 0);
+    atomic_init(&pc.oversize, 0);
     atomic_init(&pc.early, 0);
     numeric_run *r = &F->run;
     sched_run_stats rs = {.busy = r->busy, .steals = r->steals, .tasks_run = r->tasks, .events = r->events};
@@ -578,6 +586,8 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     if (pc.dist) kfan_free_all(F);
     F->fan_early = atomic_load(&pc.early);
     if (st != CANOPY_SUCCESS) return st;
+    if (atomic_load(&pc.oversize))
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "an update larger than the workers' buffers (%zu scalars)", F->upd_scalars);
     if (atomic_load(&pc.nomem))
         return canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory allocating a fan-in buffer during the factorization");
     int bad = atomic_load(&pc.failed_cblk);
