@@ -37,6 +37,8 @@ def parse_args(argv):
     p.add_argument("--together", metavar="P1,P2,...", help="memory of P ranks together against one rank "
                    "(baselines subtracted; default matrix: --laplacian 60x60x60, SPD)")
     p.add_argument("--laplacian", metavar="NXxNYxNZ", help="a generated 7-point Laplacian (SPD) as the matrix")
+    p.add_argument("--fanin-cuts", action="store_true", help="--together: a row of Canopy with distributed input and "
+                   "fanin-cuts=on (fan-in buffers cut into messages of their own rows)")
     p.add_argument("matrices", nargs="*")
     return p.parse_args(argv)
 
@@ -64,6 +66,8 @@ def together(args, launch, fwd, env, version):
     if 1 not in ranks:
         ranks = [1] + ranks
     confs = [("canopy", "centralized", []), ("canopy", "distributed", ["--distributed"])]
+    if args.fanin_cuts:
+        confs.append(("canopy", "distributed, fanin-cuts=on", ["--distributed", "--fanin-cuts", "on"]))
     if not args.no_mumps:
         confs.append(("mumps", "centralized", []))
 

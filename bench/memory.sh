@@ -2,7 +2,7 @@
 # memory.sh: peak resident memory per rank, rank 0 against the others, Canopy (centralized and
 # --distributed input) and MUMPS, under mpiexec; a Markdown table on stdout:
 #   bench/memory.sh [--repeat R] [--ranks 2,4] [--no-mumps] [--no-ptscotch] [MATRIX...]
-#   bench/memory.sh --together 1,8 [--laplacian 60x60x60] [--repeat R] [--no-mumps]   (issue 31)
+#   bench/memory.sh --together 1,8 [--laplacian 60x60x60] [--repeat R] [--no-mumps] [--fanin-cuts]   (issue 31)
 # Default matrix: ../shared/matrices/G3_circuit.mtx.gz (SPD). Builds mumps_driver (see mpi.sh for
 # the launcher and BENCH_MPIRUN); bench/README.md, "Memory per rank", explains the table.
 set -e

@@ -202,8 +202,9 @@ typedef struct canopy_options {
                                        predicts it faster than the 1D root. canopy_stats.root_columns says
                                        whether a grid was used */
     int fanin_cuts;               /**< several ranks: a fan-in buffer sent in several messages, cut where the plan
-                                       leaves a gap between its contributions (each message its own buffer, so
-                                       the buffer is not held through the gap). 0 (default) = auto: only when the
+                                       leaves a gap between its contributions and where the rank's open buffers
+                                       would exceed half its factor (each message its own buffer of its own rows,
+                                       so the buffer is not held through the gap). 0 (default) = auto: only when the
                                        plan's heaviest rank would exceed memory-limit otherwise (then before the
                                        memory mapping), buffers of at least 32768 entries; 1 = off; 2 = on, every
                                        buffer. Costs time: more messages, each as large as the whole buffer (16 x 1

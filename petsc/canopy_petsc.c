@@ -98,8 +98,9 @@ static const CanopyOption canopy_options_help[] = {
                 "would exceed memory-limit", "auto, flops, memory"},
     {"root-grid", "several ranks: the root separator factored by all ranks on a 2D grid (MUMPS's 2D root); auto: "
                   "when it is at least max(800, 70 sqrt(ranks)) columns wide and predicted faster", "off, on, auto"},
-    {"fanin-cuts", "several ranks: fan-in buffers sent in several messages where the plan leaves a gap (less memory, "
-                   "more messages); auto: only when a rank would exceed memory-limit", "auto, off, on"},
+    {"fanin-cuts", "several ranks: fan-in buffers sent in several messages where the plan leaves a gap or a rank "
+                   "holds too much (less memory, more bytes); auto: only when a rank would exceed memory-limit",
+     "auto, off, on"},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
