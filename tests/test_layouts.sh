@@ -6,7 +6,8 @@
 # the 1 x 1 reference to rounding, and so the diagonal of A^-1 (canopy_selinv) of every matrix up
 # to 20,000 unknowns whose factorization perturbed no pivot (first layout of each shape); a
 # structurally singular matrix refused alike everywhere; the same with the root separator on a
-# 2D grid of ranks (root-grid=on) on 3 x 3 and 4 x 4, and fan-in buffers cut (fanin-cuts=on) on
+# 2D grid of ranks (root-grid=on) on 3 x 3 and 4 x 4, and fan-in buffers cut (fanin-cuts=on; 4 x 4 also
+# under scheduler=static) on
 # 8 x 2.
 #
 # make check runs the quick list (Laplacians down to one column, SPD, indefinite KKT, unsymmetric
@@ -62,6 +63,11 @@ done
 run "8 ranks x 2 threads, fanin-cuts=on $list" env CANOPY_FANIN_CUTS=on $MPIEXEC $flags -n 8 "$bin" --sweep 2 \
     $list --out "$tmp/sol.cuts"
 run "solutions with cut fan-in buffers = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.cuts"
+# the same under scheduler=static (the plan's ticket order), on 4 x 4 (2D tasks on 4 threads)
+# shellcheck disable=SC2086
+run "4 ranks x 4 threads, fanin-cuts=on, scheduler=static $list" env CANOPY_FANIN_CUTS=on CANOPY_SCHEDULER=static \
+    $MPIEXEC $flags -n 4 "$bin" --sweep 4 $list --out "$tmp/sol.cuts_static"
+run "solutions with cut fan-in buffers, static = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.cuts_static"
 # random delays in the communication threads and the workers, on the shape with the most threads
 # and two communication threads
 # shellcheck disable=SC2086
