@@ -652,6 +652,21 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
 
 /* Each local SUBTREE task's groups into other ranks' cblks, in the order it applies them after the
  * rest of the task (sched_subtree_deferred). */
+canopy_status sched_plan_fanin_memory(const symbolic *S, const sched_plan *P, const double **v, canopy_err *err)
+{
+    if (S == NULL || P == NULL || v == NULL || P->memo == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_fanin_memory: bad argument");
+    size_t R = P->nranks > 0 ? (size_t)P->nranks : 1;
+    double *m = P->memo + 1;
+    if (P->memo[0] == 0) {
+        canopy_status st = sched_fanin_memory(S, P, m, m + R, m + 2 * R, m + 3 * R, m + 4 * R, err);
+        if (st != CANOPY_SUCCESS) return st;
+        P->memo[0] = 1;
+    }
+    *v = m;
+    return CANOPY_SUCCESS;
+}
+
 static canopy_status dist_deferred(const symbolic *S, const sched_plan *P, sched_local *L, canopy_err *err)
 {
     const sched_dag *D = &L->factor;
@@ -1031,19 +1046,13 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     }
     /* this rank's memory: its buffers' peak by the simulation, its workspaces */
     {
-        double *v = canopy_alloc(5 * (size_t)R, sizeof(double), "local plan scratch", err);
-        if (v == NULL) {
-            st = dist_nomem(err);
-            goto out;
-        }
-        st = sched_fanin_memory(S, P, v, v + 4 * R, v + R, v + 2 * R, v + 3 * R, err);
+        const double *v;
+        if ((st = sched_plan_fanin_memory(S, P, &v, err)) != CANOPY_SUCCESS) goto out;
         L->fanin_peak = v[rank];
-        L->fanin_peak_arrival = v[4 * R + rank];
-        L->fanin_sink = v[R + rank];
-        L->update_max = v[2 * R + rank];
-        L->panel_max = v[3 * R + rank];
-        canopy_free(v);
-        if (st != CANOPY_SUCCESS) goto out;
+        L->fanin_peak_arrival = v[R + rank];
+        L->fanin_sink = v[2 * R + rank];
+        L->update_max = v[3 * R + rank];
+        L->panel_max = v[4 * R + rank];
     }
     /* what the engine will check at the factorization, found here at the analysis (agreed) */
     char why[160];

@@ -213,6 +213,9 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     size_t n1 = (size_t)n + 1;
     P->nthreads = T;
     P->nranks = R;
+    /* sched_fanin_memory's figures, filled on the first request (sched_plan_fanin_memory) */
+    P->memo = canopy_calloc(5 * (size_t)R + 1, sizeof(double), "plan", err);
+    if (P->memo == NULL) return plan_nomem(err);
     P->threads_per_rank = TR;
     P->ncblk = n;
     P->cblk_rank = canopy_alloc(n1, sizeof(int), "plan", err);
@@ -526,6 +529,7 @@ void sched_plan_free(sched_plan *P)
     canopy_free(P->task_seq);
     canopy_free(P->task_start);
     canopy_free(P->task_end);
+    canopy_free(P->memo);
     sched_grid_free(P->grid);
     canopy_free(P->grid);
     sched_dag_free(&P->factor);

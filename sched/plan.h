@@ -116,6 +116,10 @@ typedef struct sched_plan {
     sched_root root;          /**< sched_plan_opts.root (first == ncblk: none) */
     double root_time;         /**< predicted seconds of the root's grid factorization (in factor.predicted_time) */
     int fanin_cuts;           /**< sched_plan_opts.fanin_cuts */
+    double *memo;             /**< [5 * nranks + 1] sched_fanin_memory's figures of every rank, computed on the
+                                   first request (sched_plan_fanin_memory; memo[0] = 1 once filled): every rank's
+                                   local plan and the memory check need them all, and they cost a sweep of every
+                                   fan-in pair. The pointer is fixed at the build, so a const plan fills it */
 } sched_plan;
 
 /**

@@ -87,11 +87,16 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
                                     canopy_err *err)
 {
     int R = P->nranks > 0 ? P->nranks : 1, T = P->threads_per_rank > 0 ? P->threads_per_rank : P->nthreads;
-    double *v = canopy_calloc(5 * (size_t)R, sizeof(double), "memory prediction", err);
-    if (v == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
-    double *own = v, *peak = v + R, *sink = v + 2 * R, *upd = v + 3 * R, *pmax = v + 4 * R;
-    int dyn = sched == CANOPY_SCHED_DYNAMIC;
-    canopy_status st = sched_fanin_memory(S, P, dyn ? NULL : peak, dyn ? peak : NULL, sink, upd, pmax, err);
+    double *own = canopy_calloc((size_t)R, sizeof(double), "memory prediction", err);
+    if (own == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    const double *v = NULL;
+    canopy_status st = sched_plan_fanin_memory(S, P, &v, err);
+    if (st != CANOPY_SUCCESS) {
+        canopy_free(own);
+        return st;
+    }
+    const double *peak = v + (sched == CANOPY_SCHED_DYNAMIC ? R : 0);
+    const double *sink = v + 2 * R, *upd = v + 3 * R, *pmax = v + 4 * R;
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     double tot = (double)S->cblk_coef[S->ncblk];
     for (cint k = 0; k < S->ncblk && st == CANOPY_SUCCESS; k++) own[R > 1 ? P->cblk_rank[k] : 0] += (double)panel_size(S, k);
@@ -103,7 +108,7 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
         memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), upd[q], pmax[q], T, local);
         if (fanin) fanin[q] = buffers * parts * sb;
     }
-    canopy_free(v);
+    canopy_free(own);
     return st;
 }
 
