@@ -45,6 +45,14 @@ typedef struct symbolic {
     cint max_width;         /**< widest cblk */
 } symbolic;
 
+/** End of the facing group of cblk k that starts at blok b: its bloks all face one cblk. */
+static inline cint symbolic_group_end(const symbolic *S, cint k, cint b)
+{
+    cint e = b + 1, bend = S->cblk_fblok[k + 1];
+    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
+    return e;
+}
+
 /** Free the arrays of S and zero it (NULL-safe). */
 void symbolic_free(symbolic *S);
 

@@ -49,13 +49,6 @@ static inline cint grid_row_end(const symbolic *S, cint k, cint b)
     return b < S->cblk_fblok[k + 1] ? S->blok_coefrow[b] : S->cblk_stride[k];
 }
 
-static inline cint grid_group_end(const symbolic *S, cint k, cint b)
-{
-    cint e = b + 1, bend = S->cblk_fblok[k + 1];
-    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
-    return e;
-}
-
 static inline double grid_width(const symbolic *S, cint k)
 {
     return (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
@@ -64,7 +57,7 @@ static inline double grid_width(const symbolic *S, cint k)
 /* Rows of the facing group starting at blok b of cblk k. */
 static inline double grid_group_rows(const symbolic *S, cint k, cint b)
 {
-    return (double)(grid_row_end(S, k, grid_group_end(S, k, b)) - S->blok_coefrow[b]);
+    return (double)(grid_row_end(S, k, symbolic_group_end(S, k, b)) - S->blok_coefrow[b]);
 }
 
 int sched_grid_tile_rank(const sched_grid *G, cint k, cint j)
@@ -158,7 +151,7 @@ canopy_status sched_grid_plan(const symbolic *S, sched_dag *D, const int *cblk_t
         cint b0 = S->cblk_fblok[k], bend = S->cblk_fblok[k + 1], g = 0;
         G->blok_group[b0] = -1;
         for (cint b = b0 + 1; b < bend; g++) {
-            cint e = grid_group_end(S, k, b);
+            cint e = symbolic_group_end(S, k, b);
             for (; b < e; b++) G->blok_group[b] = g;
         }
     }
@@ -366,7 +359,7 @@ void sched_grid_held(const symbolic *S, const sched_grid *G, const int *cblk_ran
             continue;
         }
         held[sched_grid_tile_rank(G, k, k)] += w * w * sb;
-        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = grid_group_end(S, k, b))
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = symbolic_group_end(S, k, b))
             held[sched_grid_tile_rank(G, k, S->blok_fcblk[b])] += grid_group_rows(S, k, b) * w * sb;
     }
 }

@@ -109,7 +109,7 @@ double plan_update_cost(const plan_build *B, cint k, cint fb0, cint fb1, cint rb
 cint plan_ngroups(const symbolic *S, cint k)
 {
     cint ng = 0;
-    for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) ng++;
+    for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = symbolic_group_end(S, k, b)) ng++;
     return ng;
 }
 
@@ -121,7 +121,7 @@ void plan_unit_costs(plan_build *B, double *cblk_cost)
         B->pcost[k] = plan_panel_cost(B, k);
         double c = B->pcost[k];
         for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend;) {
-            cint e = plan_group_end(S, k, b);
+            cint e = symbolic_group_end(S, k, b);
             B->ucost[b] = plan_update_cost(B, k, b, e, b, S->cblk_fblok[k + 1]);
             c += B->ucost[b];
             b = e;

@@ -65,14 +65,6 @@ static inline cint plan_row_end(const symbolic *S, cint k, cint b)
     return b < S->cblk_fblok[k + 1] ? S->blok_coefrow[b] : S->cblk_stride[k];
 }
 
-/* End of the facing group starting at blok b of cblk k. */
-static inline cint plan_group_end(const symbolic *S, cint k, cint b)
-{
-    cint e = b + 1, bend = S->cblk_fblok[k + 1];
-    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
-    return e;
-}
-
 /* Id of the UPDATE2D task (columns of group x, rows of group y >= x) of the 2D cblk whose DIAG
  * task is d0 with ng facing groups: after the DIAG and the ng TRSMs, by x then y. */
 static inline int plan_update2d_id(int d0, int ng, int x, int y)

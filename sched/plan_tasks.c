@@ -107,19 +107,19 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
         if (B->twod[k]) {
             /* DIAG, a TRSM per facing group, an UPDATE2D per pair (columns g, rows g2 >= g) */
             cint ng = 0, bend = S->cblk_fblok[k + 1];
-            for (cint b = S->cblk_fblok[k] + 1; b < bend; b = plan_group_end(S, k, b)) B->gstart[ng++] = b;
+            for (cint b = S->cblk_fblok[k] + 1; b < bend; b = symbolic_group_end(S, k, b)) B->gstart[ng++] = b;
             PLAN_TASK(SCHED_TASK_DIAG, k, k, plan_diag_cost(B, k) + PLAN_TASK_OVERHEAD, k);
             id++;
             for (cint g = 0; g < ng; g++) {
-                cint b = B->gstart[g], e = plan_group_end(S, k, b);
+                cint b = B->gstart[g], e = symbolic_group_end(S, k, b);
                 double rows = (double)(plan_row_end(S, k, e) - S->blok_coefrow[b]);
                 PLAN_TASK(SCHED_TASK_TRSM, k, b, plan_offdiag_cost(B, k, rows) + PLAN_TASK_OVERHEAD, k);
                 id++;
             }
             for (cint g = 0; g < ng; g++) {
-                cint fb0 = B->gstart[g], fb1 = plan_group_end(S, k, fb0);
+                cint fb0 = B->gstart[g], fb1 = symbolic_group_end(S, k, fb0);
                 for (cint g2 = g; g2 < ng; g2++) {
-                    cint rb0 = B->gstart[g2], rb1 = plan_group_end(S, k, rb0);
+                    cint rb0 = B->gstart[g2], rb1 = symbolic_group_end(S, k, rb0);
                     PLAN_TASK(SCHED_TASK_UPDATE2D, k, fb0, plan_update_cost(B, k, fb0, fb1, rb0, rb1) + PLAN_TASK_OVERHEAD,
                               k);
                     D->tile[id] = (int)rb0;
@@ -131,7 +131,7 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
         PLAN_TASK(SCHED_TASK_PANEL, k, k, k >= B->root_first ? 0.0 : B->pcost[k], k);
         id++;
         if (k >= B->root_first) continue;
-        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = symbolic_group_end(S, k, b)) {
             PLAN_TASK(SCHED_TASK_UPDATE, k, b, B->ucost[b], k);
             X->serial[id] = S->blok_fcblk[b];
             id++;
@@ -176,7 +176,7 @@ canopy_status plan_edges(plan_build *B, sched_plan *P, cint *stamp, canopy_err *
             } else if (D->kind[i] == SCHED_TASK_PANEL) {
                 /* the grid's root updates nothing by tasks */
                 cint b0 = k >= B->root_first ? S->cblk_fblok[k + 1] : S->cblk_fblok[k] + 1;
-                for (cint b = b0, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+                for (cint b = b0, bend = S->cblk_fblok[k + 1]; b < bend; b = symbolic_group_end(S, k, b)) {
                     if (pass == 1) D->succ[base + e] = i + 1 + e;
                     e++;
                 }
@@ -239,7 +239,7 @@ size_t sched_subtree_deferred(const symbolic *S, const sched_plan *P, cint first
     const int *cblk_rank = P->cblk_rank;
     int r = cblk_rank[root];
     for (cint k = first; k <= root; k++)
-        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+        for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = symbolic_group_end(S, k, b)) {
             cint j = S->blok_fcblk[b];
             if (j > root && cblk_rank[j] != r) {
                 if (keys) keys[m] = (int64_t)j * S->nblok + b;
@@ -275,7 +275,7 @@ canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
         if (D->kind[i] == SCHED_TASK_UPDATE || D->kind[i] == SCHED_TASK_UPDATE2D) m++;
         else if (D->kind[i] == SCHED_TASK_SUBTREE) {
             for (cint k = D->first[i], root = D->cblk[i]; k <= root; k++)
-                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b))
+                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = symbolic_group_end(S, k, b))
                     m += S->blok_fcblk[b] > root;
             size_t d = sched_subtree_deferred(S, P, D->first[i], D->cblk[i], NULL);
             if (d > mdef) mdef = d;
@@ -305,7 +305,7 @@ canopy_status plan_contributions(plan_build *B, sched_plan *P, canopy_err *err)
             int sub = 0;
             for (cint k = D->first[i]; k <= root; k++) {
                 t += B->pcost[k];
-                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = plan_group_end(S, k, b)) {
+                for (cint b = S->cblk_fblok[k] + 1, bend = S->cblk_fblok[k + 1]; b < bend; b = symbolic_group_end(S, k, b)) {
                     cint j = S->blok_fcblk[b];
                     if (P->fanin_cuts && j > root && P->cblk_rank[j] != r) continue; /* deferred, below */
                     t += B->ucost[b];

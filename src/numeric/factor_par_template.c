@@ -25,14 +25,6 @@ typedef struct kpar {
 
 static _Thread_local unsigned kstress_seed = 987654321u;
 
-/* End of the facing group of cblk k that starts at blok b (its bloks all face one cblk). */
-static cint kgroup_end(const symbolic *S, cint k, cint b)
-{
-    cint e = b + 1, bend = S->cblk_fblok[k + 1];
-    while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
-    return e;
-}
-
 /* A failure of this rank inside a run of several: go on without computing (drain), so that
  * every message is still sent, and report it after the run. */
 static void kfail_nomem(kpar *pc)
@@ -326,19 +318,19 @@ static int ktask(void *ctx, int task, sched_worker *wk)
         if (sched_root_has(&pc->loc->root, k)) return 0; /* gathered: the grid factors it (factor_root.c) */
         return kpar_panel(pc, k, t, W, d->kind[task] == SCHED_TASK_DIAG);
     case SCHED_TASK_TRSM: {
-        cint b = d->first[task], e = kgroup_end(S, k, b);
+        cint b = d->first[task], e = symbolic_group_end(S, k, b);
         if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
             koffdiag(&pc->c, k, S->blok_coefrow[b], e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]);
         return 0;
     }
     case SCHED_TASK_UPDATE: {
         cint fb0 = d->first[task];
-        return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), fb0, S->cblk_fblok[k + 1],
+        return kupdate_guarded(pc, wk, k, fb0, symbolic_group_end(S, k, fb0), fb0, S->cblk_fblok[k + 1],
                                pc->loc->blok_contrib[fb0], W);
     }
     case SCHED_TASK_UPDATE2D: {
         cint fb0 = d->first[task], rb0 = d->tile[task];
-        return kupdate_guarded(pc, wk, k, fb0, kgroup_end(S, k, fb0), rb0, kgroup_end(S, k, rb0),
+        return kupdate_guarded(pc, wk, k, fb0, symbolic_group_end(S, k, fb0), rb0, symbolic_group_end(S, k, rb0),
                                pc->loc->task_contrib[task], W);
     }
     case SCHED_TASK_SUBTREE: {
@@ -371,7 +363,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
          * them in this order) */
         for (int x = pc->dist ? pc->loc->defer_ptr[task] : 0; pc->dist && x < pc->loc->defer_ptr[task + 1]; x++) {
             cint q = pc->loc->defer_cblk[x], b = pc->loc->defer_blok[x];
-            if (kupdate_guarded(pc, wk, q, b, kgroup_end(S, q, b), b, S->cblk_fblok[q + 1], pc->loc->blok_contrib[b], W) != 0)
+            if (kupdate_guarded(pc, wk, q, b, symbolic_group_end(S, q, b), b, S->cblk_fblok[q + 1], pc->loc->blok_contrib[b], W) != 0)
                 return 1;
         }
         return 0;
