@@ -321,6 +321,10 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_spread("factor_bytes", &r->factor_bytes);
     json_spread("fanin_bytes", &r->fanin_bytes);
     json_spread("memory_bytes", &r->memory_bytes);
+    json_num("heavy_rank", r->heavy_rank, 0);
+    json_num("heavy_factor_bytes", r->heavy_factor, 0);
+    json_num("heavy_fanin_bytes", r->heavy_fanin, 0);
+    json_num("heavy_work_bytes", r->heavy_work, 0);
     json_spread("msgs", &r->msgs);
     json_spread("bytes", &r->bytes);
     printf("\"update_msgs\": %lld, \"update_bytes\": %lld, ", (long long)r->update_msgs, (long long)r->update_bytes);
@@ -408,6 +412,11 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     print_spread("factor", &r->factor_bytes, 1e-9, "GB");
     print_spread("fan-in buffers", &r->fanin_bytes, 1e-9, "GB");
     print_spread("memory (peak, as checked)", &r->memory_bytes, 1e-9, "GB");
+    if (r->memory_bytes.max > 0)
+        printf("  the heaviest, rank %d: %.4g GB = factor %.4g + fan-in buffers %.4g + update buffers %.4g\n"
+               "    + the rest (A's entries, the structure, the root's grid step) %.4g\n",
+               r->heavy_rank, r->memory_bytes.max * 1e-9, r->heavy_factor * 1e-9, r->heavy_fanin * 1e-9,
+               r->heavy_work * 1e-9, (r->memory_bytes.max - r->heavy_factor - r->heavy_fanin - r->heavy_work) * 1e-9);
     if (r->mapping == 2) printf("  (the tree mapped onto the ranks by factor entries: option mapping)\n");
     print_spread("fan-in messages sent", &r->msgs, 1, "");
     print_spread("fan-in bytes sent", &r->bytes, 1e-9, "GB");

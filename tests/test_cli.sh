@@ -273,6 +273,13 @@ for k in ranks threads time_factorize time_1x1 speedup efficiency efficiency_loa
     printf '%s\n' "$j" | grep -q "\"$k\": " || { echo "FAIL: simulate json lacks $k"; fails=$((fails + 1)); }
 done
 printf '%s\n' "$j" | grep -q '"core_gflops": 50,' || { echo "FAIL: --core-gflops not applied"; fails=$((fails + 1)); }
+# the heaviest rank's parts: each positive, together no more than its peak (the rest: A, structure)
+printf '%s\n' "$j" | awk '{
+    m = $0; sub(/.*"memory_bytes": {[^}]*"max": /, "", m); sub(/,.*/, "", m)
+    for (i = 1; i <= 3; i++) { k = i == 1 ? "factor" : i == 2 ? "fanin" : "work"; v[i] = $0
+        sub(".*\"heavy_" k "_bytes\": ", "", v[i]); sub(/,.*/, "", v[i]) }
+    exit !(v[1] > 0 && v[2] > 0 && v[3] > 0 && v[1] + v[2] + v[3] <= m + 0 && m > 0) }' ||
+    { echo "FAIL: simulate's heaviest rank's parts"; fails=$((fails + 1)); }
 t "simulated trace reads back" 0 "$tr" "$trace"
 rm -f "$trace"
 # --mapping / --memory-limit: the real run's rule; memory lowers the heaviest rank (25^3 on 4 x 1:

@@ -42,10 +42,17 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
                                     int64_t local_entries)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
+    return sb * parts * panel_entries + numeric_predict_workspace(kind, arith, update_max, panel_max, nthreads) +
+           (double)local_entries * (16.0 + sb) + (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
+}
+
+double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, double update_max, double panel_max,
+                                 int nthreads)
+{
+    double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     double work = fmax(update_max * parts + (kind == CANOPY_FACT_LDLT ? panel_max : 0), 1);
     double spares = fmin(update_max, (double)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
-    return sb * (parts * panel_entries + work * (nthreads + 1) + spares) + (double)local_entries * (16.0 + sb) +
-           (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
+    return sb * (work * (nthreads + 1) + spares);
 }
 
 /* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c):

@@ -307,6 +307,11 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
                                     double panel_entries, double update_max, double panel_max, int nthreads,
                                     int64_t local_entries);
 
+/** Bytes of the update workspaces in numeric_predict_bytes_counts: (nthreads + 1) buffers of the
+ * largest update product (LDL^T: plus a panel), and the spares. */
+double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, double update_max, double panel_max,
+                                 int nthreads);
+
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,
                              canopy_scheduler sched, int64_t local_entries);

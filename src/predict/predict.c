@@ -203,6 +203,17 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         r->factor_bytes = spread(factor, R);
         r->fanin_bytes = spread(fanin, R);
         r->memory_bytes = spread(memory, R);
+        int h = 0;
+        for (int q = 1; q < R; q++) h = memory[q] > memory[h] ? q : h;
+        const double *fm = NULL;
+        st = sched_plan_fanin_memory(S, P, &fm, &s->err);
+        if (st == CANOPY_SUCCESS) {
+            r->heavy_rank = h;
+            r->heavy_factor = factor[h];
+            r->heavy_fanin = fanin[h];
+            r->heavy_work = numeric_predict_workspace(s->fact, s->arith, fm[3 * R + h], fm[4 * R + h],
+                                                      P->threads_per_rank > 0 ? P->threads_per_rank : 1);
+        }
         r->msgs = spread(msgs, R);
         r->bytes = spread(bytes, R);
         r->solve_msgs = spread(smsgs, R);

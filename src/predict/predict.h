@@ -58,6 +58,10 @@ typedef struct predict_report {
                                        sched_fanin_memory), with the exchange's sink */
     predict_spread memory_bytes;  /**< what the memory check predicts for the rank (panels, buffers,
                                        workspaces, its share of A): its peak */
+    int heavy_rank;               /**< the rank of the largest memory_bytes, and what makes it: */
+    double heavy_factor, heavy_fanin, heavy_work; /**< its panels, fan-in buffers (with the sink) and update
+                                                       workspaces, bytes (the rest: A's entries, the structure,
+                                                       the root's grid step beyond its buffers) */
     predict_spread msgs, bytes;   /**< fan-in messages and bytes each rank sends (factorization) */
     int64_t update_msgs, update_bytes; /**< what one message per remote update would take (no fan-in) */
     predict_spread solve_msgs, solve_bytes; /**< messages and bytes each rank sends in the solve's trees */
