@@ -138,6 +138,8 @@ typedef enum canopy_selinv_memory {
 
 /** Column-block width of split_size = -1 with several threads (see bench/README.md for the tuning). */
 #define CANOPY_AUTO_SPLIT 256
+/** update_buffer = 0 (auto): a worker's update buffer at most, in entries (several ranks). */
+#define CANOPY_UPDATE_BUFFER_AUTO 1048576
 
 /**
  * Runtime options. canopy_options_default() fills the defaults; canopy_options_from_env()
@@ -207,8 +209,15 @@ typedef struct canopy_options {
                                        so the buffer is not held through the gap). 0 (default) = auto: only when the
                                        plan's heaviest rank would exceed memory-limit otherwise (then before the
                                        memory mapping), buffers of at least 32768 entries; 1 = off; 2 = on, every
-                                       buffer. Costs time: more messages, each as large as the whole buffer (16 x 1
-                                       on 16 cores, 60^3: 1.13-1.29 s against 0.88-0.93 s) */
+                                       buffer. Trades bytes for memory: more messages, each holding only the rows
+                                       of its own contributions (60^3 on 8 x 1: 2.3x the bytes sent) */
+    double update_buffer;         /**< several ranks: a worker's update buffer at most, in entries (one side): an
+                                       update product larger than this is computed and applied in row chunks of
+                                       whole bloks (the facing square first; a chunk may be as large as a single
+                                       blok needs), in its turn on the target. Each worker's buffer is sized by
+                                       the tasks it may run, never beyond that. 0 (default) = auto: 1048576
+                                       entries (8 MB real); -1 = off: whole products, each worker sized by the
+                                       largest of the tasks it may run */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */

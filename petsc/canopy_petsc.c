@@ -101,6 +101,8 @@ static const CanopyOption canopy_options_help[] = {
     {"fanin-cuts", "several ranks: fan-in buffers sent in several messages where the plan leaves a gap or a rank "
                    "holds too much (less memory, more bytes); auto: only when a rank would exceed memory-limit",
      "auto, off, on"},
+    {"update-buffer", "several ranks: a worker's update buffer at most, in entries (a larger update goes in row "
+                      "chunks); auto: 1048576", "auto, off, entries"},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
@@ -146,6 +148,10 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
     else if (!strcmp(name, "mapping")) t = CANOPY_PICK(mapping, o->mapping);
     else if (!strcmp(name, "root-grid")) t = CANOPY_PICK(rootgrid, o->root_grid);
     else if (!strcmp(name, "fanin-cuts")) t = CANOPY_PICK(cuts, o->fanin_cuts);
+    else if (!strcmp(name, "update-buffer")) {
+        if (o->update_buffer > 0) kind = REAL, d = o->update_buffer;
+        else t = o->update_buffer < 0 ? "off" : "auto";
+    }
     else t = "?";
 #undef CANOPY_PICK
     if (kind == INT || (kind == AUTO_INT && i >= 0)) snprintf(buf, len, "%d", i);

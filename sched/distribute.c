@@ -128,6 +128,123 @@ static canopy_status dist_snodes(const sched_dag *G, int lo, int hi, sched_dag *
     return CANOPY_SUCCESS;
 }
 
+double sched_update_need(const symbolic *S, cint k, cint fb0, cint rb0, cint rb1, int64_t cap)
+{
+    cint fb1 = symbolic_group_end(S, k, fb0), end = S->cblk_fblok[k + 1];
+    double h = (double)(S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) - S->blok_coefrow[fb0]);
+    cint q1 = rb1 < end ? S->blok_coefrow[rb1] : S->cblk_stride[k];
+    double whole = (double)(q1 - S->blok_coefrow[rb0]) * h;
+    if (cap <= 0 || whole <= (double)cap || rb0 != fb0) return whole;
+    /* in chunks of whole bloks: the facing group's square first, then any single blok */
+    double need = (double)(S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) -
+                           S->blok_coefrow[fb0]) * h;
+    for (cint b = fb1; b < rb1; b++) need = fmax(need, (double)(S->blok_lrow[b] - S->blok_frow[b] + 1) * h);
+    return fmax(need, (double)cap);
+}
+
+/* The largest buffer cblk k's facing groups need as its UPDATE tasks and a SUBTREE task compute
+ * them (all the rows from each group on; in chunks above @p cap). */
+static double dist_cblk_need(const symbolic *S, cint k, int64_t cap)
+{
+    double most = 0;
+    for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = symbolic_group_end(S, k, b))
+        most = fmax(most, sched_update_need(S, k, b, b, S->cblk_fblok[k + 1], cap));
+    return most;
+}
+
+canopy_status sched_thread_work(const symbolic *S, const sched_plan *P, double *upd, double *panel, canopy_err *err)
+{
+    if (S == NULL || P == NULL || upd == NULL || panel == NULL || P->ncblk != S->ncblk)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_thread_work: bad argument");
+    const sched_dag *G = &P->factor;
+    int R = P->nranks > 0 ? P->nranks : 1, T = G->nthreads, TR = T / R, ns = G->nsnodes;
+    for (int t = 0; t < T; t++) upd[t] = panel[t] = 0;
+    if (ns < 1 || TR < 1) return CANOPY_SUCCESS;
+    /* each Snode's largest product and panel among its tasks, then with its sons' (a thread takes
+     * from the sons of its path's Snodes), in [4 * ns] */
+    double *m = canopy_calloc(4 * (size_t)ns + 2 * (size_t)R, sizeof(double), "thread workspaces", err);
+    if (m == NULL) return dist_nomem(err);
+    double *mu = m, *mp = m + ns, *su = m + 2 * (size_t)ns, *sp = m + 3 * (size_t)ns;
+    double *ru = m + 4 * (size_t)ns, *rp = ru + R; /* the sons of each rank's root (its top Snodes) */
+    for (int i = 0; i < G->ntasks; i++) {
+        cint k = G->cblk[i];
+        double u = 0, pn = 0;
+        switch (G->kind[i]) {
+        case SCHED_TASK_UPDATE:
+            u = sched_update_need(S, k, G->first[i], G->first[i], S->cblk_fblok[k + 1], P->update_cap);
+            break;
+        case SCHED_TASK_UPDATE2D: /* one tile: the columns' group x the rows' group, whole */
+            u = sched_update_need(S, k, G->first[i], G->tile[i], symbolic_group_end(S, k, G->tile[i]), 0);
+            break;
+        case SCHED_TASK_SUBTREE:
+            for (cint q = G->first[i]; q <= k; q++) {
+                u = fmax(u, dist_cblk_need(S, q, P->update_cap));
+                pn = fmax(pn, (double)S->cblk_stride[q] * (double)(S->cblk_fcol[q + 1] - S->cblk_fcol[q]));
+            }
+            break;
+        case SCHED_TASK_PANEL:
+        case SCHED_TASK_DIAG:
+            /* the grid's root is factored by the grid, not by the task (factor_root.c) */
+            if (!sched_root_has(&P->root, k)) pn = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+            break;
+        default:
+            break;
+        }
+        int s = G->snode[i];
+        mu[s] = fmax(mu[s], u);
+        mp[s] = fmax(mp[s], pn);
+    }
+    /* a rank's own Snodes lie inside its block of threads (sched_plan_local); its local tree has
+     * them under one root (the block's Snode, or one of its own), whose sons any of its threads
+     * may take */
+    for (int s = 0; s < ns; s++) {
+        su[s] = mu[s];
+        sp[s] = mp[s];
+    }
+    for (int s = 0; s < ns; s++) {
+        int t0 = G->snode_t0[s], r = t0 / TR, p = G->snode_parent[s];
+        if ((G->snode_t1[s] - 1) / TR != r) continue; /* shared by several ranks: no task */
+        if (p >= 0 && G->snode_t0[p] / TR == r && (G->snode_t1[p] - 1) / TR == r) {
+            su[p] = fmax(su[p], mu[s]);
+            sp[p] = fmax(sp[p], mp[s]);
+        } else {
+            ru[r] = fmax(ru[r], mu[s]);
+            rp[r] = fmax(rp[r], mp[s]);
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        upd[t] = ru[t / TR];
+        panel[t] = rp[t / TR];
+    }
+    for (int s = 0; s < ns; s++) {
+        int t0 = G->snode_t0[s], t1 = G->snode_t1[s];
+        if ((t1 - 1) / TR != t0 / TR) continue;
+        for (int t = t0; t < t1; t++) {
+            upd[t] = fmax(upd[t], su[s]);
+            panel[t] = fmax(panel[t], sp[s]);
+        }
+    }
+    canopy_free(m);
+    return CANOPY_SUCCESS;
+}
+
+canopy_status sched_plan_memory(const symbolic *S, const sched_plan *P, const double **v, canopy_err *err)
+{
+    if (S == NULL || P == NULL || v == NULL || P->memo == NULL)
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_memory: bad argument");
+    size_t R = P->nranks > 0 ? (size_t)P->nranks : 1;
+    double *m = P->memo + 1;
+    if (P->memo[0] == 0) {
+        size_t T = P->factor.nthreads > 0 ? (size_t)P->factor.nthreads : 1;
+        canopy_status st = sched_fanin_memory(S, P, m, m + R, m + 2 * R, m + 3 * R, m + 4 * R, err);
+        if (st == CANOPY_SUCCESS) st = sched_thread_work(S, P, m + 5 * R, m + 5 * R + T, err);
+        if (st != CANOPY_SUCCESS) return st;
+        P->memo[0] = 1;
+    }
+    *v = m;
+    return CANOPY_SUCCESS;
+}
+
 canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank, int parts, sched_local *L,
                                canopy_err *err)
 {
@@ -417,12 +534,23 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     /* this rank's memory: its buffers' peak by the simulation, its workspaces */
     {
         const double *v;
-        if ((st = sched_plan_fanin_memory(S, P, &v, err)) != CANOPY_SUCCESS) goto out;
+        if ((st = sched_plan_memory(S, P, &v, err)) != CANOPY_SUCCESS) goto out;
         L->fanin_peak = v[rank];
         L->fanin_peak_arrival = v[R + rank];
         L->fanin_sink = v[2 * R + rank];
         L->update_max = v[3 * R + rank];
         L->panel_max = v[4 * R + rank];
+        /* each thread's buffers, by the tasks it may run */
+        size_t TP = (size_t)P->factor.nthreads, t0 = (size_t)rank * (size_t)L->nthreads;
+        L->thread_upd = canopy_alloc((size_t)L->nthreads, sizeof(double), "local plan", err);
+        L->thread_panel = canopy_alloc((size_t)L->nthreads, sizeof(double), "local plan", err);
+        if (!L->thread_upd || !L->thread_panel || t0 + (size_t)L->nthreads > TP) {
+            st = !L->thread_upd || !L->thread_panel ? dist_nomem(err)
+                                                     : canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: threads");
+            goto out;
+        }
+        memcpy(L->thread_upd, v + 5 * R + t0, (size_t)L->nthreads * sizeof(double));
+        memcpy(L->thread_panel, v + 5 * R + TP + t0, (size_t)L->nthreads * sizeof(double));
     }
     /* what the engine will check at the factorization, found here at the analysis (agreed) */
     char why[160];
@@ -444,6 +572,8 @@ void sched_local_free(sched_local *L)
 {
     if (L == NULL) return;
     sched_dag_free(&L->factor);
+    canopy_free(L->thread_upd);
+    canopy_free(L->thread_panel);
     canopy_free(L->ext);
     canopy_free(L->task_global);
     canopy_free(L->cblk_task);

@@ -67,6 +67,9 @@ typedef struct sched_local {
     double fanin_sink;            /**< the largest buffer it receives (the exchange's sink) */
     double update_max;            /**< the largest update product of its cblks (update buffers) */
     double panel_max;             /**< the largest stride x width of its cblks (LDL^T scratch) */
+    double *thread_upd;           /**< [nthreads] the largest update product among the tasks each thread may
+                                       run (sched_thread_work): its update buffer */
+    double *thread_panel;         /**< [nthreads] the same for panels (its LDL^T scratch) */
     /* figures of the whole plan (every rank computes the same) */
     int64_t fanin_msgs;           /**< fan-in messages of all ranks (a cut buffer: several; per part: x2 for LU) */
     int64_t fanin_entries;        /**< the buffers' scalars, as whole panels (uncompressed), once per buffer */
@@ -82,5 +85,34 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
                                canopy_err *err);
 
 void sched_local_free(sched_local *L);
+
+/**
+ * Each thread's workspace needs, [P->factor.nthreads] each (threads numbered as the plan's, rank r's
+ * from r x threads per rank): @p upd the largest update buffer (sched_update_need: the product of the
+ * rows from the facing group on x the group's rows, in chunks above P->update_cap; an UPDATE2D
+ * task's tile; a SUBTREE task's largest of its cblks') and
+ * @p panel the largest panel (stride x width of a PANEL, DIAG or SUBTREE task's cblks; none for the
+ * grid's root) among the tasks the thread may run under either scheduler: those of the Snodes on
+ * its path in its rank's tree and of their sons (the dynamic engine's visiting order,
+ * sched/engine.c; a static list holds only tasks of its thread's path). A pure function of the plan.
+ */
+canopy_status sched_thread_work(const symbolic *S, const sched_plan *P, double *upd, double *panel, canopy_err *err);
+
+/**
+ * The buffer (scalars, one side) an update of cblk k's facing group starting at blok @p fb0 needs
+ * for its rows in bloks @p rb0 .. @p rb1 - 1: the whole product (rows x the group's rows) when it is
+ * at most @p cap (or cap <= 0, or rb0 != fb0: a 2D tile); else the product goes in chunks of whole
+ * bloks, the first holding the facing group's square, each at most max(cap, the square, the
+ * tallest single blok's product): that maximum. The workers chunk by the same rule.
+ */
+double sched_update_need(const symbolic *S, cint k, cint fb0, cint rb0, cint rb1, int64_t cap);
+
+/**
+ * sched_fanin_memory of @p P for every rank, and sched_thread_work for every thread,
+ * computed once per plan and kept in P->memo: @p v = [5 * nranks + 2 * threads]: peak,
+ * peak_arrival, sink, upd, panel (nranks each), then each thread's upd and panel (the plan's
+ * threads each). Not thread-safe on its first call for a plan.
+ */
+canopy_status sched_plan_memory(const symbolic *S, const sched_plan *P, const double **v, canopy_err *err);
 
 #endif

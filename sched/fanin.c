@@ -629,18 +629,3 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     canopy_free(mrows);
     return st;
 }
-
-canopy_status sched_plan_fanin_memory(const symbolic *S, const sched_plan *P, const double **v, canopy_err *err)
-{
-    if (S == NULL || P == NULL || v == NULL || P->memo == NULL)
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_plan_fanin_memory: bad argument");
-    size_t R = P->nranks > 0 ? (size_t)P->nranks : 1;
-    double *m = P->memo + 1;
-    if (P->memo[0] == 0) {
-        canopy_status st = sched_fanin_memory(S, P, m, m + R, m + 2 * R, m + 3 * R, m + 4 * R, err);
-        if (st != CANOPY_SUCCESS) return st;
-        P->memo[0] = 1;
-    }
-    *v = m;
-    return CANOPY_SUCCESS;
-}

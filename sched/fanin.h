@@ -29,13 +29,6 @@
 canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
                                  double *upd, double *panel, canopy_err *err);
 
-/**
- * sched_fanin_memory of @p P for every rank, computed once per plan and kept in P->memo:
- * @p v = [5 * nranks]: peak, peak_arrival, sink, upd, panel, nranks each. Not thread-safe on its
- * first call for a plan.
- */
-canopy_status sched_plan_fanin_memory(const symbolic *S, const sched_plan *P, const double **v, canopy_err *err);
-
 /** A fan-in buffer goes in at most this many messages (sched_fanin_cuts). */
 #define SCHED_FANIN_SEGS 8
 

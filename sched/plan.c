@@ -213,8 +213,8 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     size_t n1 = (size_t)n + 1;
     P->nthreads = T;
     P->nranks = R;
-    /* sched_fanin_memory's figures, filled on the first request (sched_plan_fanin_memory) */
-    P->memo = canopy_calloc(5 * (size_t)R + 1, sizeof(double), "plan", err);
+    /* sched_fanin_memory's figures, filled on the first request (sched_plan_memory) */
+    P->memo = canopy_calloc(5 * (size_t)R + 2 * (size_t)T + 1, sizeof(double), "plan", err);
     if (P->memo == NULL) return plan_nomem(err);
     P->threads_per_rank = TR;
     P->ncblk = n;
@@ -388,6 +388,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     /* the root's grid factorization comes after every task */
     P->root = o->root;
     P->fanin_cuts = o->fanin_cuts;
+    P->update_cap = o->update_cap > 0 ? o->update_cap : 0;
     if (B.root_first >= n) P->root = (sched_root){.first = n, .pr = 1, .pc = 1};
     P->root_time = sched_root_time(&P->root, cm, o->kind, B.scale, TR, o->comm_latency, o->comm_byte_time);
     P->factor.predicted_time += P->root_time;

@@ -69,6 +69,9 @@ typedef struct sched_plan_opts {
                                        leaves a gap (sched_fanin_cuts), a SUBTREE task's contributions into other
                                        ranks' cblks applied after its own work (sched_subtree_deferred); 0: whole,
                                        1: buffers of at least 32768 scalars, 2: every buffer */
+    int64_t update_cap;           /**< several ranks: an update product larger than this many scalars (one side)
+                                       is computed in row chunks of at most this size (sched_update_need);
+                                       0: whole */
 } sched_plan_opts;
 
 /* The weight of a subtree in the mapping onto ranks (several ranks only; threads always by flops).
@@ -116,8 +119,10 @@ typedef struct sched_plan {
     sched_root root;          /**< sched_plan_opts.root (first == ncblk: none) */
     double root_time;         /**< predicted seconds of the root's grid factorization (in factor.predicted_time) */
     int fanin_cuts;           /**< sched_plan_opts.fanin_cuts */
-    double *memo;             /**< [5 * nranks + 1] sched_fanin_memory's figures of every rank, computed on the
-                                   first request (sched_plan_fanin_memory; memo[0] = 1 once filled): every rank's
+    int64_t update_cap;       /**< sched_plan_opts.update_cap */
+    double *memo;             /**< [5 * nranks + 2 * nthreads + 1] sched_fanin_memory's figures of every rank and
+                                   sched_thread_work's of every thread, computed on the
+                                   first request (sched_plan_memory; memo[0] = 1 once filled): every rank's
                                    local plan and the memory check need them all, and they cost a sweep of every
                                    fan-in pair. The pointer is fixed at the build, so a const plan fills it */
 } sched_plan;

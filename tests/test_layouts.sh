@@ -8,7 +8,7 @@
 # structurally singular matrix refused alike everywhere; the same with the root separator on a
 # 2D grid of ranks (root-grid=on) on 3 x 3 and 4 x 4, and fan-in buffers cut (fanin-cuts=on; 4 x 4 also
 # under scheduler=static) on
-# 8 x 2.
+# 8 x 2; update products in row chunks (update-buffer=64) on 3 x 3 and, static, 2 x 4.
 #
 # make check runs the quick list (Laplacians down to one column, SPD, indefinite KKT, unsymmetric
 # with and without matching, complex symmetric, Hermitian and unsymmetric, the structurally
@@ -68,6 +68,16 @@ run "solutions with cut fan-in buffers = the 1 x 1 reference" "$bin" --compare "
 run "4 ranks x 4 threads, fanin-cuts=on, scheduler=static $list" env CANOPY_FANIN_CUTS=on CANOPY_SCHEDULER=static \
     $MPIEXEC $flags -n 4 "$bin" --sweep 4 $list --out "$tmp/sol.cuts_static"
 run "solutions with cut fan-in buffers, static = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.cuts_static"
+# update products larger than a worker's buffer (update-buffer=64 entries: most products) computed
+# in row chunks in their turn on the target, under both schedulers
+# shellcheck disable=SC2086
+run "3 ranks x 3 threads, update-buffer=64 $list" env CANOPY_UPDATE_BUFFER=64 $MPIEXEC $flags -n 3 "$bin" --sweep 3 \
+    $list --out "$tmp/sol.chunks"
+run "solutions with chunked updates = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.chunks"
+# shellcheck disable=SC2086
+run "2 ranks x 4 threads, update-buffer=64, scheduler=static $list" env CANOPY_UPDATE_BUFFER=64 CANOPY_SCHEDULER=static \
+    $MPIEXEC $flags -n 2 "$bin" --sweep 4 $list --out "$tmp/sol.chunks_static"
+run "solutions with chunked updates, static = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.chunks_static"
 # random delays in the communication threads and the workers, on the shape with the most threads
 # and two communication threads
 # shellcheck disable=SC2086

@@ -240,7 +240,8 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
     /* every other layout cuts its fan-in buffers (fanin-cuts=on): deferred SUBTREE contributions,
      * several messages per buffer */
     sched_plan_opts o = {.nthreads = T, .kind = kind, .complex_arith = cpx, .nranks = R, .comm_latency = 2e-6,
-                         .comm_byte_time = 1e-10, .twod_levels = twod, .fanin_cuts = (R + T) % 2 ? 2 : 0};
+                         .comm_byte_time = 1e-10, .twod_levels = twod, .fanin_cuts = (R + T) % 2 ? 2 : 0,
+                         .update_cap = (R * 7 + T) % 3 == 0 ? 0 : (R * 7 + T) % 3 == 1 ? 64 : 4096};
     REQUIRE(sched_plan_build(S, NULL, &o, &P, &err) == CANOPY_SUCCESS, "%s: %s", ctx, err.msg);
     ls->plans++;
     const sched_dag *D = &P.factor;
@@ -473,6 +474,49 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
             REQUIRE(L.factor.snode_t0[ls_] == D->snode_t0[gs] - r * T && L.factor.snode_t1[ls_] == D->snode_t1[gs] - r * T,
                           "%s: rank %d task %d Snode", ctx, r, g);
             g2l[g] = l;
+        }
+        /* each thread's buffers: the largest need among the tasks of its local Snodes' tree it may
+         * take (an Snode holding it, or a son of one: the engine's visiting order), by the chunk
+         * rule written out here (whole up to the cap, else max(cap, the facing square, the tallest
+         * blok) x the group's rows) */
+        for (int t = 0; t < T; t++) {
+            double eu = 0, ep = 0;
+            for (int l = 0; l < nl; l++) {
+                int s = L.factor.snode[l], pa = L.factor.snode_parent[s];
+                int mine = (t >= L.factor.snode_t0[s] && t < L.factor.snode_t1[s]) ||
+                           (pa >= 0 && t >= L.factor.snode_t0[pa] && t < L.factor.snode_t1[pa]);
+                if (!mine) continue;
+                int kd = L.factor.kind[l];
+                cint k = L.factor.cblk[l], k0 = kd == SCHED_TASK_SUBTREE ? L.factor.first[l] : k;
+                for (cint q = k0; q <= k; q++) {
+                    double pw = (double)S->cblk_stride[q] * (double)(S->cblk_fcol[q + 1] - S->cblk_fcol[q]);
+                    if (kd == SCHED_TASK_SUBTREE || ((kd == SCHED_TASK_PANEL || kd == SCHED_TASK_DIAG) && !sched_root_has(&P.root, q)))
+                        ep = ep > pw ? ep : pw;
+                    if (kd != SCHED_TASK_SUBTREE && kd != SCHED_TASK_UPDATE && kd != SCHED_TASK_UPDATE2D) continue;
+                    for (cint b = S->cblk_fblok[q] + 1; b < S->cblk_fblok[q + 1]; b = group_end(S, q, b)) {
+                        if (kd != SCHED_TASK_SUBTREE && b != L.factor.first[l]) continue;
+                        cint e = group_end(S, q, b), rb = kd == SCHED_TASK_UPDATE2D ? L.factor.tile[l] : b;
+                        cint re = kd == SCHED_TASK_UPDATE2D ? group_end(S, q, rb) : S->cblk_fblok[q + 1];
+                        double h = 0, rows = 0, tall = 0;
+                        for (cint x = b; x < e; x++) h += S->blok_lrow[x] - S->blok_frow[x] + 1;
+                        for (cint x = rb; x < re; x++) {
+                            double hx = S->blok_lrow[x] - S->blok_frow[x] + 1;
+                            rows += hx;
+                            if (x >= e) tall = tall > hx ? tall : hx;
+                        }
+                        double need = rows * h;
+                        if (kd != SCHED_TASK_UPDATE2D && o.update_cap > 0 && need > (double)o.update_cap) {
+                            need = (double)o.update_cap;
+                            need = need > h * h ? need : h * h;
+                            need = need > tall * h ? need : tall * h;
+                        }
+                        eu = eu > need ? eu : need;
+                    }
+                }
+            }
+            REQUIRE(L.thread_upd[t] == eu && L.thread_panel[t] == ep,
+                    "%s: rank %d thread %d buffers %g, %g; the tasks it may run need %g, %g", ctx, r, t, L.thread_upd[t],
+                    L.thread_panel[t], eu, ep);
         }
         /* local edges = the plan's edges inside the rank; ext = parts x remote source ranks */
         int *rpred = calloc((size_t)nl + 1, sizeof(int));

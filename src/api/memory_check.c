@@ -69,8 +69,8 @@ bool api_memory_fits_rank0(canopy_solver *s)
     for (cint k = 0; k < S->ncblk; k++)
         pmax = fmax(pmax, (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]));
     int T = s->rt.nthreads > 0 ? s->rt.nthreads : 1;
-    double need = numeric_predict_bytes_counts(S, s->fact, s->A.arith, (double)S->cblk_coef[S->ncblk],
-                                               (double)S->max_update_buf, pmax, T, s->stats.nnz);
+    double work = numeric_predict_workspace(s->fact, s->A.arith, (double)S->max_update_buf, pmax, T, NULL, NULL);
+    double need = numeric_predict_bytes_counts(S, s->fact, s->A.arith, (double)S->cblk_coef[S->ncblk], work, s->stats.nnz);
     double limit = solver_memory_limit(s);
     s->predicted_bytes = need;
     s->stats.memory_predicted_rank_max = need;

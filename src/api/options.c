@@ -17,7 +17,7 @@ const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
     "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
-    "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid", "fanin-cuts", NULL};
+    "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid", "fanin-cuts", "update-buffer", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -204,6 +204,10 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "fanin-cuts")) {
         if ((k = pick(value, "auto|off|on")) < 0) BAD("auto, off or on");
         o->fanin_cuts = k;
+    } else if (!strcmp(key, "update-buffer")) {
+        if ((k = pick(value, "auto|off")) >= 0) o->update_buffer = k == 0 ? 0 : -1;
+        else if (parse_double(value, 1.0, 9e15, &dv)) o->update_buffer = floor(dv);
+        else BAD("auto, off or entries (a worker's update buffer at most)");
     } else if (!strcmp(key, "root-grid")) {
         if ((k = pick(value, "off|on|auto")) < 0) BAD("off, on or auto");
         o->root_grid = k;
@@ -289,6 +293,9 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_check = %d (expected 0 or 1)", o->memory_check);
     if (!(o->memory_limit >= 0 && o->memory_limit <= 1e18))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_limit = %g bytes is not in [0, 1e18]", o->memory_limit);
+    if (!(o->update_buffer == -1 || (o->update_buffer >= 0 && o->update_buffer <= 9e15)))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: update_buffer = %g (0 = auto, -1 = off, or entries)",
+                              o->update_buffer);
     if (o->strict != 0 && o->strict != 1)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: strict = %d (expected 0 or 1)", o->strict);
     if (memchr(o->comm_heatmap, '\0', sizeof o->comm_heatmap) == NULL)

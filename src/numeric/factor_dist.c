@@ -38,21 +38,25 @@ static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
 }
 
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, double update_max, double panel_max, int nthreads,
-                                    int64_t local_entries)
+                                    double panel_entries, double workspace, int64_t local_entries)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
-    return sb * parts * panel_entries + numeric_predict_workspace(kind, arith, update_max, panel_max, nthreads) +
-           (double)local_entries * (16.0 + sb) + (double)S->n * 24.0 + (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
+    return sb * parts * panel_entries + workspace + (double)local_entries * (16.0 + sb) + (double)S->n * 24.0 +
+           (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
 }
 
 double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, double update_max, double panel_max,
-                                 int nthreads)
+                                 int nthreads, const double *thread_upd, const double *thread_panel)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
-    double work = fmax(update_max * parts + (kind == CANOPY_FACT_LDLT ? panel_max : 0), 1);
-    double spares = fmin(update_max, (double)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES * nthreads;
-    return sb * (work * (nthreads + 1) + spares);
+    int ldlt = kind == CANOPY_FACT_LDLT;
+    /* the calling thread's (numeric.c: sequential runs), then each worker's buffer and spares */
+    double bytes = sb * fmax(update_max * parts + (ldlt ? panel_max : 0), 1);
+    for (int t = 0; t < nthreads; t++) {
+        double u = thread_upd ? thread_upd[t] : update_max, p = thread_panel ? thread_panel[t] : panel_max;
+        bytes += sb * (fmax(u * parts + (ldlt ? p : 0), 1) + fmin(u, (double)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES);
+    }
+    return bytes;
 }
 
 /* Scalars the root's grid step adds on rank @p q once the tasks are done (numeric/factor_root.c):
@@ -86,7 +90,10 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     double buffers = (sched == CANOPY_SCHED_DYNAMIC ? L->fanin_peak_arrival : L->fanin_peak) + L->fanin_sink / parts;
     /* the root's grid step comes after the last buffer is gone */
     held += fmax(buffers, root_scalars(S, &L->root, L->cblk_rank, L->rank, kind) / parts);
-    return numeric_predict_bytes_counts(S, kind, arith, held, L->update_max, L->panel_max, L->nthreads, local_entries);
+    int own = L->nranks > 1; /* one rank: every worker sized for the largest (numeric.c) */
+    double work = numeric_predict_workspace(kind, arith, L->update_max, L->panel_max, L->nthreads,
+                                            own ? L->thread_upd : NULL, own ? L->thread_panel : NULL);
+    return numeric_predict_bytes_counts(S, kind, arith, held, work, local_entries);
 }
 
 canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
@@ -97,7 +104,7 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
     double *own = canopy_calloc((size_t)R, sizeof(double), "memory prediction", err);
     if (own == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     const double *v = NULL;
-    canopy_status st = sched_plan_fanin_memory(S, P, &v, err);
+    canopy_status st = sched_plan_memory(S, P, &v, err);
     if (st != CANOPY_SUCCESS) {
         canopy_free(own);
         return st;
@@ -112,7 +119,9 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
         double buffers = peak[q] + sink[q] / parts;
         int64_t local = (int64_t)(tot > 0 ? nnz * own[q] / tot : 0);
         double after = root_scalars(S, &P->root, P->cblk_rank, q, kind) / parts; /* the root's step, after the buffers */
-        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), upd[q], pmax[q], T, local);
+        const double *tu = R > 1 ? v + 5 * R + (size_t)q * T : NULL, *tp = R > 1 ? v + 5 * R + (size_t)R * T + (size_t)q * T : NULL;
+        double work = numeric_predict_workspace(kind, arith, upd[q], pmax[q], T, tu, tp);
+        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), work, local);
         if (fanin) fanin[q] = buffers * parts * sb;
     }
     canopy_free(own);

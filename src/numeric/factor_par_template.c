@@ -187,6 +187,27 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
 }
 
 /*
+ * An update whose product is larger than the worker's buffer (@p cap scalars a side: the plan's
+ * update cap, sched_update_need): computed and applied at once, in chunks of whole bloks of at
+ * most cap scalars, the facing group's square first. Into a shared target, the caller holds its
+ * turn. Nonzero when a chunk cannot fit (a plan bug: nothing is computed).
+ */
+static int kupdate_chunks(kpar *pc, cint k, cint fb0, cint fb1, cint rb1, int seg, SCALAR *W, SCALAR *buf, size_t cap)
+{
+    const symbolic *S = pc->c.S;
+    if (sched_update_need(S, k, fb0, fb0, rb1, (int64_t)cap) > (double)cap) return 1;
+    cint hb = 0, end = S->cblk_fblok[k + 1];
+    for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
+    for (cint a = fb0, z; a < rb1; a = z) {
+        z = a == fb0 ? fb1 : a + 1;
+        cint q0 = S->blok_coefrow[a];
+        while (z < rb1 && (size_t)((z + 1 < end ? S->blok_coefrow[z + 1] : S->cblk_stride[k]) - q0) * (size_t)hb <= cap) z++;
+        kupdate_rows(&pc->c, k, fb0, fb1, a, z, seg, W, buf, KC_ALL);
+    }
+    return 0;
+}
+
+/*
  * One contribution under the ticket lock of its target. Static runs hold the plan's number and
  * always compute the product into the worker's buffer first, then subtract it in ticket order: the
  * same arithmetic whatever the timing or the thread, so the factors are bitwise reproducible.
@@ -210,9 +231,12 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     int t = sched_worker_id(wk);
     numeric_handover *mine = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
     SCALAR *buf = mine[0].buf; /* the full-size buffer: never handed over */
-    /* the buffers are sized by the plan's products (sched_fanin_memory: a 2D cblk's by its tiles):
-     * one larger is a bug, never an overflow */
-    if (kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) > F->upd_scalars * (F->U ? 2 : 1) && pc->dist) {
+    /* a worker's buffer is sized by the tasks it may run (sched_thread_work: a 2D cblk's by its
+     * tiles, a larger product in chunks, kupdate_chunks, computed in its turn); a tile larger than
+     * the buffer, or a chunk, is a bug, never an overflow */
+    size_t cap = F->thread_sizes[3 * t];
+    int chunked = pc->dist && kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) > cap * (F->U ? 2 : 1);
+    if (chunked && (rb0 != fb0 || sched_update_need(pc->c.S, k, fb0, rb0, rb1, (int64_t)cap) > (double)cap)) {
         atomic_store(&pc->oversize, 1);
         atomic_store(&pc->drain, 1);
     }
@@ -222,18 +246,21 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     int seg = pc->dist && pc->loc->cblk_rank[j] != pc->loc->rank ? kseg(pc->loc, F->send_slot[j] / (F->U ? 2 : 1), contrib) : 0;
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
-        if (compute && kfan_ready(pc, j, seg)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_ALL);
+        if (compute && kfan_ready(pc, j, seg)) {
+            if (chunked) kupdate_chunks(pc, k, fb0, fb1, rb1, seg, W, buf, cap);
+            else kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_ALL);
+        }
         kcontrib_done(pc, j, seg);
         kadvance(pc, wk, j, ticket + 1, W);
         return 0;
     }
     /* a product that fits a free spare is computed there, so that it can be handed over */
     int spare = 0;
-    if (kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) <= F->spare_scalars)
+    if (kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) <= F->thread_sizes[3 * t + 2])
         for (int i = 1; i <= NUMERIC_SPARES && spare == 0; i++)
             if (!atomic_load_explicit(&mine[i].busy, memory_order_acquire)) spare = i;
     if (spare) buf = mine[spare].buf;
-    if (compute) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_COMPUTE);
+    if (compute && !chunked) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_COMPUTE);
     if (atomic_load(&F->serving[j]) != ticket) {
         if (spare) {
             numeric_handover *h = &mine[spare];
@@ -261,7 +288,10 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
             if (aborted) return 1;
         }
     }
-    if (compute && kfan_ready(pc, j, seg)) kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_APPLY);
+    if (compute && kfan_ready(pc, j, seg)) {
+        if (chunked) kupdate_chunks(pc, k, fb0, fb1, rb1, seg, W, buf, cap);
+        else kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_APPLY);
+    }
     kcontrib_done(pc, j, seg);
     kadvance(pc, wk, j, ticket + 1, W);
     return 0;
@@ -299,7 +329,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     const symbolic *S = pc->c.S;
     const sched_dag *d = pc->dag;
     int t = sched_worker_id(wk);
-    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + pc->F->upd_scalars;
+    SCALAR *W = (SCALAR *)pc->F->thread_work[t] + pc->F->thread_sizes[3 * t];
     cint k = d->cblk[task];
     if (pc->F->exec.stop && atomic_load_explicit(pc->F->exec.stop, memory_order_relaxed)) return KSTOPPED;
     if (pc->F->stress) comm_stress_delay(&kstress_seed, 100);
@@ -346,8 +376,16 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                 int contrib = pc->loc->blok_contrib[b];
                 cint j = S->blok_fcblk[b];
                 if (contrib < 0) { /* target inside this subtree */
-                    if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
+                    size_t cap = pc->F->thread_sizes[3 * t];
+                    if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) {
+                    } else if (pc->dist && kproduct_scalars(pc, q, b, e, b, bend) > cap * (pc->F->U ? 2 : 1)) {
+                        if (kupdate_chunks(pc, q, b, e, bend, 0, W, pc->F->thread_work[t], cap) != 0) {
+                            atomic_store(&pc->oversize, 1);
+                            atomic_store(&pc->drain, 1);
+                        }
+                    } else {
                         kupdate(&pc->c, q, b, e, W, pc->F->thread_work[t], KC_ALL);
+                    }
                 } else if (pc->dist && pc->loc->fanin_cuts && pc->loc->cblk_rank[j] != pc->loc->rank) {
                     /* into another rank's cblk: after the rest, below (sched_subtree_deferred) */
                 } else if (kupdate_guarded(pc, wk, q, b, e, b, bend, contrib, W) != 0) {
@@ -579,7 +617,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     F->fan_early = atomic_load(&pc.early);
     if (st != CANOPY_SUCCESS) return st;
     if (atomic_load(&pc.oversize))
-        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "an update larger than the workers' buffers (%zu scalars)", F->upd_scalars);
+        return canopy_err_set(err, CANOPY_ERR_INTERNAL, "an update larger than a worker's buffer (its tasks' largest)");
     if (atomic_load(&pc.nomem))
         return canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory allocating a fan-in buffer during the factorization");
     int bad = atomic_load(&pc.failed_cblk);

@@ -76,6 +76,7 @@ static void threads_free(numeric *F)
 {
     for (int t = 0; t < F->nthreads; t++) canopy_free(F->thread_work ? F->thread_work[t] : NULL);
     canopy_free(F->thread_work);
+    canopy_free(F->thread_sizes);
     canopy_free(F->thread_perturbed);
     canopy_free(F->serving);
     canopy_free(F->tickets);
@@ -90,6 +91,7 @@ static void threads_free(numeric *F)
     F->npending = 0;
     F->pending_plan = NULL;
     F->thread_work = NULL;
+    F->thread_sizes = NULL;
     F->thread_perturbed = NULL;
     F->serving = F->tickets = NULL;
     F->nthreads = 0;
@@ -231,8 +233,9 @@ size_t numeric_bytes(const numeric *F)
     if (F == NULL || F->L == NULL) return 0;
     size_t bytes = F->coef_bytes * (F->U ? 2 : 1);
     bytes += (size_t)F->amap_nnz * 2 * sizeof(int64_t) + ((size_t)F->S->ncblk + 1) * sizeof(int64_t);
-    bytes += (size_t)F->work_scalars * F->scalar_bytes * (size_t)(1 + F->nthreads);
-    bytes += F->spare_scalars * F->scalar_bytes * NUMERIC_SPARES * (size_t)F->nthreads;
+    bytes += (size_t)F->work_scalars * F->scalar_bytes; /* the calling thread's */
+    for (int t = 0; F->thread_sizes && t < F->nthreads; t++)
+        bytes += (F->thread_sizes[3 * t + 1] + NUMERIC_SPARES * F->thread_sizes[3 * t + 2]) * F->scalar_bytes;
     if (F->ipiv) bytes += (size_t)F->S->n * sizeof(cint);
     if (F->dsub) bytes += (size_t)F->S->n * F->scalar_bytes;
     return bytes;
@@ -391,7 +394,8 @@ static void thread_alloc_fn(void *arg, int t)
 {
     thread_alloc *ta = arg;
     numeric *F = ta->F;
-    size_t n = F->work_scalars + NUMERIC_SPARES * F->spare_scalars;
+    size_t work = F->thread_sizes[3 * t + 1], spare = F->thread_sizes[3 * t + 2];
+    size_t n = work + NUMERIC_SPARES * spare;
     char *w = canopy_alloc(n, F->scalar_bytes, "worker update buffers", &ta->errs[t]);
     F->thread_work[t] = w;
     if (w == NULL) return;
@@ -400,7 +404,7 @@ static void thread_alloc_fn(void *arg, int t)
     numeric_handover *h = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
     h[0].buf = w;
     for (int i = 1; i <= NUMERIC_SPARES; i++)
-        h[i].buf = w + (F->work_scalars + (size_t)(i - 1) * F->spare_scalars) * F->scalar_bytes;
+        h[i].buf = w + (work + (size_t)(i - 1) * spare) * F->scalar_bytes;
 }
 
 static canopy_status run_alloc(numeric_run *r, int nthreads, int ntasks, canopy_err *err)
@@ -464,9 +468,25 @@ static canopy_status prepare_workers(numeric *F, canopy_err *err)
     if (x->plan == NULL || L == NULL || L->nthreads != nt || x->plan->ncblk != F->S->ncblk ||
         (L->nranks == 1 && x->solve == NULL))
         return canopy_err_set(err, CANOPY_ERR_INTERNAL, "threaded factorization without a matching plan");
-    if (F->nthreads == nt && F->run.ntasks == L->factor.ntasks && F->solve_run.ntasks == nsolve)
+    /* each worker's buffers: on several ranks by the tasks it may run, else the rank's largest */
+    size_t *sizes = canopy_alloc(3 * (size_t)nt, sizeof(size_t), "worker buffers", err);
+    if (sizes == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    size_t parts = F->kind == CANOPY_FACT_LU ? 2 : 1;
+    for (int t = 0; t < nt; t++) {
+        int own = L->nranks > 1 && L->thread_upd != NULL && L->thread_panel != NULL;
+        size_t upd = own ? (size_t)L->thread_upd[t] : F->upd_scalars;
+        size_t work = own ? upd * parts + (F->kind == CANOPY_FACT_LDLT ? (size_t)L->thread_panel[t] : 0) : F->work_scalars;
+        sizes[3 * t] = upd;
+        sizes[3 * t + 1] = work > 0 ? work : 1;
+        sizes[3 * t + 2] = own ? CANOPY_MIN(upd, (size_t)NUMERIC_SPARE_MAX) * parts : F->spare_scalars;
+    }
+    if (F->nthreads == nt && F->run.ntasks == L->factor.ntasks && F->solve_run.ntasks == nsolve && F->thread_sizes &&
+        memcmp(F->thread_sizes, sizes, 3 * (size_t)nt * sizeof(size_t)) == 0) {
+        canopy_free(sizes);
         return CANOPY_SUCCESS;
+    }
     threads_free(F);
+    F->thread_sizes = sizes;
     F->thread_work = canopy_calloc((size_t)nt, sizeof(void *), "worker buffers", err);
     F->thread_perturbed = canopy_calloc((size_t)nt, sizeof(int64_t), "worker counters", err);
     F->serving = canopy_calloc((size_t)F->S->ncblk + 1, sizeof(atomic_int), "ticket locks", err);

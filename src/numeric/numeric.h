@@ -177,13 +177,18 @@ typedef struct numeric {
     int64_t sub_crows;              /**< rows of all contribution blocks */
     numeric_exec exec;
     int nthreads;                   /**< per-thread workspaces allocated for this many workers */
-    void **thread_work;             /**< [nthreads] each worker's update buffer + LDL^T scratch (work_scalars) */
+    void **thread_work;             /**< [nthreads] each worker's update buffer + LDL^T scratch, then its spares */
+    size_t *thread_sizes;           /**< [3 * nthreads] worker t's update product at most (one side) at 3t, its
+                                         buffer + scratch (thread_work's first part) at 3t+1, each spare at
+                                         3t+2: on several ranks by the tasks it may run (sched_thread_work),
+                                         else upd_scalars, work_scalars, spare_scalars for every worker */
     int64_t *thread_perturbed;      /**< [nthreads] */
     atomic_int *serving;            /**< [ncblk] ticket lock: next contribution number admitted */
     atomic_int *tickets;            /**< [ncblk] next ticket drawn (scheduler=dynamic) */
     numeric_handover *hand;         /**< [nthreads * (NUMERIC_SPARES + 1)] worker t's buffers from
                                          t * (NUMERIC_SPARES + 1); the first is thread_work[t] */
-    size_t spare_scalars;           /**< size of each spare buffer (products up to that size, LU: both sides) */
+    size_t spare_scalars;           /**< size of each spare buffer (products up to that size, LU: both sides);
+                                         several ranks: the largest of thread_sizes' */
     numeric_handover *_Atomic *pending; /**< [npending] handed-over contribution per (target, ticket) */
     int64_t *pending_off;           /**< [ncblk + 1] target j's tickets start at pending_off[j] */
     int64_t npending;
@@ -298,19 +303,19 @@ canopy_status numeric_solve_dist_prepare(numeric *F, canopy_err *err);
 
 /**
  * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in
- * buffers it holds at once at most (one part each; LU doubles them), @p update_max its largest
- * update product and @p panel_max its largest panel (sched_fanin_memory: the update buffers),
- * @p nthreads workers, and @p local_entries entries of A it holds. canopy-simulate prices every
- * virtual rank with it.
+ * buffers it holds at once at most (one part each; LU doubles them), @p workspace bytes of update
+ * buffers (numeric_predict_workspace), and @p local_entries entries of A it holds. canopy-simulate
+ * prices every virtual rank with it.
  */
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, double update_max, double panel_max, int nthreads,
-                                    int64_t local_entries);
+                                    double panel_entries, double workspace, int64_t local_entries);
 
-/** Bytes of the update workspaces in numeric_predict_bytes_counts: (nthreads + 1) buffers of the
- * largest update product (LDL^T: plus a panel), and the spares. */
+/** Bytes of the update workspaces: the calling thread's buffer of the largest update product
+ * @p update_max (LDL^T: plus the largest panel @p panel_max), and each of @p nthreads workers' buffer
+ * and spares, sized by @p thread_upd [nthreads] and @p thread_panel (sched_thread_work; NULL: every
+ * worker by the largest, as on one rank). */
 double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, double update_max, double panel_max,
-                                 int nthreads);
+                                 int nthreads, const double *thread_upd, const double *thread_panel);
 
 /** Predicted bytes this rank holds for a factorization over several ranks (memory check). */
 double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_factorization kind, canopy_arith arith,

@@ -89,7 +89,9 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
                             .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
                             .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels,
                             .top2d = rt->virt_threads > 0 ? rt->top2d : 0,
-                            .fanin_cuts = o->fanin_cuts == 2 ? 2 : rt->cuts_now ? 1 : 0};
+                            .fanin_cuts = o->fanin_cuts == 2 ? 2 : rt->cuts_now ? 1 : 0,
+                            .update_cap = o->update_buffer < 0 ? 0 : o->update_buffer > 0 ? (int64_t)o->update_buffer
+                                                                                           : CANOPY_UPDATE_BUFFER_AUTO};
     /* kernels run slower when every worker of the node computes: plan with the loaded rates */
     *loaded = rt->cost;
     cost_model_under_load(loaded, busy);

@@ -199,21 +199,26 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         }
     }
     for (int q = 0; q < R; q++) factor[q] = own[q] * parts * sb;
+    /* the heaviest rank's parts, before spread() sorts the arrays */
     if (st == CANOPY_SUCCESS) {
-        r->factor_bytes = spread(factor, R);
-        r->fanin_bytes = spread(fanin, R);
-        r->memory_bytes = spread(memory, R);
         int h = 0;
         for (int q = 1; q < R; q++) h = memory[q] > memory[h] ? q : h;
         const double *fm = NULL;
-        st = sched_plan_fanin_memory(S, P, &fm, &s->err);
+        st = sched_plan_memory(S, P, &fm, &s->err);
         if (st == CANOPY_SUCCESS) {
             r->heavy_rank = h;
             r->heavy_factor = factor[h];
             r->heavy_fanin = fanin[h];
-            r->heavy_work = numeric_predict_workspace(s->fact, s->arith, fm[3 * R + h], fm[4 * R + h],
-                                                      P->threads_per_rank > 0 ? P->threads_per_rank : 1);
+            size_t T = P->threads_per_rank > 0 ? (size_t)P->threads_per_rank : 1;
+            r->heavy_work = numeric_predict_workspace(s->fact, s->arith, fm[3 * R + h], fm[4 * R + h], (int)T,
+                                                      fm + 5 * (size_t)R + (size_t)h * T,
+                                                      fm + 5 * (size_t)R + (size_t)R * T + (size_t)h * T);
         }
+    }
+    if (st == CANOPY_SUCCESS) {
+        r->factor_bytes = spread(factor, R);
+        r->fanin_bytes = spread(fanin, R);
+        r->memory_bytes = spread(memory, R);
         r->msgs = spread(msgs, R);
         r->bytes = spread(bytes, R);
         r->solve_msgs = spread(smsgs, R);
