@@ -66,6 +66,21 @@ START_TEST(options_by_name)
     ck_assert_int_eq(options_validate(&o, &err), CANOPY_SUCCESS);
     o.comm_threads = 5;
     ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
+    /* update-buffer: auto (0), off (-1) or entries */
+    o.comm_threads = 1;
+    ck_assert_int_eq(canopy_options_set(&o, "update-buffer", "off", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert(o.update_buffer == -1);
+    ck_assert_int_eq(canopy_options_set(&o, "update-buffer", "4096", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert(o.update_buffer == 4096);
+    ck_assert_int_eq(options_validate(&o, &err), CANOPY_SUCCESS);
+    ck_assert_int_eq(canopy_options_set(&o, "update-buffer", "auto", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert(o.update_buffer == 0);
+    ck_assert_int_eq(canopy_options_set(&o, "update-buffer", "0", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(canopy_options_set(&o, "update-buffer", "-8", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert(strstr(msg, "entries") != NULL);
+    o.update_buffer = -3;
+    ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
+    o.update_buffer = 0;
     /* every documented name parses with some value */
     for (int i = 0; options_names[i]; i++) {
         const char *v = !strcmp(options_names[i], "bind") ? "core" : !strcmp(options_names[i], "numa") ? "local"
