@@ -101,8 +101,8 @@ static const CanopyOption canopy_options_help[] = {
     {"fanin-cuts", "several ranks: fan-in buffers sent in several messages where the plan leaves a gap or a rank "
                    "holds too much (less memory, more bytes); auto: only when a rank would exceed memory-limit",
      "auto, off, on"},
-    {"update-buffer", "several ranks: a worker's update buffer at most, in entries (a larger update goes in row "
-                      "chunks); auto: 1048576", "auto, off, entries"},
+    {"update-buffer", "several ranks: a worker's update buffer at most, N entries (a larger update goes in row "
+                      "chunks; auto: 1048576; off: whole updates)", NULL},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
