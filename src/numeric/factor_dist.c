@@ -50,8 +50,9 @@ double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, 
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     int ldlt = kind == CANOPY_FACT_LDLT;
-    /* the calling thread's (numeric.c: sequential runs), then each worker's buffer and spares */
-    double bytes = sb * fmax(update_max * parts + (ldlt ? panel_max : 0), 1);
+    /* the calling thread's (numeric.c: sequential runs; one scalar with workers sized by their
+     * tasks, several ranks), then each worker's buffer and spares */
+    double bytes = thread_upd ? sb : sb * fmax(update_max * parts + (ldlt ? panel_max : 0), 1);
     for (int t = 0; t < nthreads; t++) {
         double u = thread_upd ? thread_upd[t] : update_max, p = thread_panel ? thread_panel[t] : panel_max;
         bytes += sb * (fmax(u * parts + (ldlt ? p : 0), 1) + fmin(u, (double)NUMERIC_SPARE_MAX) * parts * NUMERIC_SPARES);
@@ -144,8 +145,9 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     /* workspaces for this rank's tasks only: a thread runs only tasks of its rank, and every
      * update of a cblk runs on the cblk's rank */
     F->upd_scalars = (size_t)L->update_max;
-    F->work_scalars = F->upd_scalars * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? (size_t)L->panel_max : 0);
-    if (F->work_scalars == 0) F->work_scalars = 1;
+    /* the workers' buffers are theirs (numeric.c, by sched_thread_work); the calling thread's, for
+     * sequential runs, is never used here: several ranks always run on the pool */
+    F->work_scalars = 1;
     F->spare_scalars = CANOPY_MIN(F->upd_scalars, (size_t)NUMERIC_SPARE_MAX) * (kind == CANOPY_FACT_LU ? 2 : 1);
     int parts = kind == CANOPY_FACT_LU ? 2 : 1;
     F->lcoef = canopy_alloc((size_t)S->ncblk + 1, sizeof(int64_t), "local panel offsets", err);

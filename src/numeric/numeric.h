@@ -310,10 +310,10 @@ canopy_status numeric_solve_dist_prepare(numeric *F, canopy_err *err);
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
                                     double panel_entries, double workspace, int64_t local_entries);
 
-/** Bytes of the update workspaces: the calling thread's buffer of the largest update product
- * @p update_max (LDL^T: plus the largest panel @p panel_max), and each of @p nthreads workers' buffer
- * and spares, sized by @p thread_upd [nthreads] and @p thread_panel (sched_thread_work; NULL: every
- * worker by the largest, as on one rank). */
+/** Bytes of the update workspaces: each of @p nthreads workers' buffer and spares, sized by
+ * @p thread_upd [nthreads] and @p thread_panel (sched_thread_work: several ranks; the calling
+ * thread's is then one scalar), or NULL: every worker and the calling thread by the largest update
+ * product @p update_max (LDL^T: plus the largest panel @p panel_max), as on one rank. */
 double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, double update_max, double panel_max,
                                  int nthreads, const double *thread_upd, const double *thread_panel);
 
