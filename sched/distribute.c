@@ -131,13 +131,14 @@ static canopy_status dist_snodes(const sched_dag *G, int lo, int hi, sched_dag *
 double sched_update_need(const symbolic *S, cint k, cint fb0, cint rb0, cint rb1, int64_t cap)
 {
     cint fb1 = symbolic_group_end(S, k, fb0), end = S->cblk_fblok[k + 1];
-    double h = (double)(S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) - S->blok_coefrow[fb0]);
+    /* the group's rows: its bloks lie one after the other in the panel */
+    double h = (double)(S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) -
+                        S->blok_coefrow[fb0]);
     cint q1 = rb1 < end ? S->blok_coefrow[rb1] : S->cblk_stride[k];
     double whole = (double)(q1 - S->blok_coefrow[rb0]) * h;
     if (cap <= 0 || whole <= (double)cap || rb0 != fb0) return whole;
     /* in chunks of whole bloks: the facing group's square first, then any single blok */
-    double need = (double)(S->blok_coefrow[fb1 - 1] + (S->blok_lrow[fb1 - 1] - S->blok_frow[fb1 - 1] + 1) -
-                           S->blok_coefrow[fb0]) * h;
+    double need = h * h;
     for (cint b = fb1; b < rb1; b++) need = fmax(need, (double)(S->blok_lrow[b] - S->blok_frow[b] + 1) * h);
     return fmax(need, (double)cap);
 }
@@ -185,7 +186,8 @@ canopy_status sched_thread_work(const symbolic *S, const sched_plan *P, double *
         case SCHED_TASK_PANEL:
         case SCHED_TASK_DIAG:
             /* the grid's root is factored by the grid, not by the task (factor_root.c) */
-            if (!sched_root_has(&P->root, k)) pn = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+            if (!sched_root_has(&P->root, k))
+                pn = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
             break;
         default:
             break;
