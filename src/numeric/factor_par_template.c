@@ -369,6 +369,8 @@ static int ktask(void *ctx, int task, sched_worker *wk)
         double all = 0, done = 0;
         for (cint q = d->first[task]; q <= k; q++) all += ksub_weight(S, q);
         for (cint q = d->first[task]; q <= k; q++) {
+            /* one thread may hold the whole tree as one task: canopy_interrupt is heard per cblk */
+            if (pc->F->exec.stop && atomic_load_explicit(pc->F->exec.stop, memory_order_relaxed)) return KSTOPPED;
             if (kpar_panel(pc, q, t, W, 0) != 0) return 1;
             for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
                 cint e = b + 1;
