@@ -80,6 +80,7 @@ typedef struct sched_local {
 /**
  * Extract rank @p rank's share of @p P (built for @p S with any number of ranks; one rank gives
  * the whole plan on its threads). @p parts: buffers per fan-in (2 for LU: L and U, else 1).
+ * Fills P->memo on its first call for @p P (sched_plan_memory): never concurrently on one plan.
  */
 canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank, int parts, sched_local *L,
                                canopy_err *err);

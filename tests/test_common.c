@@ -80,6 +80,10 @@ START_TEST(options_by_name)
     ck_assert(strstr(msg, "entries") != NULL);
     o.update_buffer = -3;
     ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
+    o.update_buffer = 0.5; /* through the API: neither auto nor a whole number */
+    ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
+    o.update_buffer = 1000.5;
+    ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
     o.update_buffer = 0;
     /* every documented name parses with some value */
     for (int i = 0; options_names[i]; i++) {

@@ -293,8 +293,10 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_check = %d (expected 0 or 1)", o->memory_check);
     if (!(o->memory_limit >= 0 && o->memory_limit <= 1e18))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: memory_limit = %g bytes is not in [0, 1e18]", o->memory_limit);
-    if (!(o->update_buffer == -1 || (o->update_buffer >= 0 && o->update_buffer <= 9e15)))
-        return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: update_buffer = %g (0 = auto, -1 = off, or entries)",
+    if (!(o->update_buffer == -1 || o->update_buffer == 0 ||
+          (o->update_buffer >= 1 && o->update_buffer <= 9e15 && floor(o->update_buffer) == o->update_buffer)))
+        return canopy_err_set(err, CANOPY_ERR_ARGUMENT,
+                              "options: update_buffer = %g (0 = auto, -1 = off, or a whole number of entries >= 1)",
                               o->update_buffer);
     if (o->strict != 0 && o->strict != 1)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: strict = %d (expected 0 or 1)", o->strict);

@@ -190,12 +190,17 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
  * An update whose product is larger than the worker's buffer (@p cap scalars a side: the plan's
  * update cap, sched_update_need): computed and applied at once, in chunks of whole bloks of at
  * most cap scalars, the facing group's square first. Into a shared target, the caller holds its
- * turn. Nonzero when a chunk cannot fit (a plan bug: nothing is computed).
+ * turn. A chunk that cannot fit (a plan bug) computes nothing and fails the run: drain, every
+ * message still sent, "an update larger than a worker's buffer".
  */
-static int kupdate_chunks(kpar *pc, cint k, cint fb0, cint fb1, cint rb1, int seg, SCALAR *W, SCALAR *buf, size_t cap)
+static void kupdate_chunks(kpar *pc, cint k, cint fb0, cint fb1, cint rb1, int seg, SCALAR *W, SCALAR *buf, size_t cap)
 {
     const symbolic *S = pc->c.S;
-    if (sched_update_need(S, k, fb0, fb0, rb1, (int64_t)cap) > (double)cap) return 1;
+    if (sched_update_need(S, k, fb0, fb0, rb1, (int64_t)cap) > (double)cap) {
+        atomic_store(&pc->oversize, 1);
+        atomic_store(&pc->drain, 1);
+        return;
+    }
     cint hb = 0, end = S->cblk_fblok[k + 1];
     for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
     for (cint a = fb0, z; a < rb1; a = z) {
@@ -204,7 +209,6 @@ static int kupdate_chunks(kpar *pc, cint k, cint fb0, cint fb1, cint rb1, int se
         while (z < rb1 && (size_t)((z + 1 < end ? S->blok_coefrow[z + 1] : S->cblk_stride[k]) - q0) * (size_t)hb <= cap) z++;
         kupdate_rows(&pc->c, k, fb0, fb1, a, z, seg, W, buf, KC_ALL);
     }
-    return 0;
 }
 
 /*
@@ -381,10 +385,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                     size_t cap = pc->F->thread_sizes[3 * t];
                     if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) {
                     } else if (pc->dist && kproduct_scalars(pc, q, b, e, b, bend) > cap * (pc->F->U ? 2 : 1)) {
-                        if (kupdate_chunks(pc, q, b, e, bend, 0, W, pc->F->thread_work[t], cap) != 0) {
-                            atomic_store(&pc->oversize, 1);
-                            atomic_store(&pc->drain, 1);
-                        }
+                        kupdate_chunks(pc, q, b, e, bend, 0, W, pc->F->thread_work[t], cap);
                     } else {
                         kupdate(&pc->c, q, b, e, W, pc->F->thread_work[t], KC_ALL);
                     }

@@ -188,7 +188,8 @@ typedef struct numeric {
     numeric_handover *hand;         /**< [nthreads * (NUMERIC_SPARES + 1)] worker t's buffers from
                                          t * (NUMERIC_SPARES + 1); the first is thread_work[t] */
     size_t spare_scalars;           /**< size of each spare buffer (products up to that size, LU: both sides);
-                                         several ranks: the largest of thread_sizes' */
+                                         several ranks: by the rank's largest product, unused (the workers'
+                                         own are in thread_sizes) */
     numeric_handover *_Atomic *pending; /**< [npending] handed-over contribution per (target, ticket) */
     int64_t *pending_off;           /**< [ncblk + 1] target j's tickets start at pending_off[j] */
     int64_t npending;

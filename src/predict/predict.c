@@ -210,9 +210,10 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
             r->heavy_factor = factor[h];
             r->heavy_fanin = fanin[h];
             size_t T = P->threads_per_rank > 0 ? (size_t)P->threads_per_rank : 1;
+            /* as numeric_predict_ranks: workers sized by their tasks on several ranks only */
             r->heavy_work = numeric_predict_workspace(s->fact, s->arith, fm[3 * R + h], fm[4 * R + h], (int)T,
-                                                      fm + 5 * (size_t)R + (size_t)h * T,
-                                                      fm + 5 * (size_t)R + (size_t)R * T + (size_t)h * T);
+                                                      R > 1 ? fm + 5 * (size_t)R + (size_t)h * T : NULL,
+                                                      R > 1 ? fm + 5 * (size_t)R + (size_t)R * T + (size_t)h * T : NULL);
         }
     }
     if (st == CANOPY_SUCCESS) {
