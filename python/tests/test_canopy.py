@@ -413,6 +413,9 @@ def test_interrupt_and_gil():
     s.analyze()
     ticks = []
     stop = threading.Event()
+    # Python's own Ctrl-C handler, whatever this process inherited (a job started in the
+    # background of a script starts with SIGINT ignored, and Python then installs none)
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def tick():
         while not stop.is_set():
@@ -443,6 +446,7 @@ def test_interrupt_and_gil():
         timer.cancel()
         stop.set()
         ticker.join()
+        signal.signal(signal.SIGINT, inherited)
     assert len(ticks) > 3
     from canopy._lib import ffi, lib
     b = np.ones(A.shape[0])
