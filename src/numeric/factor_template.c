@@ -568,8 +568,8 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
  * group's rows for an UPDATE2D task) to j (@p seg: the message of this rank's fan-in buffer of j
  * it goes in, when j is another rank's). Phase: KC_ALL, or KC_COMPUTE then KC_APPLY with the
  * same buffer. @p W is scratch for the L*D rows (LDL^T only, stride * width scalars), @p buf the
- * update buffer (F->upd_scalars scalars, twice that for LU: the U side's product follows the
- * L side's).
+ * update buffer (at least the product: F->upd_scalars on one rank, the worker's thread_sizes on
+ * several; twice that for LU: the U side's product follows the L side's).
  */
 static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, cint rb1, int seg, SCALAR *W,
                          SCALAR *buf, int phase)
