@@ -37,12 +37,36 @@ static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
     return (int64_t)rows * (S->cblk_fcol[j + 1] - S->cblk_fcol[j]);
 }
 
+/*
+ * The structure a rank of several holds beside its panels, buffers and workspaces, every array
+ * counted by its allocator's label (measured on G3_circuit over 4 ranks: 181 MB on rank 0, which
+ * the one-rank formula put at 99 MB; bench/README, "The memory prediction"):
+ *  - per unknown: the ordering (perm, iperm), col2cblk, the split partition and the rank's
+ *    assembled piece's column pointers (global), 4 bytes each; the pivots (LDL^T, LU) and the 2x2
+ *    pivots' second diagonal (LDL^T);
+ *  - per entry of A the rank holds: its values and row indices, the piece's rows and the assembly
+ *    map (sb + 12), and the factorization's entry map, send order and values received (sb + 16);
+ *  - per cblk: the plan (rank, candidates, start times, tasks: about 150 bytes), the rank's local
+ *    plan (about 50), the symbolic cblk arrays (about 24) and the factor's per-cblk arrays
+ *    (offsets, entry-map pointers, ticket locks, hand-over and solve lists: about 46);
+ *  - per blok: the symbolic bloks (4 arrays of 4 bytes) and the factor's blok owners and solve
+ *    fan-in lists (8).
+ */
+static double structure_dist(const symbolic *S, canopy_factorization kind, double sb, int64_t local_entries)
+{
+    double per_n = 20.0 + (kind != CANOPY_FACT_LLT ? 4.0 : 0) + (kind == CANOPY_FACT_LDLT ? sb : 0);
+    return (double)S->n * per_n + (double)local_entries * (2.0 * sb + 28.0) + (double)S->ncblk * 270.0 +
+           (double)S->nblok * 24.0;
+}
+
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, double workspace, int64_t local_entries)
+                                    double panel_entries, double workspace, int64_t local_entries, int nranks)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
-    return sb * parts * panel_entries + workspace + (double)local_entries * (16.0 + sb) + (double)S->n * 24.0 +
-           (double)S->ncblk * 40.0 + (double)S->nblok * 8.0;
+    double held = sb * parts * panel_entries + workspace;
+    if (nranks > 1) return held + structure_dist(S, kind, sb, local_entries);
+    return held + (double)local_entries * (16.0 + sb) + (double)S->n * 24.0 + (double)S->ncblk * 40.0 +
+           (double)S->nblok * 8.0;
 }
 
 double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, double update_max, double panel_max,
@@ -94,7 +118,7 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     int own = L->nranks > 1; /* one rank: every worker sized for the largest (numeric.c) */
     double work = numeric_predict_workspace(kind, arith, L->update_max, L->panel_max, L->nthreads,
                                             own ? L->thread_upd : NULL, own ? L->thread_panel : NULL);
-    return numeric_predict_bytes_counts(S, kind, arith, held, work, local_entries);
+    return numeric_predict_bytes_counts(S, kind, arith, held, work, local_entries, L->nranks);
 }
 
 canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
@@ -122,7 +146,7 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
         double after = root_scalars(S, &P->root, P->cblk_rank, q, kind) / parts; /* the root's step, after the buffers */
         const double *tu = R > 1 ? v + 5 * R + (size_t)q * T : NULL, *tp = R > 1 ? v + 5 * R + (size_t)R * T + (size_t)q * T : NULL;
         double work = numeric_predict_workspace(kind, arith, upd[q], pmax[q], T, tu, tp);
-        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), work, local);
+        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), work, local, R);
         if (fanin) fanin[q] = buffers * parts * sb;
     }
     canopy_free(own);

@@ -305,11 +305,12 @@ canopy_status numeric_solve_dist_prepare(numeric *F, canopy_err *err);
 /**
  * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in
  * buffers it holds at once at most (one part each; LU doubles them), @p workspace bytes of update
- * buffers (numeric_predict_workspace), and @p local_entries entries of A it holds. canopy-simulate
- * prices every virtual rank with it.
+ * buffers (numeric_predict_workspace), and @p local_entries entries of A it holds, on a run of
+ * @p nranks ranks (several: the structure every rank holds counted array by array, factor_dist.c).
+ * canopy-simulate prices every virtual rank with it.
  */
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, double workspace, int64_t local_entries);
+                                    double panel_entries, double workspace, int64_t local_entries, int nranks);
 
 /** Bytes of the update workspaces: each of @p nthreads workers' buffer and spares, sized by
  * @p thread_upd [nthreads] and @p thread_panel (sched_thread_work: several ranks; the calling
