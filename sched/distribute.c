@@ -238,9 +238,24 @@ canopy_status sched_plan_memory(const symbolic *S, const sched_plan *P, const do
     double *m = P->memo + 1;
     if (P->memo[0] == 0) {
         size_t T = P->factor.nthreads > 0 ? (size_t)P->factor.nthreads : 1;
-        canopy_status st = sched_fanin_memory(S, P, m, m + R, m + 2 * R, m + 3 * R, m + 4 * R, err);
+        canopy_status st = sched_fanin_memory(S, P, m, m + R, m + 2 * R, err);
         if (st == CANOPY_SUCCESS) st = sched_thread_work(S, P, m + 5 * R, m + 5 * R + T, err);
         if (st != CANOPY_SUCCESS) return st;
+        /* each rank's largest update buffer and panel: several ranks, its workers' (the buffers
+         * they allocate); one rank, the largest product and panel anywhere (numeric.c sizes every
+         * worker so) */
+        double *upd = m + 3 * R, *pan = m + 4 * R;
+        for (size_t r = 0; r < R; r++) upd[r] = pan[r] = 0;
+        if (R > 1) {
+            for (size_t t = 0, TR = T / R; TR > 0 && t < TR * R; t++) {
+                upd[t / TR] = fmax(upd[t / TR], m[5 * R + t]);
+                pan[t / TR] = fmax(pan[t / TR], m[5 * R + T + t]);
+            }
+        } else {
+            upd[0] = (double)S->max_update_buf;
+            for (cint k = 0; k < S->ncblk; k++)
+                pan[0] = fmax(pan[0], (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]));
+        }
         P->memo[0] = 1;
     }
     *v = m;

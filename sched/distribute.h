@@ -65,8 +65,8 @@ typedef struct sched_local {
                                        ones held until their panel task (scheduler=static) */
     double fanin_peak_arrival;    /**< the same with received ones added on arrival (scheduler=dynamic) */
     double fanin_sink;            /**< the largest buffer it receives (the exchange's sink) */
-    double update_max;            /**< the largest update product of its cblks (update buffers) */
-    double panel_max;             /**< the largest stride x width of its cblks (LDL^T scratch) */
+    double update_max;            /**< the largest of its workers' update buffers (sched_plan_memory) */
+    double panel_max;             /**< the largest of its workers' panels (LDL^T scratch) */
     double *thread_upd;           /**< [nthreads] the largest update product among the tasks each thread may
                                        run (sched_thread_work): its update buffer */
     double *thread_panel;         /**< [nthreads] the same for panels (its LDL^T scratch) */
@@ -111,8 +111,9 @@ double sched_update_need(const symbolic *S, cint k, cint fb0, cint rb0, cint rb1
 /**
  * sched_fanin_memory of @p P for every rank, and sched_thread_work for every thread,
  * computed once per plan and kept in P->memo: @p v = [5 * nranks + 2 * threads]: peak,
- * peak_arrival, sink, upd, panel (nranks each), then each thread's upd and panel (the plan's
- * threads each). Not thread-safe on its first call for a plan.
+ * peak_arrival, sink, upd, panel (nranks each: the largest of the rank's threads' on several
+ * ranks; the largest product and panel anywhere on one, as numeric.c sizes its workers), then each
+ * thread's upd and panel (the plan's threads each). Not thread-safe on its first call for a plan.
  */
 canopy_status sched_plan_memory(const symbolic *S, const sched_plan *P, const double **v, canopy_err *err);
 

@@ -506,7 +506,7 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
 }
 
 canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
-                                 double *upd, double *panel, canopy_err *err)
+                                 canopy_err *err)
 {
     if (S == NULL || P == NULL || P->ncblk != S->ncblk)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_memory: bad argument");
@@ -516,34 +516,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
         if (peak) peak[r] = 0;
         if (peak_arrival) peak_arrival[r] = 0;
         if (sink) sink[r] = 0;
-        if (upd) upd[r] = 0;
-        if (panel) panel[r] = 0;
     }
-    /* the update products: a cblk with 2D tasks computes one tile (a facing group's rows x
-     * another's) at a time, the others all their rows from a facing group on */
-    const sched_dag *G = &P->factor;
-    char *tiled = canopy_calloc((size_t)n + 1, 1, "fan-in memory scratch", err);
-    if (tiled == NULL) return fan_nomem(err);
-    for (int i = 0; G->tile && i < G->ntasks; i++) {
-        if (G->kind[i] != SCHED_TASK_UPDATE2D) continue;
-        cint k = G->cblk[i], fb = G->first[i], fe = symbolic_group_end(S, k, fb), rb = G->tile[i], re = symbolic_group_end(S, k, rb);
-        double h = (double)(S->blok_coefrow[fe - 1] + (S->blok_lrow[fe - 1] - S->blok_frow[fe - 1] + 1) - S->blok_coefrow[fb]);
-        double rows = (double)((re < S->cblk_fblok[k + 1] ? S->blok_coefrow[re] : S->cblk_stride[k]) - S->blok_coefrow[rb]);
-        tiled[k] = 1;
-        if (upd) upd[P->cblk_rank[k]] = fmax(upd[P->cblk_rank[k]], rows * h);
-    }
-    for (cint k = 0; k < n; k++) {
-        int r = P->cblk_rank[k];
-        double w = (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
-        if (panel) panel[r] = fmax(panel[r], w * (double)S->cblk_stride[k]);
-        /* the grid's root sends no update (sched/root.h) */
-        for (cint b = sched_root_has(&P->root, k) || tiled[k] ? S->cblk_fblok[k + 1] : S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
-            e = symbolic_group_end(S, k, b);
-            double h = (double)(S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b]);
-            if (upd) upd[r] = fmax(upd[r], (double)(S->cblk_stride[k] - S->blok_coefrow[b]) * h);
-        }
-    }
-    canopy_free(tiled);
     if (R < 2 || (!peak && !peak_arrival && !sink)) return CANOPY_SUCCESS;
     /* the pairs and their rows */
     int64_t *pairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "fan-in memory scratch", err);

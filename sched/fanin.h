@@ -23,11 +23,11 @@
  * scheduler=static).
  * @p peak_arrival: the same with received buffers added into the panel on arrival
  * (scheduler=dynamic): they count only at that instant. Intervals that touch count together.
- * @p sink: the largest buffer the rank receives; @p upd: the largest update product (source rows x
- * facing rows) of the rank's cblks; @p panel: their largest stride x width. Any of them may be NULL.
+ * @p sink: the largest buffer the rank receives. Any of them may be NULL. (The update buffers are
+ * the workers' own: sched_thread_work.)
  */
 canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
-                                 double *upd, double *panel, canopy_err *err);
+                                 canopy_err *err);
 
 /** A fan-in buffer goes in at most this many messages (sched_fanin_cuts). */
 #define SCHED_FANIN_SEGS 8
