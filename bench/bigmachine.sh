@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bigmachine.sh: the runs a lent many-core machine is for, in one script with a time budget, each
 # result a JSON line as soon as it is known (so a run cut short still says what it measured):
-#   bench/bigmachine.sh OUTDIR [BUDGET_SECONDS] [MATRIXDIR]
+#   [BIG_TRANSPORT=cma] bench/bigmachine.sh OUTDIR [BUDGET_SECONDS] [MATRIXDIR]
 # Expects Canopy's programs on PATH (../shared/bigmachine: source the bundle's setup.sh first) and
 # bench/mumps_driver, bench/dgemm_peak beside them or in /opt/cb/bench. Writes into OUTDIR:
 #   machine.txt   the CPU, the OpenBLAS core it picked (OPENBLAS_CORETYPE set where it fell back to
@@ -24,6 +24,10 @@ left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export XDG_CACHE_HOME=$OUT/cache
+# BIG_TRANSPORT=cma: Open MPI's receivers copy large messages themselves (the bundle's setup.sh
+# turns the single-copy mechanism off; bench/README "On 16 cores" measured cma 2.5x faster for
+# the dense grid); recorded in machine.txt
+[ -n "${BIG_TRANSPORT:-}" ] && export OMPI_MCA_btl_vader_single_copy_mechanism=$BIG_TRANSPORT
 NC=${BIG_CORES:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}   # BIG_CORES: pretend (a dry run on a small machine)
 bench=$(dirname "$(command -v mumps_driver 2>/dev/null || echo /opt/cb/bench/x)")
 [ -x "$bench/mumps_driver" ] || bench=$(cd "$(dirname "$0")" && pwd)
@@ -31,6 +35,7 @@ MPIRUN="mpirun --bind-to none --oversubscribe"
 
 {
     echo "date: $(date -u)"; echo "nproc: $NC"
+    echo "vader single copy: ${OMPI_MCA_btl_vader_single_copy_mechanism:-default}"
     lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Socket|NUMA node|L3|Flags' | cut -c1-400
     free -g | head -2
     core=$(OPENBLAS_VERBOSE=2 "$bench/dgemm_peak" 200 1 2>&1 | sed -n 's/^Core: //p' | head -1)
