@@ -512,6 +512,21 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     return st;
 }
 
+void sched_plan_keep_local(sched_plan *P)
+{
+    if (P == NULL) return;
+    /* the scalars, root and cblk_rank into a fresh plan: a field added later stays zero here
+     * rather than dangling */
+    sched_plan keep = {.nthreads = P->nthreads, .nranks = P->nranks, .threads_per_rank = P->threads_per_rank,
+                       .cblk_rank = P->cblk_rank, .ncblk = P->ncblk, .twod_levels = P->twod_levels,
+                       .twod_cblks = P->twod_cblks, .total_cost = P->total_cost, .root = P->root,
+                       .root_time = P->root_time, .fanin_cuts = P->fanin_cuts, .update_cap = P->update_cap};
+    keep.factor.predicted_time = P->factor.predicted_time;
+    P->cblk_rank = NULL;
+    sched_plan_free(P);
+    *P = keep;
+}
+
 void sched_plan_free(sched_plan *P)
 {
     if (P == NULL) return;

@@ -193,4 +193,13 @@ size_t sched_subtree_deferred(const symbolic *S, const sched_plan *P, cint first
 
 void sched_plan_free(sched_plan *P);
 
+/**
+ * After sched_plan_local, on a rank of several that executes the plan: frees what only the
+ * plan's own passes, its memory figures and the simulation read (every rank's task graph, the
+ * tasks' times, the contribution numbers, the grids, the memo), O(all ranks' tasks) on every
+ * rank; keeps cblk_rank (the local plan points into it), root and the scalars (factor's
+ * predicted_time among them). sched_plan_free still frees the rest.
+ */
+void sched_plan_keep_local(sched_plan *P);
+
 #endif

@@ -108,7 +108,7 @@ if [ -n "$MPIEXEC" ]; then
     done
     # the memory prediction (issue 31): the heaviest rank's predicted memory within 10% of the
     # peak Canopy's allocator counted on the heaviest rank (the structure every rank holds was
-    # missing: G3_circuit on 4 ranks 16% low; here 30^3 was 9% low on 2 and 3 ranks, 13-14% on 4
+    # missing: G3_circuit on 4 ranks 18% low; here 30^3 was 9% low on 2 and 3 ranks, 13-14% on 4
     # ranks static and on 3 centralized)
     for layout in "2 --threads 1 --distributed" "3 --threads 2 --distributed" "4 --threads 2 --scheduler static --distributed" \
                   "3 --threads 1"; do

@@ -89,5 +89,7 @@ canopy_status api_analyze_dist(canopy_solver *s)
     double worst = s->predicted_bytes;
     MPI_Allreduce(&s->predicted_bytes, &worst, 1, MPI_DOUBLE, MPI_MAX, s->comm);
     s->stats.memory_predicted_rank_max = worst;
+    /* every rank's task graph is no longer needed here: the factorization runs the local plan */
+    sched_plan_keep_local(&s->rt.plan);
     return CANOPY_SUCCESS;
 }
