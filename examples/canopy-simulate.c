@@ -325,6 +325,7 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_num("heavy_factor_bytes", r->heavy_factor, 0);
     json_num("heavy_fanin_bytes", r->heavy_fanin, 0);
     json_num("heavy_work_bytes", r->heavy_work, 0);
+    json_num("plan_bytes", r->plan_bytes, 0);
     json_spread("msgs", &r->msgs);
     json_spread("bytes", &r->bytes);
     printf("\"update_msgs\": %lld, \"update_bytes\": %lld, ", (long long)r->update_msgs, (long long)r->update_bytes);
@@ -417,6 +418,9 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
                "    + the rest (A's entries, the structure, the root's grid step) %.4g\n",
                r->heavy_rank, r->memory_bytes.max * 1e-9, r->heavy_factor * 1e-9, r->heavy_fanin * 1e-9,
                r->heavy_work * 1e-9, (r->memory_bytes.max - r->heavy_factor - r->heavy_fanin - r->heavy_work) * 1e-9);
+    if (r->plan_bytes > 0)
+        printf("  during the analysis every rank holds the plan of all ranks' tasks, %.4g GB, beside the structure\n"
+               "    (freed once its local plan is built: not in the peak above)\n", r->plan_bytes * 1e-9);
     if (r->mapping == 2) printf("  (the tree mapped onto the ranks by factor entries: option mapping)\n");
     print_spread("fan-in messages sent", &r->msgs, 1, "");
     print_spread("fan-in bytes sent", &r->bytes, 1e-9, "GB");

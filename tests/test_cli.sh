@@ -283,10 +283,11 @@ t "simulate text" 0 "$sim" --ranks 3 --threads 4 --cost-cache fixed --laplacian 
 trace=${TMPDIR:-/tmp}/canopy_cli_sim.$$
 j=$("$sim" --json --ranks 16 --threads 8 --cost-cache fixed --core-gflops 50 --load-gemm 1.8 --trace "$trace" --laplacian 12x12x12)
 for k in ranks threads time_factorize time_1x1 speedup efficiency efficiency_loaded critical_path time_solve levels \
-         idle_fraction factor_bytes fanin_bytes memory_bytes msgs bytes solve_msgs solve_bytes median stddev; do
+         idle_fraction factor_bytes fanin_bytes memory_bytes plan_bytes msgs bytes solve_msgs solve_bytes median stddev; do
     printf '%s\n' "$j" | grep -q "\"$k\": " || { echo "FAIL: simulate json lacks $k"; fails=$((fails + 1)); }
 done
 printf '%s\n' "$j" | grep -q '"core_gflops": 50,' || { echo "FAIL: --core-gflops not applied"; fails=$((fails + 1)); }
+printf '%s\n' "$j" | grep -q '"plan_bytes": [1-9]' || { echo "FAIL: simulate's plan of all ranks has no size"; fails=$((fails + 1)); }
 # the heaviest rank's parts: each positive, together no more than its peak (the rest: A, structure)
 printf '%s\n' "$j" | awk '{
     m = $0; sub(/.*"memory_bytes": {[^}]*"max": /, "", m); sub(/,.*/, "", m)

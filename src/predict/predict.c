@@ -433,8 +433,12 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
      * this machine's free memory says nothing of the one simulated */
     s->rt.mem_limit = s->opts.memory_limit;
     s->rt.mem_nnz = (double)s->stats.nnz;
+    size_t held = canopy_mem_current();
     canopy_status st = runtime_plan_for(&s->rt, &po, &s->S, s->fact, cplx, o->ranks, &P, &s->err);
     if (st != CANOPY_SUCCESS) return st;
+    /* what the plan holds, by the allocator (its scratch and the candidates it dropped are gone) */
+    size_t now = canopy_mem_current();
+    r->plan_bytes = now > held ? (double)(now - held) : 0;
     r->mapping = o->ranks > 1 ? (s->rt.mapping_last == SCHED_MAPPING_MEMORY ? 2 : 1) : 0;
     r->time_plan = canopy_wtime() - t0;
     /* the 1 x 1 reference: the same structure on one thread, no load */

@@ -62,6 +62,9 @@ typedef struct predict_report {
     double heavy_factor, heavy_fanin, heavy_work; /**< its panels, fan-in buffers (with the sink) and update
                                                        workspaces, bytes (the rest: A's entries, the structure,
                                                        the root's grid step beyond its buffers) */
+    double plan_bytes;            /**< the plan of every rank's tasks, which every rank builds during the analysis
+                                       and frees once its local plan is built (sched_plan_keep_local): the
+                                       analysis' share of every rank's memory that does not shrink with ranks */
     predict_spread msgs, bytes;   /**< fan-in messages and bytes each rank sends (factorization) */
     int64_t update_msgs, update_bytes; /**< what one message per remote update would take (no fan-in) */
     predict_spread solve_msgs, solve_bytes; /**< messages and bytes each rank sends in the solve's trees */
