@@ -67,8 +67,14 @@ double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     double held = sb * parts * panel_entries + workspace;
     if (nranks > 1) return held + structure_dist(S, kind, sb, local_entries);
-    return held + (double)local_entries * (16.0 + sb) + (double)S->n * 24.0 + (double)S->ncblk * 40.0 +
-           (double)S->nblok * 8.0;
+    /* one rank, by the allocator's labels the same way (G3_circuit: 476 MB of structure where the
+     * earlier formula said 257): per entry, the factor's source copy of A (both triangles:
+     * values and rows, sb + 4) and the entry map (16); per unknown, the ordering, col2cblk and
+     * column pointers (24), the row sums (8) and the refinement's residual and iterate (2 sb);
+     * per cblk, the plan and the local plan (about 190) and the factor's arrays (40); per blok,
+     * the bloks (16) and the factor's (8) */
+    return held + (double)local_entries * (20.0 + sb) + (double)S->n * (32.0 + 2.0 * sb) +
+           (double)S->ncblk * 230.0 + (double)S->nblok * 24.0;
 }
 
 double numeric_predict_workspace(canopy_factorization kind, canopy_arith arith, double update_max, double panel_max,
