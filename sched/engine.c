@@ -150,49 +150,6 @@ void sched_run_wake(sched_run *run)
     if (run) sched_evc_notify(&run->pool->evc);
 }
 
-/* ---- sub-queues (binary max-heaps on prio, ties: smaller task first) ------------------------- */
-
-static bool sched_before(const double *prio, int a, int b)
-{
-    return prio[a] > prio[b] || (prio[a] == prio[b] && a < b);
-}
-
-static void sched_heap_push(sched_subq *q, const double *prio, int task)
-{
-    int i = q->n++;
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!sched_before(prio, task, q->heap[p])) break;
-        q->heap[i] = q->heap[p];
-        i = p;
-    }
-    q->heap[i] = task;
-}
-
-static int sched_heap_pop(sched_subq *q, const double *prio)
-{
-    int top = q->heap[0], last = q->heap[--q->n], n = q->n, i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && sched_before(prio, q->heap[c + 1], q->heap[c])) c++;
-        if (!sched_before(prio, q->heap[c], last)) break;
-        q->heap[i] = q->heap[c];
-        i = c;
-    }
-    if (n > 0) q->heap[i] = last;
-    return top;
-}
-
-void sched_push(sched_run *run, int task)
-{
-    sched_subq *q = &run->subq[run->task_subq[task]];
-    pthread_mutex_lock(&q->mu);
-    sched_heap_push(q, run->dag->prio, task);
-    atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
-    pthread_mutex_unlock(&q->mu);
-}
-
 /* First task found along this worker's visiting order; *victim = its queue's thread or -1. */
 static int sched_find(const sched_worker *w, sched_run *run, int *victim)
 {

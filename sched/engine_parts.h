@@ -101,8 +101,50 @@ static inline canopy_status sched_nomem(const canopy_err *err)
     return err && err->status != CANOPY_SUCCESS ? err->status : CANOPY_ERR_NOMEM;
 }
 
-/* engine.c: a ready task into its sub-queue (dynamic runs) */
-void sched_push(sched_run *run, int task);
+/* ---- sub-queues (binary max-heaps on prio, ties: smaller task first): the set-up pushes the
+ * tasks ready at the start, the workers the rest --------------------------------------------- */
+
+static inline bool sched_before(const double *prio, int a, int b)
+{
+    return prio[a] > prio[b] || (prio[a] == prio[b] && a < b);
+}
+
+static inline void sched_heap_push(sched_subq *q, const double *prio, int task)
+{
+    int i = q->n++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!sched_before(prio, task, q->heap[p])) break;
+        q->heap[i] = q->heap[p];
+        i = p;
+    }
+    q->heap[i] = task;
+}
+
+static inline int sched_heap_pop(sched_subq *q, const double *prio)
+{
+    int top = q->heap[0], last = q->heap[--q->n], n = q->n, i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && sched_before(prio, q->heap[c + 1], q->heap[c])) c++;
+        if (!sched_before(prio, q->heap[c], last)) break;
+        q->heap[i] = q->heap[c];
+        i = c;
+    }
+    if (n > 0) q->heap[i] = last;
+    return top;
+}
+
+static inline void sched_push(sched_run *run, int task)
+{
+    sched_subq *q = &run->subq[run->task_subq[task]];
+    pthread_mutex_lock(&q->mu);
+    sched_heap_push(q, run->dag->prio, task);
+    atomic_store_explicit(&q->size, q->n, memory_order_relaxed);
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* engine_setup.c: check @p d and allocate, count and queue one run (run->dynamic chosen by the
  * caller; @p ext: external dependencies per task, or NULL); sched_run_free releases it */
 canopy_status sched_setup(const sched_pool *pool, const sched_dag *d, const int *ext, sched_run *run, canopy_err *err);
