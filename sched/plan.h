@@ -120,6 +120,7 @@ typedef struct sched_plan {
     double root_time;         /**< predicted seconds of the root's grid factorization (in factor.predicted_time) */
     int fanin_cuts;           /**< sched_plan_opts.fanin_cuts */
     int64_t update_cap;       /**< sched_plan_opts.update_cap */
+    int kept_tasks;           /**< after sched_plan_keep_local: factor.ntasks before the graph went (0 before) */
     double *memo;             /**< [5 * nranks + 2 * nthreads + 1] sched_fanin_memory's figures of every rank and
                                    sched_thread_work's of every thread, computed on the
                                    first request (sched_plan_memory; memo[0] = 1 once filled): every rank's
@@ -197,8 +198,9 @@ void sched_plan_free(sched_plan *P);
  * After sched_plan_local, on a rank of several that executes the plan: frees what only the
  * plan's own passes, its memory figures and the simulation read (every rank's task graph, the
  * tasks' times, the contribution numbers, the grids, the memo), O(all ranks' tasks) on every
- * rank; keeps cblk_rank (the local plan points into it), root and the scalars (factor's
- * predicted_time among them). sched_plan_free still frees the rest.
+ * rank; keeps cblk_rank (the local plan points into it), cblk_owner, root and the scalars
+ * (factor's predicted_time among them; its task count in kept_tasks). sched_plan_free still
+ * frees the rest.
  */
 void sched_plan_keep_local(sched_plan *P);
 

@@ -46,9 +46,10 @@ static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
  *    pivots' second diagonal (LDL^T);
  *  - per entry of A the rank holds: its values and row indices, the piece's rows and the assembly
  *    map (sb + 12), and the factorization's entry map, send order and values received (sb + 16);
- *  - per cblk: the plan's ranks (4 bytes: the rest of every rank's plan, about 150 bytes a cblk
- *    on G3_circuit and growing with the tasks, is freed once the local plan is built,
- *    sched_plan_keep_local), the rank's local plan (about 50), the symbolic cblk arrays (about 24)
+ *  - per cblk: the plan's ranks and owners (8 bytes: the rest of every rank's plan, about 150
+ *    bytes a cblk on G3_circuit and growing with the tasks, is freed once the local plan is
+ *    built, sched_plan_keep_local), the rank's local plan (about 50), the symbolic cblk arrays
+ *    (about 24)
  *    and the factor's per-cblk arrays (offsets, entry-map pointers, ticket locks, hand-over and
  *    solve lists: about 46);
  *  - per blok: the symbolic bloks (4 arrays of 4 bytes) and the factor's blok owners and solve
@@ -57,7 +58,7 @@ static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
 static double structure_dist(const symbolic *S, canopy_factorization kind, double sb, int64_t local_entries)
 {
     double per_n = 20.0 + (kind != CANOPY_FACT_LLT ? 4.0 : 0) + (kind == CANOPY_FACT_LDLT ? sb : 0);
-    return (double)S->n * per_n + (double)local_entries * (2.0 * sb + 28.0) + (double)S->ncblk * 124.0 +
+    return (double)S->n * per_n + (double)local_entries * (2.0 * sb + 28.0) + (double)S->ncblk * 128.0 +
            (double)S->nblok * 24.0;
 }
 
