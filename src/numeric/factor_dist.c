@@ -49,9 +49,8 @@ static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
  *  - per cblk: the plan's ranks and owners (8 bytes: the rest of every rank's plan, about 150
  *    bytes a cblk on G3_circuit and growing with the tasks, is freed once the local plan is
  *    built, sched_plan_keep_local), the rank's local plan (about 50), the symbolic cblk arrays
- *    (about 24)
- *    and the factor's per-cblk arrays (offsets, entry-map pointers, ticket locks, hand-over and
- *    solve lists: about 46);
+ *    (about 24) and the factor's per-cblk arrays (offsets, entry-map pointers, ticket locks,
+ *    hand-over and solve lists: about 46);
  *  - per blok: the symbolic bloks (4 arrays of 4 bytes) and the factor's blok owners and solve
  *    fan-in lists (8).
  */
