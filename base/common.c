@@ -131,6 +131,20 @@ void *canopy_realloc(void *p, size_t n, size_t sz, const char *what, canopy_err 
     return q + HEADER;
 }
 
+void *canopy_shrink(void *p, size_t n, size_t sz)
+{
+    size_t bytes, old;
+    if (p == NULL || !canopy_mul_ok(n, sz, &bytes) || bytes > SIZE_MAX - HEADER) return p;
+    unsigned char *base = (unsigned char *)p - HEADER;
+    memcpy(&old, base, sizeof old);
+    if (bytes >= old) return p;
+    unsigned char *q = realloc(base, bytes + HEADER);
+    if (q == NULL) return p;
+    memcpy(q, &bytes, sizeof bytes);
+    account(0, old - bytes);
+    return q + HEADER;
+}
+
 bool canopy_mem_add(int64_t delta)
 {
     if (delta > 0) {

@@ -47,6 +47,10 @@ void *canopy_alloc(size_t n, size_t sz, const char *what, canopy_err *err);
 void *canopy_calloc(size_t n, size_t sz, const char *what, canopy_err *err);
 /** Checked realloc; on failure the old block is left alone and NULL returned. */
 void *canopy_realloc(void *p, size_t n, size_t sz, const char *what, canopy_err *err);
+/** Give back the end of @p p beyond @p n elements of size sz: the block (moved or not), or @p p
+ * itself when the system keeps it. Never fails and takes no part in fault injection: a shrink
+ * that cannot happen changes nothing. */
+void *canopy_shrink(void *p, size_t n, size_t sz);
 
 /**
  * Fault injection for tests: after @p count more successful allocations, the next one fails

@@ -521,7 +521,7 @@ void sched_plan_keep_local(sched_plan *P)
                        .cblk_rank = P->cblk_rank, .ncblk = P->ncblk, .twod_levels = P->twod_levels,
                        .twod_cblks = P->twod_cblks, .total_cost = P->total_cost, .root = P->root,
                        .root_time = P->root_time, .fanin_cuts = P->fanin_cuts, .update_cap = P->update_cap,
-                       .cblk_owner = P->cblk_owner, .kept_tasks = P->factor.ntasks};
+                       .cblk_owner = P->cblk_owner, .kept_tasks = P->kept_tasks ? P->kept_tasks : P->factor.ntasks};
     keep.factor.predicted_time = P->factor.predicted_time;
     P->cblk_rank = P->cblk_owner = NULL;
     sched_plan_free(P);

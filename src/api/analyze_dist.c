@@ -26,7 +26,7 @@ static uint64_t plan_hash(const runtime *rt)
     /* the fan-in buffers' cuts come from the plan's simulated times: a sender and its receiver
      * must count the same messages */
     h = (h ^ (uint64_t)P->fanin_cuts ^ rt->local.cut_hash) * 1099511628211ull;
-    return (h ^ (uint64_t)P->factor.ntasks) * 1099511628211ull;
+    return (h ^ (uint64_t)P->kept_tasks) * 1099511628211ull; /* runtime_plan kept the local plan only */
 }
 
 void api_pingpong(canopy_solver *s)
@@ -89,7 +89,5 @@ canopy_status api_analyze_dist(canopy_solver *s)
     double worst = s->predicted_bytes;
     MPI_Allreduce(&s->predicted_bytes, &worst, 1, MPI_DOUBLE, MPI_MAX, s->comm);
     s->stats.memory_predicted_rank_max = worst;
-    /* every rank's task graph is no longer needed here: the factorization runs the local plan */
-    sched_plan_keep_local(&s->rt.plan);
     return CANOPY_SUCCESS;
 }

@@ -309,6 +309,9 @@ canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic 
     if (st == CANOPY_SUCCESS)
         st = sched_plan_local(S, &rt->plan, R > 1 ? rt->rank : 0, kind == CANOPY_FACT_LU ? 2 : 1, &rt->local, err);
     if (st == CANOPY_SUCCESS && R == 1) st = sched_plan_solve_dag(S, &rt->plan, &rt->solve, err);
+    /* several ranks: the factorization runs the local plan; every rank's task graph goes (also
+     * when a new kind replans, the LL^T fallback) */
+    if (st == CANOPY_SUCCESS && R > 1) sched_plan_keep_local(&rt->plan);
     if (st != CANOPY_SUCCESS) {
         sched_plan_free(&rt->plan);
         sched_local_free(&rt->local);
