@@ -29,6 +29,30 @@ START_TEST(alloc_overflow_and_injection)
 }
 END_TEST
 
+/* canopy_shrink: gives bytes back, keeps the contents, never fails, draws no injected failure. */
+START_TEST(shrink_keeps_and_gives_back)
+{
+    canopy_err err = {0};
+    size_t before = canopy_mem_current();
+    int *p = canopy_alloc(1000, sizeof(int), "to shrink", &err);
+    ck_assert_ptr_nonnull(p);
+    for (int i = 0; i < 1000; i++) p[i] = 3 * i;
+    ck_assert_uint_eq(canopy_mem_current(), before + 1000 * sizeof(int));
+    canopy_alloc_fail_after(0); /* the next allocation would fail: a shrink is none */
+    p = canopy_shrink(p, 10, sizeof(int));
+    ck_assert_int_eq(canopy_alloc_fail_pending(), 0);
+    canopy_alloc_fail_after(-1);
+    ck_assert_ptr_nonnull(p);
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(p[i], 3 * i);
+    ck_assert_uint_eq(canopy_mem_current(), before + 10 * sizeof(int));
+    ck_assert_ptr_eq(canopy_shrink(p, 20, sizeof(int)), p); /* larger: unchanged */
+    ck_assert_ptr_eq(canopy_shrink(p, SIZE_MAX, 4), p);     /* overflow: unchanged */
+    ck_assert_ptr_null(canopy_shrink(NULL, 1, 4));
+    canopy_free(p);
+    ck_assert_uint_eq(canopy_mem_current(), before);
+}
+END_TEST
+
 START_TEST(first_error_wins)
 {
     canopy_err err = {0};
@@ -141,6 +165,7 @@ int main(void)
     Suite *s = suite_create("common");
     TCase *tc = tcase_create("common");
     tcase_add_test(tc, alloc_overflow_and_injection);
+    tcase_add_test(tc, shrink_keeps_and_gives_back);
     tcase_add_test(tc, first_error_wins);
     tcase_add_test(tc, options_by_name);
     tcase_add_test(tc, environment_overlay);
