@@ -53,6 +53,17 @@ static inline cint symbolic_group_end(const symbolic *S, cint k, cint b)
     return e;
 }
 
+/** Entries of the largest panel (stride x width of any cblk): one rank's panel workspace. */
+static inline double symbolic_max_panel(const symbolic *S)
+{
+    double m = 0;
+    for (cint k = 0; k < S->ncblk; k++) {
+        double e = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        if (e > m) m = e;
+    }
+    return m;
+}
+
 /** Free the arrays of S and zero it (NULL-safe). */
 void symbolic_free(symbolic *S);
 

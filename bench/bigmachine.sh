@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bigmachine.sh: the runs a lent many-core machine is for, in one script with a time budget, each
 # result a JSON line as soon as it is known (so a run cut short still says what it measured):
-#   [BIG_TRANSPORT=cma] bench/bigmachine.sh OUTDIR [BUDGET_SECONDS] [MATRIXDIR]
+#   [BIG_TRANSPORT=cma] [BIG_TRANSPORTS="none cma" [BIG_RANKS="8 16"] [BIG_COMM="1 0"]]
+#   [BIG_SKIP="mumps g3 sweep simulate"] \
+#       bench/bigmachine.sh OUTDIR [BUDGET_SECONDS] [MATRIXDIR]
 # Expects Canopy's programs on PATH (../shared/bigmachine: source the bundle's setup.sh first) and
 # bench/mumps_driver, bench/dgemm_peak beside them or in /opt/cb/bench. Writes into OUTDIR:
 #   machine.txt   the CPU, the OpenBLAS core it picked (OPENBLAS_CORETYPE set where it fell back to
@@ -54,41 +56,66 @@ solve() {
     local label=$1 np=$2 nt=$3 cuts=$4; shift 4
     [ "$(left)" -gt 20 ] || return 1
     local dist=; [ "$np" -gt 1 ] && dist=--distributed
-    timeout 120 $MPIRUN -np "$np" canopy-solve --threads "$nt" --fanin-cuts "$cuts" $dist --json "$@" \
-        2> "$OUT/last.err" | head -1 | sed "s/^{/{\"label\": \"$label\", \"cuts\": \"$cuts\", /" >> "$OUT/runs.jsonl"
+    local tr=${TR:-${OMPI_MCA_btl_vader_single_copy_mechanism:-default}}
+    env ${TR:+OMPI_MCA_btl_vader_single_copy_mechanism=$TR} timeout 120 $MPIRUN -np "$np" canopy-solve --threads "$nt" --fanin-cuts "$cuts" $dist --json "$@" \
+        2> "$OUT/last.err" | head -1 |
+        sed "s/^{/{\"label\": \"$label\", \"cuts\": \"$cuts\", \"transport\": \"$tr\", /" >> "$OUT/runs.jsonl"
     [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAILED $label: $(head -3 "$OUT/last.err")" >> "$OUT/runs.err"; }
 }
 
 canopy-simulate --laplacian 10x10x10 --ranks 1 --threads 1 > /dev/null 2>&1   # calibrates the cost model
 lap=${BIG_LAPLACIAN:-80x80x80}
+skip() { case " ${BIG_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
+# BIG_TRANSPORTS="none cma": the 80^3 layouts of several ranks (BIG_RANKS, default "2 4 8 16") under
+# each of Open MPI's single-copy settings in turn and each communication-thread count of BIG_COMM
+# (default "1"; e.g. "1 0"), fan-in cuts off, two rounds alternated, instead of the cuts rounds below
+if [ -n "${BIG_TRANSPORTS:-}" ]; then
+    solve "lap${lap%%x*}-1x$NC" 1 "$NC" off --laplacian $lap --repeat 2
+    for round in 1 2; do
+        for np in ${BIG_RANKS:-2 4 8 16}; do
+            for TR in $BIG_TRANSPORTS; do
+                for ct in ${BIG_COMM:-1}; do
+                    solve "lap${lap%%x*}-${np}x$((NC/np))-ct$ct" $np $((NC/np)) off --laplacian $lap --repeat 2 --comm-threads $ct
+                done
+            done
+        done
+    done
+    TR=
+fi
 for round in 1 2; do
+    [ -z "${BIG_TRANSPORTS:-}" ] || break
     solve "lap${lap%%x*}-1x$NC" 1 "$NC" off --laplacian $lap --repeat 2
     for cuts in off on; do
         solve "lap${lap%%x*}-2x$((NC/2))" 2 $((NC/2)) $cuts --laplacian $lap --repeat 2
         solve "lap${lap%%x*}-4x$((NC/4))" 4 $((NC/4)) $cuts --laplacian $lap --repeat 2
     done
 done
-solve "lap${lap%%x*}-8x$((NC/8))" 8 $((NC/8)) off --laplacian $lap --repeat 2
-solve "lap${lap%%x*}-16x$((NC/16))" 16 $((NC/16)) off --laplacian $lap --repeat 2
+if [ -z "${BIG_TRANSPORTS:-}" ]; then
+    solve "lap${lap%%x*}-8x$((NC/8))" 8 $((NC/8)) off --laplacian $lap --repeat 2
+    solve "lap${lap%%x*}-16x$((NC/16))" 16 $((NC/16)) off --laplacian $lap --repeat 2
+fi
 for l in "1 $NC" "2 $((NC/2))" "4 $((NC/4))" "8 $((NC/8))" "16 $((NC/16))"; do
     set -- $l
-    [ "$(left)" -gt 20 ] || break
-    timeout 60 canopy-simulate --laplacian $lap --ranks "$1" --threads "$2" --json 2>/dev/null | head -1 |
+    [ "$(left)" -gt 20 ] && ! skip simulate || break
+    # the solver's own calibrated model, read as it is; the ranks share this node
+    cm=$(ls "$OUT"/cache/canopy/cost-model-*.txt 2>/dev/null | head -1)
+    timeout 60 canopy-simulate --laplacian $lap --ranks "$1" --threads "$2" --ranks-per-node "$1" ${cm:+--cost-cache "$cm"} \
+        --json 2>/dev/null | head -1 |
         sed "s/^{/{\"label\": \"lap${lap%%x*}-$1x$2\", /" >> "$OUT/simulate.jsonl"
 done
-if [ "$(left)" -gt 60 ]; then
+if [ "$(left)" -gt 60 ] && ! skip mumps; then
     timeout 100 $MPIRUN -np "$NC" "$bench/mumps_driver" --spd --label lap${lap%%x*}-mumps-$NC --laplacian $lap \
         >> "$OUT/mumps.txt" 2>&1
 fi
 G3=${MATS:+$MATS/G3_circuit.mtx.gz}
-if [ -n "$G3" ] && [ -f "$G3" ]; then
+if [ -n "$G3" ] && [ -f "$G3" ] && ! skip g3; then
     solve "g3-1x$NC" 1 "$NC" off --kind spd "$G3" --repeat 2
     for cuts in off on; do
         solve "g3-2x$((NC/2))" 2 $((NC/2)) $cuts --kind spd "$G3" --repeat 2
         solve "g3-4x$((NC/4))" 4 $((NC/4)) $cuts --kind spd "$G3" --repeat 2
     done
 fi
-if [ -n "$MATS" ]; then
+if [ -n "$MATS" ] && ! skip sweep; then
     for f in $(ls -Sr "$MATS"); do
         case $f in G3_circuit*) continue ;; *.mtx|*.mtx.gz|*.rb|*.rsa|*.rua|*.cua|*.cua.gz|*.rsa.gz|*.rua.gz) ;; *) continue ;; esac
         for l in "2 $((NC/2)) --distributed" "4 $((NC/4)) --comm-threads 2"; do

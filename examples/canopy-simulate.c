@@ -33,12 +33,15 @@ static void usage(FILE *f)
             "Runs Canopy's analysis and its plan for P nodes (one rank each) x T threads and prints what the\n"
             "plan's simulation predicts; nothing is factorized. The ordering runs here, on this machine's cores.\n\n"
             "virtual machine:\n"
-            "  --ranks P                 nodes, one rank each (default 1)\n"
+            "  --ranks P                 ranks (default 1), on nodes of --ranks-per-node each\n"
+            "  --ranks-per-node N        ranks sharing one node (default 1): the kernels run as slowly as with\n"
+            "                            N x T busy cores (a layout measured on one machine: N = P)\n"
             "  --threads T               worker threads per rank (default 1)\n"
             "  --latency S               seconds per message between nodes (default 1.5e-6)\n"
             "  --bandwidth B             bytes per second between nodes (default 12e9)\n"
             "  --core-gflops G           the cores' DGEMM rate: this machine's calibrated model scaled to G\n"
-            "  --cost-cache FILE         a cost model file (as written by calibration) instead of this machine's\n"
+            "  --cost-cache FILE         a cost model file (as written by calibration, on any machine) read as it\n"
+            "                            is instead of this machine's; never recalibrated or rewritten\n"
             "  --load-gemm X             a dense kernel's slowdown when all T cores compute (default: the one\n"
             "                            measured here, held beyond this machine's cores; 1.8 on 16 Sapphire Rapids)\n"
             "  --load-scatter X          the same for the memory-bound assembly and solve\n"
@@ -98,7 +101,7 @@ static int parse_args(int argc, char **argv, cli *c)
 {
     char msg[512];
     canopy_options_default(&c->opts);
-    c->po = (predict_opts){.ranks = 1, .threads = 1, .latency = COMM_FIXED_LATENCY, .bandwidth = COMM_FIXED_BANDWIDTH, .nrhs = 1};
+    c->po = (predict_opts){.ranks = 1, .threads = 1, .ranks_per_node = 1, .latency = COMM_FIXED_LATENCY, .bandwidth = COMM_FIXED_BANDWIDTH, .nrhs = 1};
     c->kind_override = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -130,6 +133,7 @@ static int parse_args(int argc, char **argv, cli *c)
         int bad = 0;
         if (!strcmp(name, "ranks")) bad = parse_int(v, 1, 1 << 20, &c->po.ranks);
         else if (!strcmp(name, "threads")) bad = parse_int(v, 1, 4096, &c->po.threads);
+        else if (!strcmp(name, "ranks-per-node")) bad = parse_int(v, 1, 1 << 20, &c->po.ranks_per_node);
         else if (!strcmp(name, "latency")) bad = parse_double(v, 0, 1, &c->po.latency);
         else if (!strcmp(name, "bandwidth")) bad = parse_double(v, 1e3, 1e15, &c->po.bandwidth);
         else if (!strcmp(name, "core-gflops")) bad = parse_double(v, 1e-3, 1e6, &c->core_gflops);
@@ -175,6 +179,11 @@ static int parse_args(int argc, char **argv, cli *c)
     }
     if (!!c->file + c->have_lap + !!c->helm != 1) {
         fprintf(stderr, "canopy-simulate: give one input: a file, --laplacian or --helmholtz (--help)\n");
+        return 2;
+    }
+    if (c->po.ranks_per_node > c->po.ranks) {
+        fprintf(stderr, "canopy-simulate: --ranks-per-node %d is more than the %d ranks\n", c->po.ranks_per_node,
+                c->po.ranks);
         return 2;
     }
     if ((int64_t)c->po.ranks * c->po.threads > (1 << 20)) {
@@ -229,9 +238,18 @@ static int load(const cli *c, canopy_csc *A, char *name, size_t nlen)
     return st < 0;
 }
 
-/* The cost model of the virtual cores: this machine's (or the cache's), scaled, loaded as asked. */
+/* The cost model of the virtual cores: this machine's, or the file's as it is (the solver would
+ * recalibrate a file made on another machine and write over it: here it is the machine simulated),
+ * scaled, loaded as asked. */
 static int set_cost(canopy_solver *s, const cli *c)
 {
+    const char *file = s->opts.cost_cache;
+    if (file[0] != '\0' && strcmp(file, "fixed") != 0 && strcmp(file, "none") != 0) {
+        sched_cost_model fm;
+        memset(&fm, 0, sizeof fm);
+        if (cost_model_read(&fm, file, &s->err) != CANOPY_SUCCESS) return 1;
+        runtime_set_cost(&s->rt, &fm);
+    }
     if (runtime_cost(&s->rt, &s->opts, &s->err) != CANOPY_SUCCESS) return 1;
     sched_cost_model m = s->rt.cost;
     if (c->core_gflops > 0) {
@@ -245,7 +263,7 @@ static int set_cost(canopy_solver *s, const cli *c)
     if (c->load_gemm > 0 || c->load_scatter > 0) {
         if (c->load_gemm > 0) m.load_gemm = c->load_gemm;
         if (c->load_scatter > 0) m.load_scatter = c->load_scatter;
-        m.load_threads = c->po.threads;
+        m.load_threads = c->po.threads * c->po.ranks_per_node; /* a node's cores */
     }
     runtime_set_cost(&s->rt, &m);
     return 0;
@@ -277,7 +295,8 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
         if (*p == '"' || *p == '\\') printf("\\%c", *p);
         else if ((unsigned char)*p >= 0x20) putchar(*p);
     }
-    printf("\", \"ranks\": %d, \"threads\": %d, ", r->ranks, r->threads);
+    printf("\", \"ranks\": %d, \"threads\": %d, \"ranks_per_node\": %d, ", r->ranks, r->threads,
+           po->ranks_per_node > 1 ? po->ranks_per_node : 1);
     json_num("latency", po->latency, 0);
     json_num("bandwidth", po->bandwidth, 0);
     json_num("core_gflops", m->peak[COST_GEMM] * 1e-9, 0);
@@ -359,8 +378,13 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
 {
     const canopy_stats *st = &s->stats;
     const sched_cost_model *m = &s->rt.cost;
-    printf("%s on %d node%s x %d thread%s (simulated; nothing factorized)\n", name, r->ranks, r->ranks > 1 ? "s" : "",
-           r->threads, r->threads > 1 ? "s" : "");
+    int rpn = po->ranks_per_node > 1 ? po->ranks_per_node : 1;
+    if (rpn > 1)
+        printf("%s on %d ranks x %d thread%s, %d ranks a node (simulated; nothing factorized)\n", name, r->ranks,
+               r->threads, r->threads > 1 ? "s" : "", rpn);
+    else
+        printf("%s on %d node%s x %d thread%s (simulated; nothing factorized)\n", name, r->ranks,
+               r->ranks > 1 ? "s" : "", r->threads, r->threads > 1 ? "s" : "");
     printf("  network: latency %.3g s, %.3g GB/s; cores: DGEMM %.4g GFlop/s (%s), under load x%.3g (GEMM) x%.3g (scatter)"
            " from %d busy threads\n",
            po->latency, po->bandwidth * 1e-9, m->peak[COST_GEMM] * 1e-9, m->source, m->load_gemm, m->load_scatter,
@@ -476,7 +500,7 @@ int main(int argc, char **argv)
     s->rt.top2d = c.top2d; /* a prediction only: plans for a virtual machine are never run */
     if (st >= 0) st = set_cost(s, &c) ? s->err.status : CANOPY_SUCCESS;
     if (st >= 0)
-        st = api_analyze_virtual(s, c.po.ranks, c.po.threads, c.po.latency, 1.0 / c.po.bandwidth);
+        st = api_analyze_virtual(s, c.po.ranks, c.po.threads, c.po.ranks_per_node, c.po.latency, 1.0 / c.po.bandwidth);
     if (st >= 0) st = predict_layout(s, &c.po, &r);
     int rc = 0;
     if (st < 0) {

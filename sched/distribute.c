@@ -253,8 +253,7 @@ canopy_status sched_plan_memory(const symbolic *S, const sched_plan *P, const do
             }
         } else {
             upd[0] = (double)S->max_update_buf;
-            for (cint k = 0; k < S->ncblk; k++)
-                pan[0] = fmax(pan[0], (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]));
+            pan[0] = symbolic_max_panel(S);
         }
         P->memo[0] = 1;
     }

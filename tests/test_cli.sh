@@ -197,6 +197,23 @@ if [ -n "$MPIEXEC" ]; then
         jf=$($MPIEXEC -n 2 "$bin" --json --kind spd "$hg" 2>&1 | grep "^{" | tail -1) # its warning (perturbed pivots) may come last
         if be_ok "$jf" && printf '%s\n' "$jf" | grep -q '"factorization": "ldlt"'; then echo "ok: 2 ranks, LL^T falls back to LDL^T"
         else echo "FAIL: 2 ranks, LL^T fallback"; echo "$jf"; fails=$((fails + 1)); fi
+        # the fallback's new kind is predicted and checked again before it allocates: a limit
+        # that LL^T's plan passes (the analysis' figure) but LDL^T's heaviest rank exceeds refuses
+        pl=$($MPIEXEC -n 2 "$bin" --json --analyze-only --threads 1 --cost-cache fixed --mapping flops --kind spd "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
+        pf=$($MPIEXEC -n 2 "$bin" --json --threads 1 --cost-cache fixed --mapping flops --kind spd "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
+        lim=$(awk -v l="$pl" -v f="$pf" 'BEGIN { if (l + 0 > 0 && l + 0 < f - 1) printf "%.0f", f - 1 }')
+        if [ -n "$lim" ]; then
+            mo=$($MPIEXEC -n 2 "$bin" --threads 1 --cost-cache fixed --mapping flops --kind spd --memory-limit "$lim" "$hg" 2>&1); rc=$?
+            if [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "only .* GB are available"; then echo "ok: 2 ranks, the LDL^T fallback checked against $lim (LL^T $pl)"; else
+                echo "FAIL: 2 ranks, the fallback's memory check (exit $rc)"; printf '%s\n' "$mo" | tail -3; fails=$((fails + 1)); fi
+        else echo "FAIL: 2 ranks, no LDL^T prediction above LL^T's after the fallback ('$pl', '$pf')"; fails=$((fails + 1)); fi
+        # one rank: the same (the check passed for LL^T: the fallback was tried)
+        pf=$("$bin" --json --threads 1 --cost-cache fixed --kind spd "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
+        lim=$(awk -v f="$pf" 'BEGIN { if (f + 0 > 1) printf "%.0f", f - 1 }')
+        mo=$("$bin" --verbose 1 --threads 1 --cost-cache fixed --kind spd --memory-limit "${lim:-1}" "$hg" 2>&1); rc=$?
+        if [ -n "$lim" ] && [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "falling back" &&
+            printf '%s\n' "$mo" | grep -q "only .* GB are available"; then echo "ok: 1 rank, the LDL^T fallback checked against $lim"; else
+            echo "FAIL: 1 rank, the fallback's memory check (exit $rc, limit '$lim')"; printf '%s\n' "$mo" | tail -3; fails=$((fails + 1)); fi
     fi
     # PT-SCOTCH on both ranks, or (a build without it) a refusal that says why
     jp=$($MPIEXEC -n 2 "$bin" --json --ordering ptscotch --laplacian 10x10x10 2>&1)
@@ -310,6 +327,49 @@ if printf '%s\n' "$sf" | grep -q '"mapping": "flops"' && printf '%s\n' "$sm" | g
    printf '%s\n' "$sa" | grep -q '"mapping": "memory"'; then echo "ok: simulate --mapping memory lighter, auto under $lim"
 else echo "FAIL: simulate --mapping (limit '$lim')"; fails=$((fails + 1)); fi
 t "simulate bad --mapping" 2 "$sim" --mapping heavy --laplacian 8
+# --cost-cache FILE: a model made on another machine is read as it is, never recalibrated nor
+# written over (a model as a 16-core Xeon wrote it, another machine's key); --ranks-per-node loads
+# the kernels with the node's busy cores: 4 ranks x 2 threads on one node are slower than on four
+cmf=${TMPDIR:-/tmp}/canopy_cli_cm.$$
+cat > "$cmf" <<'MODEL'
+# Canopy kernel cost model: seconds = latency + flops / (peak * d / (d + d_half))
+format 3
+key_cpu A machine that is not this one (test_cli.sh)
+key_blas OpenBLAS 0.0.0 Test
+key_threads 16
+gemm_gflops 67.694823337297407
+calibrated 1
+latency 4.6889935561293775e-08
+load_threads 16
+load_gemm 1.3770997100282658
+load_scatter 1.4079916937091947
+peak_gemm 68362764869.107758
+d_half_gemm 2.5150701270433697
+peak_trsm 23214421237.324554
+d_half_trsm 29.76507717589341
+peak_potrf 64807082776.407684
+d_half_potrf 412.61230379362121
+peak_getrf 14399157698.474314
+d_half_getrf 46.481196113654732
+peak_sytrf 45201465706.918228
+d_half_sytrf 466.19859352961453
+peak_scatter 2317359874.7402053
+d_half_scatter 0
+MODEL
+before=$(cksum < "$cmf")
+pk=$(sed -n 's/^peak_gemm //p' "$cmf")
+j1=$("$sim" --json --ranks 4 --threads 2 --cost-cache "$cmf" --laplacian 16x16x16)
+j4=$("$sim" --json --ranks 4 --threads 2 --ranks-per-node 4 --cost-cache "$cmf" --laplacian 16x16x16)
+g=$(printf '%s\n' "$j1" | sed -n 's/.*"core_gflops": \([^,]*\),.*/\1/p')
+w1=$(printf '%s\n' "$j1" | sed -n 's/.*"work": \([^,]*\),.*/\1/p'); w4=$(printf '%s\n' "$j4" | sed -n 's/.*"work": \([^,]*\),.*/\1/p')
+if [ "$(cksum < "$cmf")" = "$before" ] && awk -v g="$g" -v p="$pk" 'BEGIN { exit !(p > 0 && g > 0 && (g * 1e9 / p - 1) ^ 2 < 1e-8) }'; then
+    echo "ok: simulate --cost-cache reads another machine's model as it is ($g GFlop/s)"
+else echo "FAIL: simulate --cost-cache FILE (core_gflops '$g', the file's peak '$pk', file unchanged: $([ "$(cksum < "$cmf")" = "$before" ] && echo yes || echo no))"; fails=$((fails + 1)); fi
+if printf '%s\n' "$j4" | grep -q '"ranks_per_node": 4' && awk -v a="$w1" -v b="$w4" 'BEGIN { exit !(a > 0 && b > a) }'; then
+    echo "ok: simulate --ranks-per-node 4: work $w4 against $w1 s"
+else echo "FAIL: simulate --ranks-per-node (work '$w1' and '$w4')"; fails=$((fails + 1)); fi
+rm -f "$cmf"
+t "simulate bad --ranks-per-node" 2 "$sim" --ranks 2 --ranks-per-node 3 --laplacian 8
 # --top2d: a prediction the factorization does not execute, said so, with the grids' figures
 t "simulate bad --top2d" 2 "$sim" --top2d round --laplacian 8
 jt=$("$sim" --json --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d square --cost-cache fixed --laplacian 16x16x16)

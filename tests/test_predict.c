@@ -32,7 +32,7 @@ static canopy_solver *make(const canopy_csc *A, int threads, int split, int leve
 static void predict(canopy_solver *s, int P, int T, double latency, double bandwidth, predict_report *r)
 {
     predict_opts po = {.ranks = P, .threads = T, .latency = latency, .bandwidth = bandwidth, .nrhs = 1};
-    ck_assert_msg(api_analyze_virtual(s, P, T, latency, 1.0 / bandwidth) >= 0, "%s", canopy_last_error(s));
+    ck_assert_msg(api_analyze_virtual(s, P, T, 1, latency, 1.0 / bandwidth) >= 0, "%s", canopy_last_error(s));
     ck_assert_msg(predict_layout(s, &po, r) == CANOPY_SUCCESS, "%s", canopy_last_error(s));
 }
 
@@ -281,7 +281,7 @@ START_TEST(large_virtual_machines)
         canopy_solver *s = make(&A, 1, -1, -1, 1);
         predict_report r;
         predict_opts po = {.ranks = P, .threads = T, .latency = 1.5e-6, .bandwidth = 12e9, .nrhs = 2, .trace = path};
-        ck_assert_msg(api_analyze_virtual(s, P, T, po.latency, 1 / po.bandwidth) >= 0, "%s", canopy_last_error(s));
+        ck_assert_msg(api_analyze_virtual(s, P, T, 1, po.latency, 1 / po.bandwidth) >= 0, "%s", canopy_last_error(s));
         ck_assert_msg(predict_layout(s, &po, &r) == CANOPY_SUCCESS, "%d x %d: %s", P, T, canopy_last_error(s));
         check_invariants(&r, P, T);
         if (P >= 256) ck_assert_double_eq(r.factor_bytes.min, 0); /* more ranks than subtrees */
@@ -302,6 +302,37 @@ START_TEST(large_virtual_machines)
 }
 END_TEST
 
+/* Ranks sharing a node price their kernels as loaded by all the node's busy cores: with a model that
+ * runs GEMM and scatter twice as slowly on 8 busy cores, 4 ranks x 2 threads on one node do 2 / (1 +
+ * 1/7) = 1.75 times the work of the same ranks on 4 nodes (2 busy cores each) less the kernels' fixed
+ * latencies (1.56 here), and the 1 x 1 reference stays unloaded. No messages to blur it: latency 0, a
+ * fast network. */
+START_TEST(ranks_per_node_load)
+{
+    canopy_csc A;
+    laplacian(14, &A);
+    predict_report r[2];
+    for (int q = 0; q < 2; q++) {
+        canopy_solver *s = make(&A, 1, -1, 0, 1);
+        ck_assert_int_eq(runtime_cost(&s->rt, &s->opts, &s->err), CANOPY_SUCCESS);
+        s->rt.cost.load_threads = 8;
+        s->rt.cost.load_gemm = s->rt.cost.load_scatter = 2;
+        predict_opts po = {.ranks = 4, .threads = 2, .ranks_per_node = q ? 4 : 1, .latency = 0, .bandwidth = 1e15, .nrhs = 1};
+        ck_assert_msg(api_analyze_virtual(s, 4, 2, q ? 4 : 1, 0, 1e-15) >= 0, "%s", canopy_last_error(s));
+        ck_assert_msg(predict_layout(s, &po, &r[q]) == CANOPY_SUCCESS, "%s", canopy_last_error(s));
+        canopy_destroy(&s);
+    }
+    ck_assert_msg(r[1].work > 1.4 * r[0].work && r[1].work < 1.75 * r[0].work, "work %g on one node, %g on four",
+                  r[1].work, r[0].work);
+    ck_assert_msg(r[1].time_factorize > 1.3 * r[0].time_factorize, "time %g on one node, %g on four", r[1].time_factorize,
+                  r[0].time_factorize);
+    ck_assert_msg(r[1].time_1x1 == r[0].time_1x1, "the 1 x 1 reference moved: %g vs %g", r[1].time_1x1, r[0].time_1x1);
+    predict_report_free(&r[0]);
+    predict_report_free(&r[1]);
+    canopy_csc_free(&A);
+}
+END_TEST
+
 START_TEST(errors)
 {
     canopy_csc A;
@@ -311,9 +342,14 @@ START_TEST(errors)
     predict_opts po = {.ranks = 2, .threads = 2, .latency = 1e-6, .bandwidth = 1e9, .nrhs = 1};
     /* not analyzed for that layout */
     ck_assert_int_eq(predict_layout(s, &po, &r), CANOPY_ERR_ARGUMENT);
-    ck_assert_int_eq(api_analyze_virtual(s, 0, 2, 1e-6, 1e-9), CANOPY_ERR_ARGUMENT);
-    ck_assert_int_eq(api_analyze_virtual(s, 2, 2, -1, 1e-9), CANOPY_ERR_ARGUMENT);
-    ck_assert_int_eq(api_analyze_virtual(s, 2, 2, 1e-6, 1e-9), CANOPY_SUCCESS);
+    ck_assert_int_eq(api_analyze_virtual(s, 0, 2, 1, 1e-6, 1e-9), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(api_analyze_virtual(s, 2, 2, 1, -1, 1e-9), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(api_analyze_virtual(s, 2, 2, 0, 1e-6, 1e-9), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(api_analyze_virtual(s, 2, 2, 3, 1e-6, 1e-9), CANOPY_ERR_ARGUMENT); /* more than the ranks */
+    ck_assert_int_eq(api_analyze_virtual(s, 2, 2, 2, 1e-6, 1e-9), CANOPY_SUCCESS);
+    /* analyzed for two ranks on one node, asked for one rank per node */
+    ck_assert_int_eq(predict_layout(s, &po, &r), CANOPY_ERR_ARGUMENT);
+    ck_assert_int_eq(api_analyze_virtual(s, 2, 2, 1, 1e-6, 1e-9), CANOPY_SUCCESS);
     po.nrhs = 0;
     ck_assert_int_eq(predict_layout(s, &po, &r), CANOPY_ERR_ARGUMENT);
     po.nrhs = 1;
@@ -337,6 +373,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, agrees_with_real_plan);
     tcase_add_test(tc, ranks_against_local_plans);
     tcase_add_test(tc, large_virtual_machines);
+    tcase_add_test(tc, ranks_per_node_load);
     tcase_add_test(tc, errors);
     suite_add_tcase(su, tc);
     int rc = testutil_run(su);

@@ -62,10 +62,10 @@ int main(int argc, char **argv)
             canopy_solver *v = NULL;
             predict_report r;
             memset(&r, 0, sizeof r);
-            predict_opts po = {.ranks = size, .threads = T, .latency = real->rt.comm_latency,
+            predict_opts po = {.ranks = size, .threads = T, .ranks_per_node = real->rt.ranks_on_node, .latency = real->rt.comm_latency,
                                .bandwidth = real->rt.comm_byte_time > 0 ? 1.0 / real->rt.comm_byte_time : 1e12, .nrhs = 1};
             if (canopy_create(MPI_COMM_SELF, &ov, &v) != CANOPY_SUCCESS || canopy_set_matrix(v, &A) < 0 ||
-                api_analyze_virtual(v, size, T, po.latency, real->rt.comm_byte_time) < 0) {
+                api_analyze_virtual(v, size, T, real->rt.ranks_on_node, po.latency, real->rt.comm_byte_time) < 0) {
                 fprintf(stderr, "virtual analysis: %s\n", canopy_last_error(v));
                 MPI_Abort(MPI_COMM_WORLD, 2);
             }

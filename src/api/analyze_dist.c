@@ -41,6 +41,20 @@ void api_pingpong(canopy_solver *s)
     s->have_pingpong = 1;
 }
 
+void api_predict_dist(canopy_solver *s)
+{
+    /* this rank's panels, fan-in buffers, workspaces and its share of A (rank 0's count of A's
+     * entries, rt.mem_nnz, shared by the analysis) */
+    double own = 0, tot = (double)s->S.cblk_coef[s->S.ncblk], nnz = s->rt.mem_nnz;
+    for (cint k = 0; k < s->S.ncblk; k++)
+        if (s->rt.local.cblk_rank[k] == s->rank) own += (double)(s->S.cblk_coef[k + 1] - s->S.cblk_coef[k]);
+    s->predicted_bytes =
+        numeric_predict_bytes(&s->S, &s->rt.local, s->fact, s->arith, s->opts.scheduler, (int64_t)(tot > 0 ? nnz * own / tot : 0));
+    double worst = s->predicted_bytes;
+    MPI_Allreduce(&s->predicted_bytes, &worst, 1, MPI_DOUBLE, MPI_MAX, s->comm);
+    s->stats.memory_predicted_rank_max = worst;
+}
+
 canopy_status api_analyze_dist(canopy_solver *s)
 {
     canopy_status st = s->symbolic_everywhere ? comm_agree(s->comm, &s->err)
@@ -79,15 +93,7 @@ canopy_status api_analyze_dist(canopy_solver *s)
     if (lo != hi)
         return canopy_err_set(&s->err, CANOPY_ERR_INTERNAL,
                               "the ranks built different plans (different cost models or binaries?)");
-    /* predicted memory: this rank's panels, fan-in buffers, workspaces and its share of A */
-    double own = 0, tot = (double)s->S.cblk_coef[s->S.ncblk];
-    for (cint k = 0; k < s->S.ncblk; k++)
-        if (s->rt.local.cblk_rank[k] == s->rank) own += (double)(s->S.cblk_coef[k + 1] - s->S.cblk_coef[k]);
     s->stats.mapping = s->rt.plan_mapping == SCHED_MAPPING_MEMORY ? 2 : 1;
-    s->predicted_bytes =
-        numeric_predict_bytes(&s->S, &s->rt.local, s->fact, s->arith, s->opts.scheduler, (int64_t)(tot > 0 ? nnz * own / tot : 0));
-    double worst = s->predicted_bytes;
-    MPI_Allreduce(&s->predicted_bytes, &worst, 1, MPI_DOUBLE, MPI_MAX, s->comm);
-    s->stats.memory_predicted_rank_max = worst;
+    api_predict_dist(s);
     return CANOPY_SUCCESS;
 }

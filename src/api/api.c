@@ -353,19 +353,22 @@ static canopy_status analyze_call(canopy_solver *s)
     return st;
 }
 
-canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, double latency, double byte_time)
+canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, int node_ranks, double latency,
+                                  double byte_time)
 {
     if (s == NULL) return CANOPY_ERR_ARGUMENT;
     canopy_err_clear(&s->err);
-    if (s->nranks != 1 || !s->have_rt || ranks < 1 || threads < 1 || !(latency >= 0) || !(byte_time >= 0))
+    if (s->nranks != 1 || !s->have_rt || ranks < 1 || threads < 1 || node_ranks < 1 || node_ranks > ranks ||
+        !(latency >= 0) || !(byte_time >= 0))
         return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
-                              "api_analyze_virtual: needs a one-rank solver, ranks >= 1, threads >= 1 and a "
-                              "nonnegative latency and byte time");
+                              "api_analyze_virtual: needs a one-rank solver, ranks >= 1, threads >= 1, 1 <= ranks "
+                              "per node <= ranks and a nonnegative latency and byte time");
     if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
         free_analysis(s);
         s->virt_ranks = ranks;
         s->virt_twod_levels = -1;
         s->rt.virt_threads = threads;
+        s->rt.virt_node_ranks = node_ranks;
         s->rt.comm_latency = latency;
         s->rt.comm_byte_time = byte_time;
         api_analyze_all(s);
@@ -447,6 +450,8 @@ static canopy_status factorize_rank0(canopy_solver *s)
         canopy_err_clear(&s->err);
         numeric_free(&s->F);
         s->fact = herm ? CANOPY_FACT_LU : CANOPY_FACT_LDLT;
+        /* the new kind's own need (D, the L*D workspace), checked before it allocates */
+        if (!api_memory_fits_rank0(s)) return s->err.status;
         if (runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->A.arith == CANOPY_COMPLEX, &s->err) != CANOPY_SUCCESS)
             return s->err.status;
         runtime_exec(&s->rt, &s->opts, &x);

@@ -19,6 +19,9 @@ canopy_status api_create_dist(canopy_solver *s);
 void api_pingpong(canopy_solver *s);
 /** canopy_analyze after rank 0's ordering and symbolic: share them, plan everywhere. */
 canopy_status api_analyze_dist(canopy_solver *s);
+/** This rank's predicted factorization memory for the plan held (predicted_bytes) and the
+ * heaviest rank's (stats.memory_predicted_rank_max): the analysis, and the LL^T fallback's plan. */
+void api_predict_dist(canopy_solver *s);
 /** canopy_factorize on every rank (memory check, entries, fan-in exchange, statistics). */
 canopy_status api_factorize_dist(canopy_solver *s);
 /** The last factorization's messages and bytes per pair of ranks to rank 0 (s->comm_bytes,
@@ -31,7 +34,8 @@ bool api_gather_comm_matrix(canopy_solver *s);
  * @p byte_time seconds per byte), without keeping a plan or starting a thread: src/predict/predict.c then
  * plans the layout from s->S. The solver can only be used for that afterwards.
  */
-canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, double latency, double byte_time);
+canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, int node_ranks, double latency,
+                                  double byte_time);
 
 /** canopy_set_matrix*: forget the previous matrix and its analysis (every rank). */
 void api_matrix_reset(canopy_solver *s);

@@ -25,6 +25,18 @@ static void scaled_matrix(canopy_solver *s)
         scaling_apply(&s->A, &s->sc, &s->As, &s->err);
 }
 
+/* The prediction against the limit, agreed: every rank refuses when one would not fit. */
+static canopy_status memory_check(canopy_solver *s)
+{
+    s->mem_checked = 0;
+    double limit = solver_memory_limit(s);
+    s->stats.memory_limit_rank = limit;
+    if (s->opts.memory_check && s->predicted_bytes > limit) api_refuse_memory(s, s->predicted_bytes, limit);
+    canopy_status st = comm_agree(s->comm, &s->err);
+    if (st >= 0) s->mem_checked = s->predicted_bytes;
+    return st;
+}
+
 static canopy_status factorize_once(canopy_solver *s, double threshold, bool retry)
 {
     numeric_exec x;
@@ -37,6 +49,11 @@ static canopy_status factorize_once(canopy_solver *s, double threshold, bool ret
     runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->arith == CANOPY_COMPLEX, &s->err);
     if (!planned || retry) {
         canopy_status st = comm_agree(s->comm, &s->err);
+        /* a new kind (the LL^T fallback): its own prediction, checked before anything is allocated */
+        if (st >= 0 && retry) {
+            api_predict_dist(s);
+            st = memory_check(s);
+        }
         if (st < 0) {
             runtime_drop_plan(&s->rt);
             return st;
@@ -76,15 +93,9 @@ canopy_status api_factorize_dist(canopy_solver *s)
      * refactorization whose factors are held (the analysis frees them) and whose prediction
      * passed allocates nothing new: no /proc/meminfo, no round. The condition is the same on
      * every rank: the factors and the check's outcome follow agreed results. */
-    if (!(s->F.L != NULL && s->mem_checked > 0 && s->mem_checked == s->predicted_bytes)) {
-        s->mem_checked = 0;
-        double limit = solver_memory_limit(s);
-        s->stats.memory_limit_rank = limit;
-        if (s->opts.memory_check && s->predicted_bytes > limit) api_refuse_memory(s, s->predicted_bytes, limit);
-        st = comm_agree(s->comm, &s->err);
-        if (st < 0) return st;
-        s->mem_checked = s->predicted_bytes;
-    }
+    if (!(s->F.L != NULL && s->mem_checked > 0 && s->mem_checked == s->predicted_bytes) &&
+        (st = memory_check(s)) < 0)
+        return st;
     double threshold = 0;
     /* whether the scaled copy is built here: the same on every rank holding columns */
     bool rebuilt = api_factor_source(s) == &s->As && s->As.colptr == NULL;

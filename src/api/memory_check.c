@@ -65,9 +65,7 @@ bool api_memory_fits_rank0(canopy_solver *s)
 {
     if (!s->opts.memory_check || s->F.L != NULL) return true;
     const symbolic *S = &s->S;
-    double pmax = 0;
-    for (cint k = 0; k < S->ncblk; k++)
-        pmax = fmax(pmax, (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]));
+    double pmax = symbolic_max_panel(S);
     int T = s->rt.nthreads > 0 ? s->rt.nthreads : 1;
     double work = numeric_predict_workspace(s->fact, s->A.arith, (double)S->max_update_buf, pmax, T, NULL, NULL);
     double need = numeric_predict_bytes_counts(S, s->fact, s->A.arith, (double)S->cblk_coef[S->ncblk], work, s->stats.nnz, 1);

@@ -84,7 +84,8 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
 {
     canopy_status st = runtime_cost(rt, o, err);
     if (st != CANOPY_SUCCESS) return st;
-    int T = runtime_plan_threads(rt), busy = rt->virt_threads > 0 ? T : T * rt->ranks_on_node;
+    int T = runtime_plan_threads(rt), node = rt->virt_threads > 0 ? rt->virt_node_ranks : rt->ranks_on_node,
+        busy = T * (node > 1 ? node : 1);
     *po = (sched_plan_opts){.nthreads = T, .kind = kind, .complex_arith = complex_arith,
                             .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
                             .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels,

@@ -30,8 +30,10 @@ typedef struct runtime {
     int nranks, rank;               /**< set by the phase driver before runtime_plan */
     MPI_Comm comm;
     double comm_latency, comm_byte_time; /**< ping-pong model (several ranks) */
-    int virt_threads;               /**< > 0: plans are for nodes of this many threads, one rank each, instead
-                                         of this node's workers (canopy-simulate); no pool is started */
+    int virt_threads;               /**< > 0: plans are for ranks of this many threads instead of this node's
+                                         workers (canopy-simulate); no pool is started */
+    int virt_node_ranks;            /**< with virt_threads: ranks sharing one node (0 or 1: one rank per node);
+                                         the kernels are priced as loaded by virt_threads x this many cores */
     int top2d;                      /**< canopy-simulate only: sched_plan_opts.top2d (a plan nothing executes yet) */
     double mem_limit;               /**< several ranks: the per-rank memory limit, the same on every rank (the
                                          phase driver's minimum over the ranks); 0: none. options.mapping=auto

@@ -416,7 +416,9 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
 {
     memset(r, 0, sizeof *r);
     if (s == NULL || o == NULL) return CANOPY_ERR_ARGUMENT;
-    if (s->virt_ranks != o->ranks || s->rt.virt_threads != o->threads || s->phase < PHASE_ANALYZED)
+    int node = o->ranks_per_node > 1 ? o->ranks_per_node : 1;
+    if (s->virt_ranks != o->ranks || s->rt.virt_threads != o->threads ||
+        (s->rt.virt_node_ranks > 1 ? s->rt.virt_node_ranks : 1) != node || s->phase < PHASE_ANALYZED)
         return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
                               "predict_layout: analyze the solver for %d x %d first (api_analyze_virtual)", o->ranks,
                               o->threads);
@@ -443,8 +445,10 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     r->time_plan = canopy_wtime() - t0;
     /* the 1 x 1 reference: the same structure on one thread, no load */
     s->rt.virt_threads = 1;
+    s->rt.virt_node_ranks = 1;
     st = runtime_plan_for(&s->rt, &s->opts, &s->S, s->fact, cplx, 1, &P1, &s->err);
     s->rt.virt_threads = o->threads;
+    s->rt.virt_node_ranks = node;
     if (st == CANOPY_SUCCESS) {
         r->time_1x1 = P1.factor.predicted_time;
         sched_plan_free(&P1);
@@ -476,7 +480,7 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     if (st == CANOPY_SUCCESS) st = per_rank(s, &P, o, pairs, np, hop, r);
     if (st == CANOPY_SUCCESS) {
         sched_cost_model loaded = s->rt.cost;
-        cost_model_under_load(&loaded, o->threads);
+        cost_model_under_load(&loaded, o->threads * node);
         st = solve_time(s, &P, &loaded, o, hop, r);
     }
     canopy_free(pairs);

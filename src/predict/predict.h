@@ -11,7 +11,9 @@
 #include "solver/solver.h"
 
 typedef struct predict_opts {
-    int ranks, threads;        /**< the virtual machine: nodes (one rank each) x threads per node */
+    int ranks, threads;        /**< the virtual machine: ranks x threads per rank */
+    int ranks_per_node;        /**< ranks sharing one node (1: one rank per node; 0 counts as 1): the kernels'
+                                    slowdown is that of ranks_per_node x threads busy cores */
     double latency;            /**< seconds per message between nodes */
     double bandwidth;          /**< bytes per second between two nodes */
     int nrhs;                  /**< right-hand sides of the predicted solve (>= 1) */
