@@ -354,7 +354,8 @@ static int fan_cmp_sweep(const void *a, const void *b)
  * (from a message's first contribution to its last, each counted whole) would hold more than
  * FAN_CAP_SHARE of its own factor's scalars cuts, at that moment, the open buffers whose next
  * contribution comes last, until it is under again (a buffer in SCHED_FANIN_SEGS messages at
- * most; under fanin_cuts 1 only buffers of 32768 scalars or more).
+ * most; under fanin_cuts 1 only buffers of 32768 scalars or more; never one whose next
+ * contribution comes before the message would be out of flight).
  */
 static canopy_status fan_plan_cuts(const symbolic *S, const sched_plan *P, const int64_t *pairs, size_t nu, const cint *rows,
                                     const fan_ctime *c, size_t m, int *nmsg, int *cuts, canopy_err *err)
@@ -433,6 +434,9 @@ static canopy_status fan_plan_cuts(const symbolic *S, const sched_plan *P, const
                 if (p == q || !open[p] || done[p] == 0 || done[p] >= (int)(lo[p + 1] - lo[p])) continue;
                 if (nmsg[p] + nextra[p] >= SCHED_FANIN_SEGS || (P->fanin_cuts == 1 && sp < 32768.0)) continue;
                 double nt = c[lo[p] + (size_t)done[p]].t;
+                /* a message lives on in flight (sched_fanin_memory's rule): cutting a buffer whose
+                 * next contribution comes sooner holds the old message and the new buffer at once */
+                if (nt - ev[e].t < FAN_FLIGHT + sp * FAN_FLIGHT_SCALAR) continue;
                 if (nt > bt) {
                     bt = nt;
                     best = y;
