@@ -662,6 +662,7 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
             json_num("rss_peak_rank_min", S.rss_peak_rank_min, 0);
             json_num("rss_peak_rank_max", S.rss_peak_rank_max, 0);
             json_num("memory_predicted_rank_max", S.memory_predicted_rank_max, 0);
+            json_num("memory_predicted_rss_rank_max", S.memory_predicted_rss_rank_max, 0);
             json_num("memory_limit_rank", S.memory_limit_rank, 0);
             /* the tree's mapping onto the ranks (option mapping; one rank: by flops) */
             printf("\"mapping\": \"%s\", ", S.mapping == 2 ? "memory" : "flops");

@@ -320,6 +320,11 @@ typedef struct canopy_stats {
      * agreement before the root), the entries to the grid's tiles, the grid's factorization, and the
      * factor back to the panels (0 without a root grid) */
     double time_root_wait, time_root_scatter, time_root_factor, time_root_gather;
+    double memory_predicted_rss_rank_max; /**< memory_predicted_rank_max as the OS will count it (compare
+                                       with rss_peak_rank_max): the rank's resident memory at the
+                                       prediction that its solver does not hold (MPI, libraries, the
+                                       application) plus its predicted factorization memory, or the
+                                       process's peak so far when higher; the largest over the ranks */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

@@ -50,9 +50,10 @@ void api_predict_dist(canopy_solver *s)
         if (s->rt.local.cblk_rank[k] == s->rank) own += (double)(s->S.cblk_coef[k + 1] - s->S.cblk_coef[k]);
     s->predicted_bytes =
         numeric_predict_bytes(&s->S, &s->rt.local, s->fact, s->arith, s->opts.scheduler, (int64_t)(tot > 0 ? nnz * own / tot : 0));
-    double worst = s->predicted_bytes;
-    MPI_Allreduce(&s->predicted_bytes, &worst, 1, MPI_DOUBLE, MPI_MAX, s->comm);
-    s->stats.memory_predicted_rank_max = worst;
+    double mine[2] = {s->predicted_bytes, solver_predicted_rss(s, s->predicted_bytes)}, worst[2] = {mine[0], mine[1]};
+    MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, s->comm);
+    s->stats.memory_predicted_rank_max = worst[0];
+    s->stats.memory_predicted_rss_rank_max = worst[1];
 }
 
 canopy_status api_analyze_dist(canopy_solver *s)

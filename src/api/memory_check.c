@@ -72,6 +72,7 @@ bool api_memory_fits_rank0(canopy_solver *s)
     double limit = solver_memory_limit(s);
     s->predicted_bytes = need;
     s->stats.memory_predicted_rank_max = need;
+    s->stats.memory_predicted_rss_rank_max = solver_predicted_rss(s, need);
     s->stats.memory_limit_rank = limit;
     if (need <= limit) return true;
     api_refuse_memory(s, need, limit);

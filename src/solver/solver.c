@@ -23,6 +23,21 @@ void solver_say(const canopy_solver *s, int level, const char *fmt, ...)
     va_end(ap);
 }
 
+double solver_predicted_rss(const canopy_solver *s, double predicted)
+{
+    /* the resident set now (/proc/self/statm: size, resident, ... in pages) */
+    double now = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f != NULL) {
+        unsigned long long size = 0, res = 0;
+        if (fscanf(f, "%llu %llu", &size, &res) == 2) now = (double)res * (double)sysconf(_SC_PAGESIZE);
+        fclose(f);
+    }
+    size_t cur = canopy_mem_current();
+    double mine = cur > s->mem_base ? (double)(cur - s->mem_base) : 0, other = now - mine;
+    return fmax(solver_rss_peak(), (other > 0 ? other : 0) + predicted);
+}
+
 double solver_rss_peak(void)
 {
     struct rusage ru;

@@ -139,6 +139,10 @@ void solver_memory_figures(canopy_solver *s, double used);
 double solver_memory_limit(const canopy_solver *s);
 /** This process's peak resident set (bytes). */
 double solver_rss_peak(void);
+/** @p predicted (this solver's factorization memory, as the memory check predicts it) as the OS
+ * will count it: the resident memory now that the solver does not hold, plus @p predicted, or the
+ * process's peak so far when higher. */
+double solver_predicted_rss(const canopy_solver *s, double predicted);
 /** The figures of solver_memory_figures from summaries over the ranks of Canopy's count (@p used)
  * and the resident set (@p rss), @p first rank 0's two values: for a caller that gathers them with
  * others (comm_summary_allranks_n). Not collective. */
