@@ -273,7 +273,9 @@ typedef struct canopy_stats {
     double solve_bytes_rank_min, solve_bytes_rank_max, solve_bytes_rank_median, solve_bytes_rank_stddev;
     double factor_bytes_rank_min, factor_bytes_rank_max; /**< factor bytes held per rank */
     double peak_memory_rank_min, peak_memory_rank_max;   /**< peak memory per rank */
-    double memory_predicted_rank_max; /**< largest predicted factorization memory of a rank (analysis) */
+    double memory_predicted_rank_max; /**< largest predicted factorization memory of a rank (the analysis; on
+                                       one rank the first factorization; again after the LL^T fallback);
+                                       0 on one rank with memory_check off */
     double memory_limit_rank;     /**< the limit memory_check compares with (bytes per rank) */
     int twod_levels;              /**< levels of the thread tree the plan gave 2D tasks (options.twod_levels,
                                        or the one the simulation chose for auto) */

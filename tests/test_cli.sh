@@ -206,17 +206,23 @@ if [ -n "$MPIEXEC" ]; then
         else echo "FAIL: 2 ranks, LL^T fallback"; echo "$jf"; fails=$((fails + 1)); fi
         # the fallback's new kind is predicted and checked again before it allocates: a limit
         # that LL^T's plan passes (the analysis' figure) but LDL^T's heaviest rank exceeds refuses
-        pl=$($MPIEXEC -n 2 "$bin" --json --analyze-only --threads 1 --cost-cache fixed --mapping flops --kind spd "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
-        pf=$($MPIEXEC -n 2 "$bin" --json --threads 1 --cost-cache fixed --mapping flops --kind spd "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
-        lim=$(awk -v l="$pl" -v f="$pf" 'BEGIN { if (l + 0 > 0 && l + 0 < f - 1) printf "%.0f", f - 1 }')
+        # (buffers whole: fanin-cuts=auto could cut LDL^T's under the limit; the JSON's 6 digits:
+        # limits at the midpoint, or 1e-5 under LDL^T's figure on one rank, where LL^T needs 0.1% less)
+        fo="--threads 1 --cost-cache fixed --mapping flops --fanin-cuts off --kind spd"
+        # shellcheck disable=SC2086
+        pl=$($MPIEXEC -n 2 "$bin" --json --analyze-only $fo "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
+        # shellcheck disable=SC2086
+        pf=$($MPIEXEC -n 2 "$bin" --json $fo "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
+        lim=$(awk -v l="$pl" -v f="$pf" 'BEGIN { if (l + 0 > 0 && l * 1.001 < f + 0) printf "%.0f", (l + f) / 2 }')
         if [ -n "$lim" ]; then
-            mo=$($MPIEXEC -n 2 "$bin" --threads 1 --cost-cache fixed --mapping flops --kind spd --memory-limit "$lim" "$hg" 2>&1); rc=$?
-            if [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "only .* GB are available"; then echo "ok: 2 ranks, the LDL^T fallback checked against $lim (LL^T $pl)"; else
+            # shellcheck disable=SC2086
+            mo=$($MPIEXEC -n 2 "$bin" $fo --memory-limit "$lim" "$hg" 2>&1); rc=$?
+            if [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "only .* GB are available"; then echo "ok: 2 ranks, the LDL^T fallback checked against $lim (LL^T $pl, LDL^T $pf)"; else
                 echo "FAIL: 2 ranks, the fallback's memory check (exit $rc)"; printf '%s\n' "$mo" | tail -3; fails=$((fails + 1)); fi
         else echo "FAIL: 2 ranks, no LDL^T prediction above LL^T's after the fallback ('$pl', '$pf')"; fails=$((fails + 1)); fi
         # one rank: the same (the check passed for LL^T: the fallback was tried)
         pf=$("$bin" --json --threads 1 --cost-cache fixed --kind spd "$hg" 2>/dev/null | grep "^{" | tail -1 | mx)
-        lim=$(awk -v f="$pf" 'BEGIN { if (f + 0 > 1) printf "%.0f", f - 1 }')
+        lim=$(awk -v f="$pf" 'BEGIN { if (f + 0 > 1) printf "%.0f", f * (1 - 1e-5) }')
         mo=$("$bin" --verbose 1 --threads 1 --cost-cache fixed --kind spd --memory-limit "${lim:-1}" "$hg" 2>&1); rc=$?
         if [ -n "$lim" ] && [ "$rc" -eq 1 ] && printf '%s\n' "$mo" | grep -q "falling back" &&
             printf '%s\n' "$mo" | grep -q "only .* GB are available"; then echo "ok: 1 rank, the LDL^T fallback checked against $lim"; else
@@ -337,7 +343,7 @@ t "simulate bad --mapping" 2 "$sim" --mapping heavy --laplacian 8
 # --cost-cache FILE: a model made on another machine is read as it is, never recalibrated nor
 # written over (a model as a 16-core Xeon wrote it, another machine's key); --ranks-per-node loads
 # the kernels with the node's busy cores: 4 ranks x 2 threads on one node are slower than on four
-cmf=${TMPDIR:-/tmp}/canopy_cli_cm.$$
+cmf=$(mktemp "${TMPDIR:-/tmp}/canopy_cli_cm.XXXXXX")
 cat > "$cmf" <<'MODEL'
 # Canopy kernel cost model: seconds = latency + flops / (peak * d / (d + d_half))
 format 3

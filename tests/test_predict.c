@@ -313,7 +313,7 @@ START_TEST(ranks_per_node_load)
     laplacian(14, &A);
     predict_report r[2];
     for (int q = 0; q < 2; q++) {
-        canopy_solver *s = make(&A, 1, -1, 0, 1);
+        canopy_solver *s = make(&A, 1, 128, 0, 1);
         ck_assert_int_eq(runtime_cost(&s->rt, &s->opts, &s->err), CANOPY_SUCCESS);
         s->rt.cost.load_threads = 8;
         s->rt.cost.load_gemm = s->rt.cost.load_scatter = 2;

@@ -49,7 +49,8 @@ static canopy_status factorize_once(canopy_solver *s, double threshold, bool ret
     runtime_plan(&s->rt, &s->opts, &s->S, s->fact, s->arith == CANOPY_COMPLEX, &s->err);
     if (!planned || retry) {
         canopy_status st = comm_agree(s->comm, &s->err);
-        /* a new kind (the LL^T fallback): its own prediction, checked before anything is allocated */
+        /* a new kind (the LL^T fallback): its own prediction, checked before the factors are
+         * allocated (as the first attempt's: after the plan and the scaled copy) */
         if (st >= 0 && retry) {
             api_predict_dist(s);
             st = memory_check(s);
