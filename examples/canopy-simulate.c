@@ -30,8 +30,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: canopy-simulate --ranks P --threads T [options] (FILE.mtx[.gz] | FILE.rb | --laplacian NXxNYxNZ |\n"
             "                       --helmholtz N)\n"
-            "Runs Canopy's analysis and its plan for P nodes (one rank each) x T threads and prints what the\n"
-            "plan's simulation predicts; nothing is factorized. The ordering runs here, on this machine's cores.\n\n"
+            "Runs Canopy's analysis and its plan for P ranks (one a node, or --ranks-per-node) x T threads and\n"
+            "prints what the plan's simulation predicts; nothing is factorized. The ordering runs here, on this\n"
+            "machine's cores.\n\n"
             "virtual machine:\n"
             "  --ranks P                 ranks (default 1), on nodes of --ranks-per-node each\n"
             "  --ranks-per-node N        ranks sharing one node (default 1): the kernels run as slowly as with\n"
@@ -243,11 +244,10 @@ static int load(const cli *c, canopy_csc *A, char *name, size_t nlen)
  * scaled, loaded as asked. */
 static int set_cost(canopy_solver *s, const cli *c)
 {
-    const char *file = s->opts.cost_cache;
-    if (file[0] != '\0' && strcmp(file, "fixed") != 0 && strcmp(file, "none") != 0) {
+    if (cost_cache_is_file(s->opts.cost_cache)) {
         sched_cost_model fm;
         memset(&fm, 0, sizeof fm);
-        if (cost_model_read(&fm, file, &s->err) != CANOPY_SUCCESS) return 1;
+        if (cost_model_read(&fm, s->opts.cost_cache, &s->err) != CANOPY_SUCCESS) return 1;
         runtime_set_cost(&s->rt, &fm);
     }
     if (runtime_cost(&s->rt, &s->opts, &s->err) != CANOPY_SUCCESS) return 1;

@@ -748,6 +748,11 @@ void cost_model_report(const sched_cost_model *m, canopy_stats *st)
     snprintf(st->blas_message, sizeof st->blas_message, "%s", m->blas_warning);
 }
 
+int cost_cache_is_file(const char *where)
+{
+    return where != NULL && where[0] != '\0' && strcmp(where, "fixed") != 0 && strcmp(where, "none") != 0;
+}
+
 canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost_kernels *kern, canopy_err *err)
 {
     if (m == NULL) return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost_model_load: NULL model");
@@ -760,11 +765,9 @@ canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost
     }
     char path[CANOPY_PATH_MAX];
     int use_file = 0;
-    if (!strcmp(where, "none")) {
-        use_file = 0;
-    } else if (*where == '\0') {
+    if (*where == '\0') {
         use_file = cost_model_default_path(path, sizeof path) == 0;
-    } else {
+    } else if (cost_cache_is_file(where)) {
         size_t l = strlen(where);
         if (l >= sizeof path)
             return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "cost model path longer than %d bytes", CANOPY_PATH_MAX - 1);

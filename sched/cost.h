@@ -67,6 +67,9 @@ void cost_model_fixed(sched_cost_model *m);
  */
 canopy_status cost_model_load(sched_cost_model *m, const char *where, const cost_kernels *kern, canopy_err *err);
 
+/** Does the cost-cache option @p where name a file (not "", "fixed" nor "none")? */
+int cost_cache_is_file(const char *where);
+
 /** Set m's key (key_cpu, key_blas, key_threads) to this process's machine. */
 void cost_model_stamp(sched_cost_model *m);
 

@@ -420,8 +420,8 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     if (s->virt_ranks != o->ranks || s->rt.virt_threads != o->threads ||
         (s->rt.virt_node_ranks > 1 ? s->rt.virt_node_ranks : 1) != node || s->phase < PHASE_ANALYZED)
         return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT,
-                              "predict_layout: analyze the solver for %d x %d first (api_analyze_virtual)", o->ranks,
-                              o->threads);
+                              "predict_layout: analyze the solver for %d x %d, %d ranks a node, first "
+                              "(api_analyze_virtual)", o->ranks, o->threads, node);
     if (o->nrhs < 1 || !(o->bandwidth > 0) || !(o->latency >= 0))
         return canopy_err_set(&s->err, CANOPY_ERR_ARGUMENT, "predict_layout: nrhs >= 1, bandwidth > 0, latency >= 0");
     double t0 = canopy_wtime();
