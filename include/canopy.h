@@ -218,6 +218,13 @@ typedef struct canopy_options {
                                        the tasks it may run, never beyond that. 0 (default) = auto: 1048576
                                        entries (8 MB real); -1 = off: whole products, each worker sized by the
                                        largest of the tasks it may run */
+    int top2d;                    /**< several ranks: the shared top's 2D column blocks (those with 2D tasks whose
+                                       candidate ranks are several) over grids of their ranks. 0 (default) =
+                                       off: each whole on one rank, its updates computed there and sent as
+                                       fan-in; 1 = flat: the column blocks of each rank range cyclic over its
+                                       ranks, and a column block's updates into another of the same range run
+                                       on the target's rank, from its facing groups sent there after their
+                                       TRSM (fan-out), so a separator's updates spread over its ranks */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */

@@ -114,7 +114,8 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
                              *const order[] = {"scotch", "natural", "user", "ptscotch", "auto"},
                              *const scal[] = {"auto", "none", "equilibrate", "matching"},
                              *const selinv[] = {"inplace", "separate"}, *const mapping[] = {"auto", "flops", "memory"},
-                             *const rootgrid[] = {"off", "on", "auto"}, *const cuts[] = {"auto", "off", "on"};
+                             *const rootgrid[] = {"off", "on", "auto"}, *const cuts[] = {"auto", "off", "on"},
+                             *const top2d[] = {"off", "flat"};
 #define CANOPY_PICK(names, v) ((size_t)(v) < sizeof names / sizeof names[0] ? names[(size_t)(v)] : "?")
     const char *t = NULL;
     int i = 0;
@@ -148,6 +149,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
     else if (!strcmp(name, "mapping")) t = CANOPY_PICK(mapping, o->mapping);
     else if (!strcmp(name, "root-grid")) t = CANOPY_PICK(rootgrid, o->root_grid);
     else if (!strcmp(name, "fanin-cuts")) t = CANOPY_PICK(cuts, o->fanin_cuts);
+    else if (!strcmp(name, "top2d")) t = CANOPY_PICK(top2d, o->top2d);
     else if (!strcmp(name, "update-buffer")) {
         if (o->update_buffer > 0) kind = REAL, d = o->update_buffer;
         else t = o->update_buffer < 0 ? "off" : "auto";

@@ -261,6 +261,127 @@ canopy_status sched_plan_memory(const symbolic *S, const sched_plan *P, const do
     return CANOPY_SUCCESS;
 }
 
+typedef struct dist_xpair {
+    cint b;   /* first blok of the facing group */
+    cint k;   /* its cblk */
+    int task; /* local task that reads it */
+} dist_xpair;
+
+static int dist_cmp_xpair(const void *a, const void *b)
+{
+    const dist_xpair *x = a, *y = b;
+    if (x->b != y->b) return x->b < y->b ? -1 : 1;
+    return x->task < y->task ? -1 : x->task > y->task;
+}
+
+static int dist_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * top2d flat, executed (sched_fanout): the facing groups this rank sends after its TRSMs, to the
+ * ranks of the UPDATE2Ds that read them, and those it receives, each releasing the local
+ * UPDATE2Ds that read it (one external dependency per group read), and per remote cblk the local
+ * UPDATE2Ds reading it (its copy lives until the last of them).
+ */
+static canopy_status dist_fanout(const symbolic *S, const sched_plan *P, sched_local *L, const int *g2l, canopy_err *err)
+{
+    const sched_dag *G = &P->factor;
+    sched_dag *D = &L->factor;
+    int ng = G->ntasks, nl = D->ntasks, rank = L->rank;
+    cint n = S->ncblk;
+    L->xsend_ptr = canopy_calloc((size_t)nl + 2, sizeof(int), "local plan", err);
+    L->xuse = canopy_calloc((size_t)n + 1, sizeof(int), "local plan", err);
+    int *mark = canopy_alloc((size_t)L->nranks + 1, sizeof(int), "local plan scratch", err);
+    int *list = canopy_alloc((size_t)L->nranks + 1, sizeof(int), "local plan scratch", err);
+    dist_xpair *xp = NULL;
+    canopy_status st = CANOPY_SUCCESS;
+    if (!L->xsend_ptr || !L->xuse || !mark || !list) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    for (int r = 0; r < L->nranks; r++) mark[r] = 0;
+    /* sends: each local TRSM's group to the other ranks of its UPDATE2D successors, ascending */
+    size_t nsend = 0, nx = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        nsend = 0;
+        for (int i = 0; i < ng; i++) {
+            int l = g2l[i];
+            if (l < 0 || G->kind[i] != SCHED_TASK_TRSM) continue;
+            int m = 0;
+            for (int e = G->succ_ptr[i]; e < G->succ_ptr[i + 1]; e++) {
+                int s = G->succ[e], r = G->kind[s] == SCHED_TASK_UPDATE2D ? sched_task_rank(S, P, s) : rank;
+                if (r != rank && !mark[r]) {
+                    mark[r] = 1;
+                    list[m++] = r;
+                }
+            }
+            qsort(list, (size_t)m, sizeof *list, dist_cmp_int);
+            for (int q = 0; q < m; q++) {
+                mark[list[q]] = 0;
+                if (pass) L->xsend_rank[L->xsend_ptr[l] + q] = list[q];
+            }
+            if (!pass) L->xsend_ptr[l + 1] = m;
+            nsend += (size_t)m;
+        }
+        if (pass) break;
+        for (int l = 0; l < nl; l++) L->xsend_ptr[l + 1] += L->xsend_ptr[l];
+        L->xsend_rank = canopy_alloc(nsend + 1, sizeof(int), "local plan", err);
+        if (L->xsend_rank == NULL) {
+            st = dist_nomem(err);
+            goto out;
+        }
+    }
+    L->nxsend = (int64_t)nsend;
+    /* receives: the remote groups each local UPDATE2D reads */
+    for (int i = 0; i < ng; i++)
+        if (g2l[i] >= 0 && G->kind[i] == SCHED_TASK_UPDATE2D && P->cblk_rank[G->cblk[i]] != rank) nx += 2;
+    xp = canopy_alloc(nx + 1, sizeof *xp, "local plan scratch", err);
+    if (xp == NULL) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    nx = 0;
+    for (int i = 0; i < ng; i++) {
+        int l = g2l[i];
+        cint k = G->cblk[i];
+        if (l < 0 || G->kind[i] != SCHED_TASK_UPDATE2D || P->cblk_rank[k] == rank) continue;
+        xp[nx++] = (dist_xpair){G->first[i], k, l};
+        if (G->tile[i] != G->first[i]) xp[nx++] = (dist_xpair){G->tile[i], k, l};
+        L->ext[l] += G->tile[i] != G->first[i] ? 2 : 1;
+        L->xuse[k]++;
+    }
+    qsort(xp, nx, sizeof *xp, dist_cmp_xpair);
+    cint nu = 0;
+    for (size_t q = 0; q < nx; q++) nu += q == 0 || xp[q].b != xp[q - 1].b;
+    L->nxrecv = nu;
+    L->xrecv_blok = canopy_alloc((size_t)nu + 1, sizeof(cint), "local plan", err);
+    L->xrecv_cblk = canopy_alloc((size_t)nu + 1, sizeof(cint), "local plan", err);
+    L->xrecv_ptr = canopy_alloc((size_t)nu + 2, sizeof(int), "local plan", err);
+    L->xrecv_task = canopy_alloc(nx + 1, sizeof(int), "local plan", err);
+    if (!L->xrecv_blok || !L->xrecv_cblk || !L->xrecv_ptr || !L->xrecv_task) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    nu = 0;
+    L->xrecv_ptr[0] = 0;
+    for (size_t q = 0; q < nx; q++) {
+        if (q == 0 || xp[q].b != xp[q - 1].b) {
+            L->xrecv_cblk[nu] = xp[q].k;
+            L->xrecv_blok[nu++] = xp[q].b;
+            L->xrecv_ptr[nu] = L->xrecv_ptr[nu - 1];
+        }
+        L->xrecv_task[L->xrecv_ptr[nu]++] = xp[q].task;
+    }
+out:
+    canopy_free(mark);
+    canopy_free(list);
+    canopy_free(xp);
+    return st;
+}
+
 canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank, int parts, sched_local *L,
                                canopy_err *err)
 {
@@ -294,7 +415,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         goto out;
     }
     int nl = 0;
-    for (int i = 0; i < ng; i++) g2l[i] = P->cblk_rank[G->cblk[i]] == rank ? nl++ : -1;
+    for (int i = 0; i < ng; i++) g2l[i] = sched_task_rank(S, P, i) == rank ? nl++ : -1;
     D->ntasks = nl;
     size_t m = (size_t)nl + 1;
     D->npred = canopy_calloc(m, sizeof(int), "local tasks", err);
@@ -374,6 +495,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         L->cblk_owner[k] = mine ? P->cblk_owner[k] - lo : -1;
     }
     if ((st = dist_deferred(S, P, L, err)) != CANOPY_SUCCESS) goto out;
+    if (P->cblk_xgrid && (st = dist_fanout(S, P, L, g2l, err)) != CANOPY_SUCCESS) goto out;
 
     /* contributions: this rank's, renumbered per target in the plan's order; the (target, rank)
      * pairs that cross ranks are the fan-in buffers */
@@ -390,10 +512,10 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     size_t np = 0, nc = 0;
     for (cint b = 0; b < S->nblok; b++) L->blok_contrib[b] = -1;
     for (cint k = 0; k < n && !sched_root_has(&P->root, k); k++) { /* the grid's root sends nothing */
-        int rk = P->cblk_rank[k];
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = symbolic_group_end(S, k, b);
             cint j = S->blok_fcblk[b];
+            int rk = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
             if (rk != P->cblk_rank[j]) {
                 pairs[np++] = (int64_t)j * R + rk;
                 int64_t rows = S->cblk_stride[k] - S->blok_coefrow[b];
@@ -611,5 +733,12 @@ void sched_local_free(sched_local *L)
     canopy_free(L->send_moff);
     canopy_free(L->recv_moff);
     canopy_free(L->fan_rmap);
+    canopy_free(L->xsend_ptr);
+    canopy_free(L->xsend_rank);
+    canopy_free(L->xrecv_blok);
+    canopy_free(L->xrecv_cblk);
+    canopy_free(L->xrecv_ptr);
+    canopy_free(L->xrecv_task);
+    canopy_free(L->xuse);
     memset(L, 0, sizeof *L);
 }

@@ -59,8 +59,8 @@ static int fan_cmp_group(const void *a, const void *b)
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
-canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, cint root_first, const int64_t *pairs,
-                               size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err)
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, const int *xgrid, int nranks, cint root_first,
+                               const int64_t *pairs, size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err)
 {
     if (S == NULL || cblk_rank == NULL || nranks < 1 || (np > 0 && (pairs == NULL || rows == NULL)))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_rows: bad argument");
@@ -80,8 +80,9 @@ canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nran
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = symbolic_group_end(S, k, b);
             cint j = S->blok_fcblk[b];
-            if (cblk_rank[k] == cblk_rank[j]) continue;
-            int64_t key = (int64_t)j * nranks + cblk_rank[k];
+            int src = sched_src_rank(cblk_rank, xgrid, k, j);
+            if (src == cblk_rank[j]) continue;
+            int64_t key = (int64_t)j * nranks + src;
             const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, fan_cmp_i64);
             if (at == NULL) continue;
             int64_t q = at - pairs;
@@ -152,8 +153,9 @@ canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const 
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = symbolic_group_end(S, k, b);
             cint j = S->blok_fcblk[b];
-            if (P->cblk_rank[k] == P->cblk_rank[j] || (numbered && P->blok_contrib[b] < 0)) continue;
-            int64_t key = (int64_t)j * R + P->cblk_rank[k];
+            int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+            if (src == P->cblk_rank[j] || (numbered && P->blok_contrib[b] < 0)) continue;
+            int64_t key = (int64_t)j * R + src;
             const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, fan_cmp_i64);
             if (at != NULL && (loff == NULL || loff[(size_t)(at - pairs) * SCHED_FANIN_SEGS] != -1))
                 c[m++] = (fan_crow){at - pairs, numbered ? P->blok_contrib[b] : 0, k, b, S->cblk_fblok[k + 1]};
@@ -161,8 +163,9 @@ canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const 
     for (int i = 0; numbered && i < G->ntasks; i++) {
         if (G->kind[i] != SCHED_TASK_UPDATE2D) continue;
         cint k = G->cblk[i], j = S->blok_fcblk[G->first[i]];
-        if (k >= root_first || P->cblk_rank[k] == P->cblk_rank[j]) continue;
-        int64_t key = (int64_t)j * R + P->cblk_rank[k];
+        int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+        if (k >= root_first || src == P->cblk_rank[j]) continue;
+        int64_t key = (int64_t)j * R + src;
         const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, fan_cmp_i64);
         if (at != NULL && (loff == NULL || loff[(size_t)(at - pairs) * SCHED_FANIN_SEGS] != -1))
             c[m++] = (fan_crow){at - pairs, P->task_contrib[i], k, G->tile[i], symbolic_group_end(S, k, G->tile[i])};
@@ -261,8 +264,9 @@ static canopy_status fan_pair_times(const symbolic *S, const sched_plan *P, cons
                 for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
                     e = symbolic_group_end(S, k, b);
                     cint j = S->blok_fcblk[b];
-                    if ((only >= 0 && j != only) || P->cblk_rank[j] == P->cblk_rank[k]) continue;
-                    int64_t key = (int64_t)j * R + P->cblk_rank[k];
+                    int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+                    if ((only >= 0 && j != only) || P->cblk_rank[j] == src) continue;
+                    int64_t key = (int64_t)j * R + src;
                     const int64_t *at = bsearch(&key, pairs, nu, sizeof *pairs, fan_cmp_i64);
                     if (at == NULL) continue;
                     int64_t q = at - pairs;
@@ -500,7 +504,7 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
     size_t m = 0;
     int timed = 0, R = P->nranks > 0 ? P->nranks : 1;
     cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in cuts", err);
-    canopy_status st = rows ? sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, nu, rows, NULL, NULL, err)
+    canopy_status st = rows ? sched_fanin_rows(S, P->cblk_rank, P->cblk_xgrid, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, nu, rows, NULL, NULL, err)
                             : fan_nomem(err);
     if (st == CANOPY_SUCCESS) st = fan_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
     if (st == CANOPY_SUCCESS && timed) st = fan_plan_cuts(S, P, pairs, nu, rows, c, m, nmsg, cuts, err);
@@ -529,7 +533,8 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     for (cint k = 0; k < n && !sched_root_has(&P->root, k); k++)
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
             cint j = S->blok_fcblk[b];
-            if (P->cblk_rank[k] != P->cblk_rank[j]) pairs[np++] = (int64_t)j * R + P->cblk_rank[k];
+            int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+            if (src != P->cblk_rank[j]) pairs[np++] = (int64_t)j * R + src;
         }
     qsort(pairs, np, sizeof *pairs, fan_cmp_i64);
     size_t nu = 0;
@@ -543,7 +548,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     int timed = 0;
     /* the whole buffers' rows decide which are cut (sched_fanin_cuts): only with cuts */
     canopy_status st = !rows || !ev ? fan_nomem(err) : !P->fanin_cuts ? CANOPY_SUCCESS
-                       : sched_fanin_rows(S, P->cblk_rank, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err);
+                       : sched_fanin_rows(S, P->cblk_rank, P->cblk_xgrid, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err);
     if (st == CANOPY_SUCCESS) st = fan_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
     /* every pair's cuts (as sched_fanin_cuts), then the rows of each of its messages */
     int *nmsg = st == CANOPY_SUCCESS ? canopy_alloc(nu + 1, sizeof(int), "fan-in memory scratch", err) : NULL;

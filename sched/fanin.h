@@ -62,8 +62,8 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
  * or -1, for i < stride of j. A pure function of the structure and the ranks of the cblks, so
  * that the sender and the receiver derive the same layout without a message.
  */
-canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, int nranks, cint root_first, const int64_t *pairs,
-                               size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
+canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, const int *xgrid, int nranks, cint root_first,
+                               const int64_t *pairs, size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
 
 /**
  * The rows of each message of the fan-in buffers of @p pairs (as sched_fanin_rows') when buffer q

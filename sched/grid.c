@@ -170,7 +170,9 @@ canopy_status sched_grid_plan(const symbolic *S, sched_dag *D, const int *cblk_t
             cint j = S->blok_fcblk[D->first[i]], j2 = S->blok_fcblk[D->tile[i]];
             int same = G->cblk_grid[j] >= 0 && G->cblk_grid[j] == G->cblk_grid[k];
             G->task_rank[i] = same ? sched_grid_tile_rank(G, j, j2) : sched_grid_tile_rank(G, k, j2);
-            if (G->cblk_grid[j] >= 0 && j2 != j) {
+            /* flat is executed, and there an update into j's off-diagonal rows could meet j's
+             * DIAG adding its received fan-in (every row): its edge stays on DIAG(j) */
+            if (G->cblk_grid[j] >= 0 && j2 != j && shape != SCHED_GRID_FLAT) {
                 cint fb = grid_find_group(S, j, j2);
                 int dst = fb >= 0 ? cblk_task[j] + 1 + (int)G->blok_group[fb] : -1;
                 if (dst >= 0 && dst < nt && D->kind[dst] == SCHED_TASK_TRSM && D->first[dst] == fb)

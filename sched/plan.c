@@ -381,6 +381,15 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         P->factor.snode[pt] = gsnode[r];
     }
     for (int i = 0; R > 1 && i < P->factor.ntasks; i++) P->factor.level[i] = P->factor.snode_depth[P->factor.snode[i]];
+    if (P->grid && P->grid->shape == SCHED_GRID_FLAT && P->grid->tiled_cblks > 0) {
+        /* executed: the tiled cblks' grids, for the fan-in pairs and the local plans */
+        P->cblk_xgrid = canopy_alloc((size_t)n + 1, sizeof(int), "plan", err);
+        if (P->cblk_xgrid == NULL) {
+            st = plan_nomem(err);
+            goto out;
+        }
+        memcpy(P->cblk_xgrid, P->grid->cblk_grid, (size_t)n * sizeof(int));
+    }
     if (P->grid) {
         for (int i = 0; i < P->factor.ntasks; i++) group[i] = P->factor.owner[i] / TR;
         if ((st = sched_grid_count(S, &P->factor, group, sb, P->grid, err)) != CANOPY_SUCCESS) goto out;
@@ -521,9 +530,10 @@ void sched_plan_keep_local(sched_plan *P)
                        .cblk_rank = P->cblk_rank, .ncblk = P->ncblk, .twod_levels = P->twod_levels,
                        .twod_cblks = P->twod_cblks, .total_cost = P->total_cost, .root = P->root,
                        .root_time = P->root_time, .fanin_cuts = P->fanin_cuts, .update_cap = P->update_cap,
-                       .cblk_owner = P->cblk_owner, .kept_tasks = P->kept_tasks ? P->kept_tasks : P->factor.ntasks};
+                       .cblk_owner = P->cblk_owner, .cblk_xgrid = P->cblk_xgrid,
+                       .kept_tasks = P->kept_tasks ? P->kept_tasks : P->factor.ntasks};
     keep.factor.predicted_time = P->factor.predicted_time;
-    P->cblk_rank = P->cblk_owner = NULL;
+    P->cblk_rank = P->cblk_owner = P->cblk_xgrid = NULL;
     sched_plan_free(P);
     *P = keep;
 }
@@ -532,6 +542,7 @@ void sched_plan_free(sched_plan *P)
 {
     if (P == NULL) return;
     canopy_free(P->cblk_rank);
+    canopy_free(P->cblk_xgrid);
     canopy_free(P->cblk_ranks);
     canopy_free(P->cblk_t0);
     canopy_free(P->cblk_t1);

@@ -55,9 +55,11 @@ typedef struct sched_plan_opts {
     int prediction_only;          /**< the caller reads only factor.predicted_time (and the schedule): the
                                        contribution numbers (blok_contrib, task_contrib, cblk_ncontrib) are
                                        left unset */
-    int top2d;                    /**< a MODEL, not executed yet (sched/grid.h): several ranks, the shared 2D
-                                       cblks' tiles over 2D grids of their ranks; enum sched_grid_shape
-                                       (0 = off: today's plan), -1 = the shape whose simulation is shortest */
+    int top2d;                    /**< several ranks, the shared 2D cblks' tiles over 2D grids of their ranks
+                                       (sched/grid.h); enum sched_grid_shape (0 = off: today's plan), -1 = the
+                                       shape whose simulation is shortest. FLAT (1 x p: whole cblks cyclic
+                                       over their ranks, updates where their target lives) is executed
+                                       (cblk_xgrid); SQUARE and TALL are a model only */
     int mapping;                  /**< enum sched_mapping: what the ranks' proportional mapping weighs */
     const int *pin;               /**< [ncblk] or NULL: for a cblk the mapping shares between several ranks, the
                                        rank it must go to (-1, or a rank outside its candidates: not pinned).
@@ -115,7 +117,10 @@ typedef struct sched_plan {
     double *task_start;       /**< [factor.ntasks] simulated start, seconds */
     double *task_end;         /**< [factor.ntasks] simulated end (start + cost) */
     struct sched_grid *grid;  /**< top2d: the grids, tile owners and messages (sched/grid.h); NULL when off.
-                                   The tiled tasks then run on several ranks: a prediction only */
+                                   The tiled tasks then run on several ranks */
+    int *cblk_xgrid;          /**< top2d flat (executed): [ncblk] the grid of a tiled cblk, else -1; NULL otherwise.
+                                   k's updates into a cblk j of the same grid run on j's rank, from k's
+                                   facing groups sent to it (sched_fanout): no fan-in buffer for them */
     sched_root root;          /**< sched_plan_opts.root (first == ncblk: none) */
     double root_time;         /**< predicted seconds of the root's grid factorization (in factor.predicted_time) */
     int fanin_cuts;           /**< sched_plan_opts.fanin_cuts */
@@ -127,6 +132,31 @@ typedef struct sched_plan {
                                    local plan and the memory check need them all, and they cost a sweep of every
                                    fan-in pair. The pointer is fixed at the build, so a const plan fills it */
 } sched_plan;
+
+/*
+ * top2d flat, executed: cblk k's contributions into cblk j run on j's rank when both are tiled on
+ * the same grid (k's facing groups broadcast there after their TRSM), else on k's rank. @p xgrid:
+ * sched_plan.cblk_xgrid (NULL: never).
+ */
+static inline int sched_fanout(const int *xgrid, cint k, cint j)
+{
+    return xgrid != NULL && xgrid[k] >= 0 && xgrid[k] == xgrid[j];
+}
+
+/* The rank that computes cblk k's contributions into cblk j. */
+static inline int sched_src_rank(const int *cblk_rank, const int *xgrid, cint k, cint j)
+{
+    return sched_fanout(xgrid, k, j) ? cblk_rank[j] : cblk_rank[k];
+}
+
+/* The rank that runs task @p i of P->factor (before sched_plan_keep_local): its cblk's, except an
+ * UPDATE2D of a fan-out (sched_fanout) runs on its target's. */
+static inline int sched_task_rank(const symbolic *S, const sched_plan *P, int i)
+{
+    cint k = P->factor.cblk[i];
+    if (P->factor.kind[i] != SCHED_TASK_UPDATE2D) return P->cblk_rank[k];
+    return sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, S->blok_fcblk[P->factor.first[i]]);
+}
 
 /**
  * Build the plan. Deterministic: same inputs (and cost model) give the same plan.

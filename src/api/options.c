@@ -17,7 +17,8 @@ const char *const options_names[] = {
     "threads", "bind", "numa", "scheduler", "comm-threads", "tree", "factorization", "ordering",
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
     "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
-    "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid", "fanin-cuts", "update-buffer", NULL};
+    "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid", "fanin-cuts", "update-buffer",
+    "top2d", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -208,6 +209,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
         if ((k = pick(value, "auto|off")) >= 0) o->update_buffer = k == 0 ? 0 : -1;
         else if (parse_double(value, 1.0, 9e15, &dv)) o->update_buffer = floor(dv);
         else BAD("auto, off or entries (a worker's update buffer at most)");
+    } else if (!strcmp(key, "top2d")) {
+        if ((k = pick(value, "off|flat")) < 0) BAD("off or flat");
+        o->top2d = k;
     } else if (!strcmp(key, "root-grid")) {
         if ((k = pick(value, "off|on|auto")) < 0) BAD("off, on or auto");
         o->root_grid = k;
@@ -268,7 +272,8 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         (unsigned)o->scheduler > CANOPY_SCHED_DYNAMIC || (unsigned)o->tree > CANOPY_TREE_SHIFTED ||
         (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_AUTO ||
         (unsigned)o->scaling > CANOPY_SCALING_MATCHING || (unsigned)o->selinv_memory > CANOPY_SELINV_SEPARATE ||
-        (unsigned)o->mapping > 2 || (unsigned)o->root_grid > 2 || (unsigned)o->fanin_cuts > 2)
+        (unsigned)o->mapping > 2 || (unsigned)o->root_grid > 2 || (unsigned)o->fanin_cuts > 2 ||
+        (unsigned)o->top2d > 1)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: an enumerated option holds an unknown value");
     if (o->ordering == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering = ptscotch: %s", ORDER_NO_PTSCOTCH);

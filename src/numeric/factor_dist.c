@@ -186,6 +186,11 @@ static canopy_status numeric_layout_dist(numeric *F, const symbolic *S, canopy_a
     F->send_slot = canopy_alloc((size_t)S->ncblk + 1, sizeof(int), "fan-in slots", err);
     F->fan_recv = canopy_calloc((size_t)L->recv_ptr[S->ncblk] * parts + 1, sizeof(void *), "fan-in buffers", err);
     F->peer_counts = canopy_calloc(4 * (size_t)L->nranks, sizeof(int64_t), "communication counts", err);
+    if (L->xuse) {
+        F->xsh = canopy_calloc((size_t)S->ncblk + 1, sizeof(void *), "top2d copies", err);
+        F->xleft = canopy_calloc((size_t)S->ncblk + 1, sizeof(atomic_int), "top2d copies", err);
+        if (!F->xsh || !F->xleft) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
     if (!F->lcoef || !F->send_slot || !F->fan_recv || !F->peer_counts)
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     int64_t off = 0;
@@ -433,7 +438,10 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
     const sched_local *L = x->local;
     const symbolic *S = F->S;
     int parts = F->U ? 2 : 1, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
-    int nrecv = (int)L->recv_ptr[S->ncblk] * parts, nsend = F->send_msg[L->nsend];
+    int nfrecv = (int)L->recv_ptr[S->ncblk] * parts, nfsend = F->send_msg[L->nsend];
+    if ((int64_t)nfrecv + L->nxrecv > INT_MAX || (int64_t)nfsend + L->nxsend > INT_MAX)
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "too many messages");
+    int nrecv = nfrecv + (int)L->nxrecv, nsend = nfsend + (int)L->nxsend;
     comm_msg *rv = canopy_alloc((size_t)nrecv + 1, sizeof(comm_msg), "messages", err);
     comm_msg *sd = canopy_alloc((size_t)nsend + 1, sizeof(comm_msg), "messages", err);
     canopy_status st = CANOPY_SUCCESS;
@@ -451,6 +459,28 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
                 comm_tags_get(x->tags, comm_tags_id(j, fan_id(p, L->recv_seg[q])), &m->comm, &m->tag);
                 m->cookie = ((int64_t)i << 32) | (int64_t)L->cblk_task[j]; /* where it goes, who waits */
             }
+    /* top2d flat: the facing groups received, then those sent after each TRSM (sched_local.x*) */
+    for (cint q = 0; q < L->nxrecv; q++) {
+        comm_msg *m = &rv[nfrecv + q];
+        cint k = L->xrecv_cblk[q], b = L->xrecv_blok[q], e = symbolic_group_end(S, k, b);
+        cint h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
+        m->buf = NULL;
+        m->count = (int)(numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps);
+        m->peer = L->cblk_rank[k];
+        comm_tags_get(x->tags, numeric_xmsg_id(S, b), &m->comm, &m->tag);
+        m->cookie = -1 - (int64_t)q;
+    }
+    for (int l = 0; L->xsend_ptr && l < L->factor.ntasks; l++)
+        for (int q = L->xsend_ptr[l]; q < L->xsend_ptr[l + 1]; q++) {
+            comm_msg *m = &sd[nfsend + q];
+            cint k = L->factor.cblk[l], b = L->factor.first[l], e = symbolic_group_end(S, k, b);
+            cint h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
+            m->buf = NULL;
+            m->count = (int)(numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps);
+            m->peer = L->xsend_rank[q];
+            comm_tags_get(x->tags, numeric_xmsg_id(S, b), &m->comm, &m->tag);
+            m->cookie = -1;
+        }
     for (cint q = 0; q < L->nsend; q++) {
         cint j = L->send_cblk[q];
         for (int seg = 0; seg < L->send_nmsg[q]; seg++)

@@ -301,6 +301,102 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     return 0;
 }
 
+/*
+ * top2d flat (sched_fanout): after TRSM task @p task of cblk k (its facing group from blok b to e),
+ * the group goes to every other rank whose UPDATE2Ds read it: its rows of L (and of U), for LDL^T
+ * the diagonal, dsub and pivots (numeric_xmsg_scalars). A draining rank, or one that finds no
+ * memory for it, sends an empty message: the receiver drains too.
+ */
+static void kxsend(kpar *pc, int task, cint k, cint b, cint e)
+{
+    const sched_local *L = pc->loc;
+    if (L->xsend_ptr == NULL || L->xsend_ptr[task] == L->xsend_ptr[task + 1]) return;
+    const symbolic *S = pc->c.S;
+    numeric *F = pc->F;
+    cint st = S->cblk_stride[k], w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], fcol = S->cblk_fcol[k];
+    cint r0 = S->blok_coefrow[b], h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : st) - r0;
+    size_t n = numeric_xmsg_scalars(S, F->kind, k, h), hw = (size_t)h * (size_t)w;
+    int dps = (int)(sizeof(SCALAR) / sizeof(double)), base = F->send_msg[L->nsend];
+    SCALAR *first = NULL;
+    for (int q = L->xsend_ptr[task]; q < L->xsend_ptr[task + 1]; q++) {
+        SCALAR *buf = NULL;
+        if (!atomic_load_explicit(&pc->drain, memory_order_relaxed)) {
+            buf = canopy_alloc(n, sizeof(SCALAR), "top2d group message", NULL);
+            if (buf == NULL) kfail_nomem(pc);
+        }
+        if (buf && first) {
+            memcpy(buf, first, n * sizeof(SCALAR));
+        } else if (buf) {
+            const SCALAR *P = pc->c.L + pc->c.coef[k];
+            for (cint c = 0; c < w; c++) memcpy(buf + (size_t)c * h, P + r0 + (size_t)c * st, (size_t)h * sizeof(SCALAR));
+            if (F->kind == CANOPY_FACT_LU) {
+                const SCALAR *U = pc->c.U + pc->c.coef[k];
+                for (cint c = 0; c < w; c++) memcpy(buf + hw + (size_t)c * h, U + r0 + (size_t)c * st, (size_t)h * sizeof(SCALAR));
+            } else if (F->kind == CANOPY_FACT_LDLT) {
+                SCALAR *aux = buf + hw;
+                for (cint c = 0; c < w; c++) {
+                    aux[c] = P[c + (size_t)c * st];
+                    aux[w + c] = pc->c.dsub[fcol + c];
+                    memset(&aux[2 * w + c], 0, sizeof(SCALAR));
+                    memcpy(&aux[2 * w + c], &pc->c.ipiv[fcol + c], sizeof(cint));
+                }
+            }
+            first = buf;
+        }
+        comm_exchange_send(pc->x, base + q, buf, buf ? (int)n * dps : 0);
+    }
+}
+
+/* A facing group of another rank's cblk arrived (top2d flat, receive @p q): into this rank's copy
+ * of the cblk (allocated by its first group), then the UPDATE2Ds reading it may start. Arrivals
+ * come one at a time (the receiving thread, or the workers' trylock with comm-threads=0). */
+static void kxarrived(kpar *pc, cint q, void *msg, int lost)
+{
+    const sched_local *L = pc->loc;
+    const symbolic *S = pc->c.S;
+    numeric *F = pc->F;
+    cint k = L->xrecv_cblk[q], b = L->xrecv_blok[q], e = symbolic_group_end(S, k, b);
+    cint st = S->cblk_stride[k], w = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
+    cint r0 = S->blok_coefrow[b], h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : st) - r0;
+    if (lost) kfail_nomem(pc);
+    if (msg == NULL) atomic_store(&pc->drain, 1); /* the sender failed: nothing to read */
+    if (msg && !atomic_load(&pc->drain)) {
+        SCALAR *X = F->xsh[k];
+        if (X == NULL) {
+            X = canopy_alloc(numeric_xcopy_bytes(S, F->kind, sizeof(SCALAR), k), 1, "top2d copy of a panel", NULL);
+            if (X == NULL) kfail_nomem(pc);
+            F->xsh[k] = X;
+        }
+        const SCALAR *B = msg;
+        size_t hw = (size_t)h * (size_t)w;
+        for (cint c = 0; X && c < w; c++) memcpy(X + r0 + (size_t)c * st, B + (size_t)c * h, (size_t)h * sizeof(SCALAR));
+        if (X && F->kind == CANOPY_FACT_LU) {
+            SCALAR *U = X + (size_t)st * (size_t)w;
+            for (cint c = 0; c < w; c++) memcpy(U + r0 + (size_t)c * st, B + hw + (size_t)c * h, (size_t)h * sizeof(SCALAR));
+        } else if (X && F->kind == CANOPY_FACT_LDLT) {
+            SCALAR *dsub = X + (size_t)st * (size_t)w;
+            cint *ipiv = (cint *)(dsub + w);
+            for (cint c = 0; c < w; c++) {
+                X[c + (size_t)c * st] = B[hw + c];
+                dsub[c] = B[hw + w + c];
+                memcpy(&ipiv[c], &B[hw + 2 * w + c], sizeof(cint));
+            }
+        }
+    }
+    canopy_free(msg);
+    for (int i = L->xrecv_ptr[q]; i < L->xrecv_ptr[q + 1]; i++) sched_release(pc->run, L->xrecv_task[i]);
+}
+
+/* An UPDATE2D reading another rank's cblk k ended: the last one frees the copy. */
+static void kxdone(kpar *pc, cint k)
+{
+    numeric *F = pc->F;
+    if (atomic_fetch_sub(&F->xleft[k], 1) == 1) {
+        canopy_free(F->xsh[k]);
+        F->xsh[k] = NULL;
+    }
+}
+
 /* Panel of cblk k by worker t; nonzero aborts the run (one rank only: with several, a failure
  * switches to draining so that the other ranks still get every message). */
 static int kpar_panel(kpar *pc, cint k, int t, SCALAR *W, int diag_only)
@@ -355,6 +451,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
         cint b = d->first[task], e = symbolic_group_end(S, k, b);
         if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
             koffdiag(&pc->c, k, S->blok_coefrow[b], e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]);
+        if (pc->dist) kxsend(pc, task, k, b, e);
         return 0;
     }
     case SCHED_TASK_UPDATE: {
@@ -364,8 +461,10 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     }
     case SCHED_TASK_UPDATE2D: {
         cint fb0 = d->first[task], rb0 = d->tile[task];
-        return kupdate_guarded(pc, wk, k, fb0, symbolic_group_end(S, k, fb0), rb0, symbolic_group_end(S, k, rb0),
-                               pc->loc->task_contrib[task], W);
+        int r = kupdate_guarded(pc, wk, k, fb0, symbolic_group_end(S, k, fb0), rb0, symbolic_group_end(S, k, rb0),
+                                pc->loc->task_contrib[task], W);
+        if (pc->dist && pc->loc->cblk_rank[k] != pc->loc->rank) kxdone(pc, k); /* its product is out */
+        return r;
     }
     case SCHED_TASK_SUBTREE: {
         /* progress as the subtree goes (the whole tree is one task on one thread): each cblk
@@ -449,8 +548,12 @@ static void karrived(void *arg, int64_t cookie, void *buf, int count, int lost)
 {
     kpar *pc = arg;
     numeric *F = pc->F;
-    int i = (int)(cookie >> 32), task = (int)(cookie & 0xffffffff);
     (void)count;
+    if (cookie < 0) {
+        kxarrived(pc, (cint)(-1 - cookie), buf, lost);
+        return;
+    }
+    int i = (int)(cookie >> 32), task = (int)(cookie & 0xffffffff);
     if (lost) kfail_nomem(pc);
     if (!pc->dynamic) {
         F->fan_recv[i] = buf;
@@ -502,6 +605,10 @@ static void kfan_free_all(numeric *F)
         canopy_free(F->msg_hand[i].buf);
         F->msg_hand[i].buf = NULL;
     }
+    for (cint k = 0; F->xsh && k < F->S->ncblk; k++) {
+        canopy_free(F->xsh[k]);
+        F->xsh[k] = NULL;
+    }
 }
 
 static int kstarving(void *run)
@@ -552,6 +659,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     for (cint k = 0; k < S->ncblk; k++) {
         atomic_store_explicit(&F->serving[k], 0, memory_order_relaxed);
         atomic_store_explicit(&F->tickets[k], 0, memory_order_relaxed);
+        if (F->xleft) atomic_store_explicit(&F->xleft[k], L->xuse[k], memory_order_relaxed);
     }
     /* every message of every fan-in buffer waits for its contributions (sched_local.send_cut) */
     for (cint q = 0; L->nranks > 1 && q < L->nsend; q++) {

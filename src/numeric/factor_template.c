@@ -293,7 +293,21 @@ typedef struct kctx {
     double thr;
     const numeric *F;       /* several ranks: where the fan-in buffers of remote targets are */
     const sched_local *fan; /* several ranks: their layout (NULL on one rank) */
+    void *const *xsh;       /* top2d flat: copies of other ranks' cblks (numeric.h), or NULL */
 } kctx;
+
+/* The panel an update of cblk k reads: its own, or the copy of another rank's (top2d flat). */
+static inline const SCALAR *ksrc(const kctx *c, cint k)
+{
+    return c->xsh && c->xsh[k] ? (const SCALAR *)c->xsh[k] : c->L + c->coef[k];
+}
+
+static inline const SCALAR *ksrc_u(const kctx *c, cint k)
+{
+    if (c->xsh && c->xsh[k])
+        return (const SCALAR *)c->xsh[k] + (size_t)c->S->cblk_stride[k] * (size_t)(c->S->cblk_fcol[k + 1] - c->S->cblk_fcol[k]);
+    return c->U + c->coef[k];
+}
 
 /*
  * Where the updates into cblk j go: its panel (leading dimension its stride, every row), or on
@@ -539,9 +553,13 @@ static void kld_rows(const kctx *c, cint k, cint r0, cint h, SCALAR *DL)
 {
     const symbolic *S = c->S;
     cint fcol = S->cblk_fcol[k], w = S->cblk_fcol[k + 1] - fcol, st = S->cblk_stride[k];
-    const SCALAR *P = c->L + c->coef[k];
+    const SCALAR *P = ksrc(c, k);
     const cint *ipiv = c->ipiv + fcol;
     const SCALAR *dsub = c->dsub + fcol;
+    if (c->xsh && c->xsh[k]) { /* the copy: panel, then dsub (w), then the pivots (w cint) */
+        dsub = P + (size_t)st * (size_t)w;
+        ipiv = (const cint *)(dsub + w);
+    }
     for (cint j = 0; j < w;) {
         const SCALAR *l1 = P + r0 + (size_t)j * st;
         SCALAR *o1 = DL + (size_t)j * h;
@@ -579,7 +597,7 @@ static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, ci
     cint w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], st = S->cblk_stride[k];
     cint r0 = S->blok_coefrow[fb0], q0 = S->blok_coefrow[rb0];
     int square = rb0 == fb0; /* the rows start with the facing rows: j's diagonal square */
-    const SCALAR *P = c->L + c->coef[k];
+    const SCALAR *P = ksrc(c, k);
     SCALAR *Lj = NULL, *Uj = NULL;
     cint stj = 0;
     const cint *map = NULL;
@@ -596,7 +614,7 @@ static void kupdate_rows(const kctx *c, cint k, cint fb0, cint fb1, cint rb0, ci
         break;
     }
     default: {
-        const SCALAR *UT = c->U + c->coef[k];
+        const SCALAR *UT = ksrc_u(c, k);
         /* L side: the rows against U^T of the facing rows */
         kcontribute(S, rb0, rb1, fb0, fb1, j, (int)w, P + q0, st, UT + r0, st, CblasTrans, Lj, stj, map, buf, 0, phase);
         /* U side: U^T rows strictly after the facing bloks, against L of the facing rows; its
@@ -672,7 +690,7 @@ canopy_status KSFX(numeric_factorize)(numeric *F, const canopy_csc *A, canopy_er
 {
     const symbolic *S = F->S;
     kctx c = {S, F->coef, F->kind, F->L, F->U, F->ipiv, F->dsub, F->threshold, F,
-              F->exec.local && F->exec.local->nranks > 1 ? F->exec.local : NULL};
+              F->exec.local && F->exec.local->nranks > 1 ? F->exec.local : NULL, F->xsh};
     const SCALAR *Ax = A->values;
     F->perturbed = 0;
     if (F->exec.pool != NULL) return kfactorize_threaded(F, &c, Ax, err);

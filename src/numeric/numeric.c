@@ -199,6 +199,8 @@ void numeric_free(numeric *F)
     canopy_free(F->send_slot);
     canopy_free(F->send_msg);
     canopy_free(F->send_left);
+    canopy_free(F->xsh); /* the copies themselves never outlive a factorization */
+    canopy_free((void *)F->xleft);
     canopy_free(F->aval);
     canopy_free(F->send_order);
     canopy_free(F->send_counts);

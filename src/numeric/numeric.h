@@ -196,6 +196,12 @@ typedef struct numeric {
     numeric_handover *msg_hand;     /**< several ranks: [npending] a received message waiting for its
                                          ticket's turn, by ticket (pending_off), scheduler=dynamic */
     int64_t fan_early;              /**< messages added on arrival in the last factorization (dynamic) */
+    /* top2d flat (sched_fanout): another rank's tiled cblk k whose facing groups this rank's UPDATE2Ds
+       read, copied as they arrive into a panel of k's layout (L, then U for LU, then for LDL^T its
+       diagonal, dsub and pivots, numeric_xcopy_bytes), alive from the first group to the last of
+       those UPDATE2Ds */
+    void **xsh;                     /**< [ncblk] NULL when none is held */
+    atomic_int *xleft;              /**< [ncblk] its UPDATE2Ds still to run here */
     const void *pending_plan;       /**< the local plan pending_off was counted for */
     numeric_run run;                /**< last threaded factorization */
     numeric_run solve_run;          /**< last threaded solve */
@@ -328,6 +334,27 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
 canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
                                     canopy_arith arith, canopy_scheduler sched, double nnz, double *memory,
                                     double *fanin, canopy_err *err);
+
+/* top2d flat: scalars of the message of a facing group of @p h rows of cblk k (its rows of L, of U
+ * for LU, then for LDL^T the diagonal, dsub and the pivots, w each), and bytes of a rank's copy of k */
+static inline size_t numeric_xmsg_scalars(const symbolic *S, canopy_factorization kind, cint k, cint h)
+{
+    size_t w = (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    return (size_t)h * w * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? 3 * w : 0);
+}
+
+static inline size_t numeric_xcopy_bytes(const symbolic *S, canopy_factorization kind, size_t sb, cint k)
+{
+    size_t w = (size_t)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+    return ((size_t)S->cblk_stride[k] * w * (kind == CANOPY_FACT_LU ? 2 : 1) + (kind == CANOPY_FACT_LDLT ? w : 0)) * sb +
+           (kind == CANOPY_FACT_LDLT ? w * sizeof(cint) : 0);
+}
+
+/* Message id of the facing group starting at blok @p b (top2d flat): after every cblk's ids. */
+static inline int64_t numeric_xmsg_id(const symbolic *S, cint b)
+{
+    return (int64_t)S->ncblk * COMM_IDS_PER_CBLK + b;
+}
 
 /* used by the kernels: the fan-in exchange of one factorization */
 canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,

@@ -4,6 +4,7 @@
  */
 #include "numeric/runtime.h"
 #include "numa/placement.h"
+#include "sched/grid.h"
 #include "sched/trace.h"
 
 #include <math.h>
@@ -89,7 +90,7 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
     *po = (sched_plan_opts){.nthreads = T, .kind = kind, .complex_arith = complex_arith,
                             .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
                             .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels,
-                            .top2d = rt->virt_threads > 0 ? rt->top2d : 0,
+                            .top2d = rt->virt_threads > 0 && rt->top2d ? rt->top2d : o->top2d == 1 ? SCHED_GRID_FLAT : 0,
                             .fanin_cuts = o->fanin_cuts == 2 ? 2 : rt->cuts_now ? 1 : 0,
                             .update_cap = o->update_buffer < 0 ? 0 : o->update_buffer > 0 ? (int64_t)o->update_buffer
                                                                                            : CANOPY_UPDATE_BUFFER_AUTO};
