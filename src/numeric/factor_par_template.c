@@ -317,34 +317,36 @@ static void kxsend(kpar *pc, int task, cint k, cint b, cint e)
     cint r0 = S->blok_coefrow[b], h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : st) - r0;
     size_t n = numeric_xmsg_scalars(S, F->kind, k, h), hw = (size_t)h * (size_t)w;
     int dps = (int)(sizeof(SCALAR) / sizeof(double)), base = F->send_msg[L->nsend];
+    /* packed once; the exchange frees a buffer once sent (at once, maybe, with comm-threads=0), so
+     * the copies for the other ranks go first and the packed one last */
     SCALAR *first = NULL;
-    for (int q = L->xsend_ptr[task]; q < L->xsend_ptr[task + 1]; q++) {
-        SCALAR *buf = NULL;
-        if (!atomic_load_explicit(&pc->drain, memory_order_relaxed)) {
-            buf = canopy_alloc(n, sizeof(SCALAR), "top2d group message", NULL);
-            if (buf == NULL) kfail_nomem(pc);
-        }
-        if (buf && first) {
-            memcpy(buf, first, n * sizeof(SCALAR));
-        } else if (buf) {
-            const SCALAR *P = pc->c.L + pc->c.coef[k];
-            for (cint c = 0; c < w; c++) memcpy(buf + (size_t)c * h, P + r0 + (size_t)c * st, (size_t)h * sizeof(SCALAR));
-            if (F->kind == CANOPY_FACT_LU) {
-                const SCALAR *U = pc->c.U + pc->c.coef[k];
-                for (cint c = 0; c < w; c++) memcpy(buf + hw + (size_t)c * h, U + r0 + (size_t)c * st, (size_t)h * sizeof(SCALAR));
-            } else if (F->kind == CANOPY_FACT_LDLT) {
-                SCALAR *aux = buf + hw;
-                for (cint c = 0; c < w; c++) {
-                    aux[c] = P[c + (size_t)c * st];
-                    aux[w + c] = pc->c.dsub[fcol + c];
-                    memset(&aux[2 * w + c], 0, sizeof(SCALAR));
-                    memcpy(&aux[2 * w + c], &pc->c.ipiv[fcol + c], sizeof(cint));
-                }
+    if (!atomic_load_explicit(&pc->drain, memory_order_relaxed)) {
+        first = canopy_alloc(n, sizeof(SCALAR), "top2d group message", NULL);
+        if (first == NULL) kfail_nomem(pc);
+    }
+    if (first) {
+        const SCALAR *P = pc->c.L + pc->c.coef[k];
+        for (cint c = 0; c < w; c++) memcpy(first + (size_t)c * h, P + r0 + (size_t)c * st, (size_t)h * sizeof(SCALAR));
+        if (F->kind == CANOPY_FACT_LU) {
+            const SCALAR *U = pc->c.U + pc->c.coef[k];
+            for (cint c = 0; c < w; c++) memcpy(first + hw + (size_t)c * h, U + r0 + (size_t)c * st, (size_t)h * sizeof(SCALAR));
+        } else if (F->kind == CANOPY_FACT_LDLT) {
+            SCALAR *aux = first + hw;
+            for (cint c = 0; c < w; c++) {
+                aux[c] = P[c + (size_t)c * st];
+                aux[w + c] = pc->c.dsub[fcol + c];
+                memset(&aux[2 * w + c], 0, sizeof(SCALAR));
+                memcpy(&aux[2 * w + c], &pc->c.ipiv[fcol + c], sizeof(cint));
             }
-            first = buf;
         }
+    }
+    for (int q = L->xsend_ptr[task] + 1; q < L->xsend_ptr[task + 1]; q++) {
+        SCALAR *buf = first ? canopy_alloc(n, sizeof(SCALAR), "top2d group message", NULL) : NULL;
+        if (first && buf == NULL) kfail_nomem(pc);
+        if (buf) memcpy(buf, first, n * sizeof(SCALAR));
         comm_exchange_send(pc->x, base + q, buf, buf ? (int)n * dps : 0);
     }
+    comm_exchange_send(pc->x, base + L->xsend_ptr[task], first, first ? (int)n * dps : 0);
 }
 
 /* A facing group of another rank's cblk arrived (top2d flat, receive @p q): into this rank's copy
