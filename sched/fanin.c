@@ -513,6 +513,57 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
     return st;
 }
 
+/* top2d flat (sched_fanout): rank r's copy of another rank's cblk k, held from the first TRSM of k
+ * whose group it receives to the end of its last UPDATE2D reading k (scalars, one part) */
+typedef struct fan_copy {
+    int64_t key; /* k * R + r */
+    double t0, t1, size;
+} fan_copy;
+
+static int fan_cmp_copy(const void *a, const void *b)
+{
+    const fan_copy *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static canopy_status fan_copies(const symbolic *S, const sched_plan *P, fan_copy **out, size_t *nout, canopy_err *err)
+{
+    const sched_dag *G = &P->factor;
+    int R = P->nranks;
+    size_t m = 0;
+    *out = NULL;
+    *nout = 0;
+    if (!P->task_start || !P->task_end) return CANOPY_SUCCESS;
+    for (int i = 0; i < G->ntasks; i++)
+        if (G->kind[i] == SCHED_TASK_TRSM)
+            for (int e = G->succ_ptr[i]; e < G->succ_ptr[i + 1]; e++) m++;
+    fan_copy *c = canopy_alloc(m + 1, sizeof *c, "fan-in memory scratch", err);
+    if (c == NULL) return fan_nomem(err);
+    m = 0;
+    for (int i = 0; i < G->ntasks; i++) {
+        if (G->kind[i] != SCHED_TASK_TRSM) continue;
+        cint k = G->cblk[i];
+        double size = (double)S->cblk_stride[k] * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
+        for (int e = G->succ_ptr[i]; e < G->succ_ptr[i + 1]; e++) {
+            int s = G->succ[e], r = G->kind[s] == SCHED_TASK_UPDATE2D ? sched_task_rank(S, P, s) : P->cblk_rank[k];
+            if (r != P->cblk_rank[k]) c[m++] = (fan_copy){(int64_t)k * R + r, P->task_end[i], P->task_end[s], size};
+        }
+    }
+    qsort(c, m, sizeof *c, fan_cmp_copy);
+    size_t u = 0;
+    for (size_t q = 0; q < m; q++) {
+        if (u > 0 && c[u - 1].key == c[q].key) {
+            c[u - 1].t0 = fmin(c[u - 1].t0, c[q].t0);
+            c[u - 1].t1 = fmax(c[u - 1].t1, c[q].t1);
+        } else {
+            c[u++] = c[q];
+        }
+    }
+    *out = c;
+    *nout = u;
+    return CANOPY_SUCCESS;
+}
+
 canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double *peak, double *peak_arrival, double *sink,
                                  canopy_err *err)
 {
@@ -559,6 +610,9 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     if (st == CANOPY_SUCCESS && timed && P->fanin_cuts) st = fan_plan_cuts(S, P, pairs, nu, rows, c, m, nmsg, cuts, err);
     if (st == CANOPY_SUCCESS) st = sched_fanin_msgrows(S, P, pairs, nu, nmsg, cuts, mrows, NULL, NULL, err);
     double flight = FAN_FLIGHT;
+    size_t ecap = 4 * segs * nu + 1, xn = 0;
+    fan_copy *xc = NULL;
+    if (st == CANOPY_SUCCESS && P->cblk_xgrid) st = fan_copies(S, P, &xc, &xn, err);
     if (st == CANOPY_SUCCESS) {
         /* mode 0: received buffers held until the panel task (static); mode 1: added on arrival
          * (dynamic), an instant that still counts beside the buffers alive then */
@@ -593,6 +647,19 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
                 lo = hi;
             }
             if (out == NULL) continue;
+            if (xn > 0 && ne + 2 * xn > ecap) {
+                fan_event *e2 = canopy_realloc(ev, ne + 2 * xn + 1, sizeof(fan_event), "fan-in memory scratch", err);
+                if (e2 == NULL) {
+                    st = fan_nomem(err);
+                    break;
+                }
+                ev = e2;
+                ecap = ne + 2 * xn + 1;
+            }
+            for (size_t q = 0; q < xn; q++) { /* top2d flat: the copies of other ranks' cblks */
+                ev[ne++] = (fan_event){(int)(xc[q].key % R), xc[q].t0, xc[q].size};
+                ev[ne++] = (fan_event){(int)(xc[q].key % R), xc[q].t1, -xc[q].size};
+            }
             qsort(ev, ne, sizeof *ev, fan_cmp_event);
             double live = 0;
             for (size_t x = 0; x < ne; x++) {
@@ -602,6 +669,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
             }
         }
     }
+    canopy_free(xc);
     canopy_free(pairs);
     canopy_free(rows);
     canopy_free(c);

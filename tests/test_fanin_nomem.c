@@ -3,7 +3,8 @@
  * (run by tests/test_fanin_nomem.sh under mpiexec -n 2 and 3, under a timeout): the buffer a rank
  * sends (allocated by its first contribution) or receives (allocated when its message arrives)
  * fails on one rank, for every rank in turn, under both schedulers in every comm-threads mode
- * MPI's thread level allows, LL^T and LU. Every rank must return the same status, out of memory
+ * MPI's thread level allows, LL^T and LU; and with top2d=flat the message of a facing group (its
+ * sender) or the copy of a panel (its receiver). Every rank must return the same status, out of memory
  * exactly when the failure happened, nobody may hang, and the next factorization must succeed and
  * solve.
  */
@@ -56,11 +57,16 @@ static double solve_error(canopy_solver *s, const canopy_csc *A)
     return err;
 }
 
-static void run(const canopy_csc *A, canopy_matrix_kind kind, int comm_threads, canopy_scheduler sched)
+static void run(const canopy_csc *A, canopy_matrix_kind kind, int comm_threads, canopy_scheduler sched, int top2d)
 {
-    static const char *const labels[2] = {"fan-in buffer", "received fan-in buffer"};
+    static const char *const fanin_labels[2] = {"fan-in buffer", "received fan-in buffer"};
+    /* top2d=flat: a facing group's message on its sender, the copy of the panel on its receiver */
+    static const char *const top2d_labels[2] = {"top2d group message", "top2d copy of a panel"};
+    const char *const *labels = top2d ? top2d_labels : fanin_labels;
     canopy_options o;
     canopy_options_default(&o);
+    o.top2d = top2d;
+    if (top2d) o.twod_levels = 4;
     o.threads = 2;
     o.bind = CANOPY_BIND_NONE;
     o.comm_threads = comm_threads;
@@ -107,7 +113,7 @@ static void run(const canopy_csc *A, canopy_matrix_kind kind, int comm_threads, 
                 MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
                 if (mine) fail("%s: the next factorization: status %d, error %g", what, (int)st, e);
             }
-    if (!happened_any) fail("kind %d, comm-threads %d: no fan-in buffer was ever allocated", (int)kind, comm_threads);
+    if (!happened_any) fail("kind %d, comm-threads %d: no %s was ever allocated", (int)kind, comm_threads, labels[0]);
     canopy_destroy(&s);
 }
 
@@ -117,8 +123,10 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    canopy_csc A;
-    if (canopy_generate_laplacian(10, 10, 10, 7, &A) != CANOPY_SUCCESS) {
+    canopy_csc A, T;
+    /* T: wide enough for 2D tasks in the shared top (top2d=flat) */
+    if (canopy_generate_laplacian(10, 10, 10, 7, &A) != CANOPY_SUCCESS ||
+        canopy_generate_laplacian(20, 20, 20, 7, &T) != CANOPY_SUCCESS) {
         fprintf(stderr, "cannot generate the matrix\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -128,10 +136,13 @@ int main(int argc, char **argv)
             if (ct == 2 && provided < MPI_THREAD_MULTIPLE) continue;
             if (ct < 2 && provided < MPI_THREAD_SERIALIZED) continue;
             /* both schedulers everywhere: dynamic adds received messages on arrival (another thread) */
-            run(&A, kinds[k], ct, CANOPY_SCHED_STATIC);
-            run(&A, kinds[k], ct, CANOPY_SCHED_DYNAMIC);
+            run(&A, kinds[k], ct, CANOPY_SCHED_STATIC, 0);
+            run(&A, kinds[k], ct, CANOPY_SCHED_DYNAMIC, 0);
+            run(&T, kinds[k], ct, CANOPY_SCHED_STATIC, 1);
+            run(&T, kinds[k], ct, CANOPY_SCHED_DYNAMIC, 1);
         }
     canopy_csc_free(&A);
+    canopy_csc_free(&T);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("test_fanin_nomem on %d ranks: %s\n", size, all ? "FAILED" : "passed");

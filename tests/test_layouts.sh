@@ -8,7 +8,9 @@
 # structurally singular matrix refused alike everywhere; the same with the root separator on a
 # 2D grid of ranks (root-grid=on) on 3 x 3 and 4 x 4, and fan-in buffers cut (fanin-cuts=on; 4 x 4 also
 # under scheduler=static) on
-# 8 x 2; update products in row chunks (update-buffer=64) on 3 x 3 and, static, 2 x 4.
+# 8 x 2; update products in row chunks (update-buffer=64) on 3 x 3 and, static, 2 x 4; the shared
+# top's column blocks cyclic over their ranks with updates where their target lives (top2d=flat) on
+# 2x1, 3x1, 4x2, 6x1, 8x1 and 9x1.
 #
 # make check runs the quick list (Laplacians down to one column, SPD, indefinite KKT, unsymmetric
 # with and without matching, complex symmetric, Hermitian and unsymmetric, the structurally
@@ -78,6 +80,17 @@ run "solutions with chunked updates = the 1 x 1 reference" "$bin" --compare "$tm
 run "2 ranks x 4 threads, update-buffer=64, scheduler=static $list" env CANOPY_UPDATE_BUFFER=64 CANOPY_SCHEDULER=static \
     $MPIEXEC $flags -n 2 "$bin" --sweep 4 $list --out "$tmp/sol.chunks_static"
 run "solutions with chunked updates, static = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.chunks_static"
+# the shared top's 2D column blocks cyclic over their ranks, updates run where their target lives
+# from facing groups sent after each TRSM (top2d=flat; test_mpi's sweep_top2d layouts, 2D tasks in
+# the top 3 levels): flat grids of 2 to 9 ranks, one thread per rank, and 4 x 2
+for shape in 2x1 3x1 4x2 6x1 8x1 9x1; do
+    p=${shape%x*}
+    t=${shape#*x}
+    # shellcheck disable=SC2086
+    run "$p ranks x $t threads, top2d=flat $list" env CANOPY_TOP2D=flat $MPIEXEC $flags -n "$p" \
+        "$bin" --sweep "$t" $list --out "$tmp/sol.top2d$shape"
+    run "solutions with top2d=flat, $shape = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.top2d$shape"
+done
 # random delays in the communication threads and the workers, on the shape with the most threads
 # and two communication threads
 # shellcheck disable=SC2086

@@ -151,6 +151,13 @@ static const sweep_layout sweep[] = {
     {8, {2, "static", 1, 0, "flat"}},     {8, {2, "dynamic", 0, 1, "binary"}},   {8, {2, "dynamic", 0, 2, "shifted"}},
 };
 #define NSWEEP ((int)(sizeof sweep / sizeof sweep[0]))
+/* the flat grids of top2d=flat (tests/test_layouts.sh), one layout each outside the covering
+ * design, 2D tasks in the top 3 levels (layout_twod) so that the shared top has tiled cblks */
+static const sweep_layout sweep_top2d[] = {
+    {2, {1, "static", 1, 1, "flat"}},   {3, {1, "dynamic", 0, 2, "shifted"}}, {4, {2, "static", 0, 2, "binary"}},
+    {6, {1, "dynamic", 1, 1, "shifted"}}, {8, {1, "static", 1, 2, "binary"}}, {9, {1, "dynamic", 0, 0, "binary"}},
+};
+#define NTOP2D ((int)(sizeof sweep_top2d / sizeof sweep_top2d[0]))
 static const layout sweep_reference = {1, "static", 0, 1, "flat"};
 
 /* ---- the covering design ------------------------------------------------------------------ */
@@ -773,7 +780,7 @@ int main(int argc, char **argv)
         if (rank == 0 && out_path && (out = fopen(out_path, "w")) == NULL) fail("cannot write %s", out_path);
         const mcase *list = cases;
         size_t nlist = sizeof cases / sizeof cases[0];
-        layout chosen[NSWEEP];
+        layout chosen[NSWEEP + NTOP2D];
         const layout *ls = base_layouts;
         int nl = NLAYOUTS;
         if (sweep_threads > 0) {
@@ -784,6 +791,8 @@ int main(int argc, char **argv)
             if (nranks == 1 && sweep_threads == 1) chosen[nl++] = sweep_reference;
             for (int l = 0; l < NSWEEP; l++)
                 if (sweep[l].ranks == nranks && sweep[l].L.threads == sweep_threads) chosen[nl++] = sweep[l].L;
+            for (int l = 0; nl == 0 && l < NTOP2D; l++)
+                if (sweep_top2d[l].ranks == nranks && sweep_top2d[l].L.threads == sweep_threads) chosen[nl++] = sweep_top2d[l].L;
             if (nl == 0) fail("no sweep layout for %d ranks x %d threads", nranks, sweep_threads);
             ls = chosen;
         }

@@ -732,7 +732,7 @@ static canopy_status kfactorize_threaded(numeric *F, kctx *c, const SCALAR *Ax, 
     if (atomic_load(&pc.oversize))
         return canopy_err_set(err, CANOPY_ERR_INTERNAL, "an update larger than a worker's buffer (its tasks' largest)");
     if (atomic_load(&pc.nomem))
-        return canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory allocating a fan-in buffer during the factorization");
+        return canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory allocating a fan-in buffer (or a top2d message or copy) during the factorization");
     int bad = atomic_load(&pc.failed_cblk);
     if (bad >= 0) return knot_spd(S, bad, atomic_load(&pc.failed_info), err);
     if (result == KSTOPPED) return canopy_err_set(err, CANOPY_ERR_INTERRUPTED, "canopy_factorize: interrupted (canopy_interrupt)");

@@ -1,0 +1,145 @@
+#!/bin/sh
+# shellcheck disable=SC2086 # $lap, $flags, $tmo: word lists on purpose
+# The shared top's 2D column blocks cyclic over their ranks with updates where their target lives
+# (option top2d=flat: facing groups sent after their TRSM, sched_fanout) end to end through
+# canopy-solve --json: LL^T, LDL^T and LU before refinement (--refine 0) with backward error
+# <= 1e-12 on flat grids of 2 to 9 ranks, more messages than top2d=off (the groups did travel) and
+# the same diagonal of A^-1; complex; every comm-threads mode and both schedulers; static
+# bitwise reproducible; distributed input and refactorization; an indefinite LL^T refused on every
+# rank without a hang; shared matrices of three kinds. Under `timeout` (CANOPY_TEST_MPI_TIMEOUT).
+bin="${top_builddir:-.}/canopy-solve"
+[ -n "$MPIEXEC" ] || { echo "MPIEXEC not set: skipped"; exit 77; }
+[ -x "$bin" ] || { echo "$bin is not built"; exit 1; }
+OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe
+case "$($MPIEXEC --version 2>&1)" in
+    *"Open MPI"* | *OpenRTE* | *open-mpi.org*) flags="--oversubscribe --allow-run-as-root --bind-to none" ;;
+    *) flags="" ;;
+esac
+tmo=""
+command -v timeout >/dev/null 2>&1 && tmo="timeout -s INT -k 20 ${CANOPY_TEST_MPI_TIMEOUT:-120}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/canopy-test-top2d.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# solve NAME RANKS ARGS...: canopy-solve --json on RANKS ranks, its JSON line in $tmp/NAME.json
+solve() {
+    name=$1 np=$2
+    shift 2
+    $tmo $MPIEXEC $flags -n "$np" "$bin" --json --cost-cache fixed --2d-levels 4 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    rc=$?
+    grep '^{' "$tmp/$name.out" | tail -1 >"$tmp/$name.json"
+    case $rc in
+        0) ;;
+        124 | 137) bad "$name: no end after the time limit (hang?)"; return 1 ;;
+        *) bad "$name: exit status $rc: $(grep -v '^--\|^ \|^$' "$tmp/$name.err" | head -3)"; return 1 ;;
+    esac
+}
+field() { sed -n "s/.*\"$2\": \([^],]*\).*/\1/p" "$tmp/$1.json"; }
+# check NAME: status 0 (or the perturbed-pivots warning), backward error <= 1e-12
+check() {
+    [ -s "$tmp/$1.json" ] || { bad "$1: no JSON"; return 1; }
+    [ "$(field "$1" status)" -ge 0 ] 2>/dev/null || bad "$1: status $(field "$1" status)"
+    awk -v e="$(field "$1" backward_error)" 'BEGIN { exit !(e != "" && e + 0 <= 1e-12) }' ||
+        bad "$1: backward error $(field "$1" backward_error)"
+}
+# more_msgs A B: B sent more messages than A (top2d's groups on top of the fan-in)
+more_msgs() {
+    awk -v a="$(field "$1" comm_msgs)" -v b="$(field "$2" comm_msgs)" 'BEGIN { exit !(b + 0 > a + 0) }' ||
+        bad "$2: $(field "$2" comm_msgs) messages, not more than $1's $(field "$1" comm_msgs): no group sent?"
+}
+same_diag() {
+    awk 'FNR <= 3 || /^%/ { next } { v = (NF >= 4) ? sqrt($3 * $3 + $4 * $4) : ($3 < 0 ? -$3 : $3) }
+         FNR == NR { a[FNR] = $3; b[FNR] = $4; if (v > m) m = v; n++; next }
+         { d = $3 - a[FNR]; e = $4 - b[FNR]; d = sqrt(d * d + e * e); if (d > dm) dm = d; k++ }
+         END { if (n == 0 || k != n || dm > 1e-10 * m) { printf "n %d/%d, max diff %g of %g\n", n, k, dm, m; exit 1 } }' \
+        "$tmp/$1.mtx" "$tmp/$2.mtx" || bad "$1 and $2: the diagonals of A^-1 differ"
+}
+
+lap="--laplacian 20x20x20 --refine 0"
+echo "== flat grids (ranks x threads) x llt, ldlt, lu on $lap against top2d off"
+for f in llt ldlt lu; do
+    for shape in 2x1 3x1 4x2 6x1 8x1 9x1; do
+        p=${shape%x*} t=${shape#*x}
+        solve "off-$f-$shape" "$p" $lap --factorization $f --threads "$t" --top2d off --selinv diag \
+            --selinv-out "$tmp/off-$f-$shape.mtx" && check "off-$f-$shape"
+        solve "on-$f-$shape" "$p" $lap --factorization $f --threads "$t" --top2d flat --selinv diag \
+            --selinv-out "$tmp/on-$f-$shape.mtx" && check "on-$f-$shape" && more_msgs "off-$f-$shape" "on-$f-$shape" &&
+            same_diag "off-$f-$shape" "on-$f-$shape"
+    done
+done
+
+echo "== every comm-threads mode, both schedulers (4 ranks x 2 threads, LU)"
+for ct in 0 1 2; do
+    for sc in static dynamic; do
+        solve "ct$ct-$sc" 4 $lap --factorization lu --threads 2 --comm-threads $ct --scheduler $sc --top2d flat &&
+            check "ct$ct-$sc"
+    done
+done
+
+# complex symmetric and unsymmetric 7-point 12^3 operators with an imaginary shift
+gen() {
+    awk -v nx=12 -v gen="$1" -v d="$2" -v cplx="$3" 'BEGIN {
+        n = nx * nx * nx
+        im = cplx ? " 0.5" : ""; lo = cplx ? " 0.1" : ""; up = cplx ? " -0.2" : ""
+        for (z = 0; z < nx; z++) for (y = 0; y < nx; y++) for (x = 0; x < nx; x++) {
+            i = x + nx * (y + nx * z) + 1; e[++c] = i " " i " " d im
+            for (s = 0; s < 3; s++) {
+                if ((s == 0 && x + 1 == nx) || (s == 1 && y + 1 == nx) || (s == 2 && z + 1 == nx)) continue
+                j = i + (s == 0 ? 1 : s == 1 ? nx : nx * nx); e[++c] = j " " i " -1" lo
+                if (gen) e[++c] = i " " j " -0.5" up
+            }
+        }
+        printf "%%%%MatrixMarket matrix coordinate %s %s\n%d %d %d\n", cplx ? "complex" : "real", gen ? "general" : "symmetric", n, n, c
+        for (k = 1; k <= c; k++) print e[k]
+    }' >"$4"
+}
+gen 0 6.5 1 "$tmp/zsym.mtx"
+gen 1 6.5 1 "$tmp/zgen.mtx"
+echo "== complex on 4 ranks: symmetric LDL^T and LU, unsymmetric LU"
+for c in "zsym ldlt" "zsym lu" "zgen lu"; do
+    m=${c% *} f=${c#* }
+    solve "z-$m-$f" 4 "$tmp/$m.mtx" --refine 0 --factorization $f --threads 1 --top2d flat && check "z-$m-$f"
+done
+
+echo "== scheduler static: two runs, bitwise the same diagonal of A^-1"
+for i in 1 2; do
+    solve "static$i" 4 $lap --factorization ldlt --threads 2 --scheduler static --top2d flat --selinv diag \
+        --selinv-out "$tmp/static$i.mtx" && check "static$i"
+done
+cmp -s "$tmp/static1.mtx" "$tmp/static2.mtx" || bad "scheduler static: two runs wrote different diagonals"
+[ "$(field static1 backward_error)" = "$(field static2 backward_error)" ] || bad "scheduler static: different backward errors"
+
+echo "== distributed input, refactorization"
+for f in llt lu; do
+    solve "dist-$f" 4 $lap --factorization $f --threads 1 --top2d flat --distributed && check "dist-$f"
+    solve "repeat-$f" 4 $lap --factorization $f --threads 1 --top2d flat --repeat 2 && check "repeat-$f"
+done
+
+echo "== LL^T of an indefinite matrix: refused, no hang"
+gen 0 5.7 0 "$tmp/indef.mtx"
+for n in 4 6; do
+    $tmo $MPIEXEC $flags -n $n "$bin" "$tmp/indef.mtx" --kind spd --factorization llt --threads 1 --2d-levels 4 \
+        --top2d flat >"$tmp/indef.out" 2>&1
+    rc=$?
+    case $rc in
+        124 | 137) bad "indefinite LL^T on $n ranks: no end (hang?)" ;;
+        0) bad "indefinite LL^T on $n ranks: succeeded" ;;
+        *) grep -q "not positive definite" "$tmp/indef.out" || bad "indefinite LL^T on $n ranks: $(head -3 "$tmp/indef.out")" ;;
+    esac
+done
+
+mats=${CANOPY_TEST_MATRICES:-${top_srcdir:-.}/../shared/matrices}
+if [ -f "$mats/MANIFEST.md" ]; then
+    echo "== shared matrices on 4 and 6 ranks (SPD, symmetric indefinite, unsymmetric)"
+    for c in "bcsstk13.mtx.gz spd" "ex14.rua.gz symmetric" "sherman3.mtx general"; do
+        m=${c% *} k=${c#* }
+        for n in 4 6; do solve "$m-$n" $n "$mats/$m" --kind "$k" --threads 1 --top2d flat && check "$m-$n"; done
+    done
+else
+    echo "note: shared matrices not found ($mats): skipped those cases"
+fi
+
+[ $fails -eq 0 ] || { echo "test_top2d.sh: $fails failure(s)"; exit 1; }
+echo "test_top2d.sh: passed"
