@@ -53,9 +53,9 @@ static void usage(FILE *f)
             "  --nrhs K                  right-hand sides of the predicted solve (default 1)\n"
             "  --json                    one JSON object on stdout\n"
             "  --trace FILE              the simulated factorization as a trace (canopy-trace draws it)\n"
-            "model (predicted only: the factorization does not execute it yet):\n"
             "  --top2d off|on|square|flat|tall  the shared top's 2D tiles over 2D grids of their ranks (sched/grid.h);\n"
-            "                            on = the shape whose simulation is shortest (default off)\n"
+            "                            on = the shape whose simulation is shortest (default off); flat is what\n"
+            "                            the option top2d=flat executes, square and tall are predicted only\n"
             "analysis options as canopy-solve: --split, --2d-levels, --ordering-threads, --factorization,\n"
             "  --tree, --amalgamation, --scaling, --ordering, --verbose, ...; --mapping memory maps the tree onto\n"
             "  the ranks by factor entries, and with --memory-limit B the default (auto) does when the flops\n"
@@ -417,8 +417,9 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     }
     if (r->top2d_shape) {
         static const char *const shapes[] = {"off", "square", "flat", "tall"};
-        printf("top2d (a MODEL: the factorization does not execute this plan yet): %lld of %lld shared column blocks "
+        printf("top2d (%s): %lld of %lld shared column blocks "
                "tiled over %d grids (%s; the widest %d x %d)\n",
+               r->top2d_shape == 2 ? "flat: what top2d=flat executes" : "a MODEL: the factorization does not execute this shape",
                (long long)r->top2d_cblks, (long long)r->top2d_shared, r->top2d_grids, shapes[r->top2d_shape],
                r->top2d_root_pr, r->top2d_root_pc);
         printf("  broadcasts: %lld diagonal + %lld tile messages, %.4g GB; tile fan-ins: %lld messages, %.4g GB\n",

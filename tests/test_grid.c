@@ -268,14 +268,15 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int levels, c
             int dst = D->succ[D->succ_ptr[i]];
             REQUIRE(D->succ_ptr[i + 1] - D->succ_ptr[i] == 1, "%s: UPDATE2D successors", ctxs);
             if (G->cblk_grid[j] >= 0) {
-                if (j2 == j) {
+                if (j2 == j || shape == SCHED_GRID_FLAT) {
+                    /* flat is executed: every update into j waits for DIAG(j), which adds the fan-in */
                     REQUIRE(dst == P.cblk_task[j], "%s: diagonal update into %d", ctxs, (int)j);
                 } else {
                     REQUIRE(D->kind[dst] == SCHED_TASK_TRSM && D->cblk[dst] == j && S->blok_fcblk[D->first[dst]] == j2,
                             "%s: update into tile (%d, %d) goes to task %d", ctxs, (int)j, (int)j2, dst);
                 }
-                REQUIRE(rk[dst] == owner_here(&c, j, j2), "%s: target tile (%d, %d) task off its owner", ctxs, (int)j,
-                        (int)j2);
+                REQUIRE(rk[dst] == owner_here(&c, j, shape == SCHED_GRID_FLAT ? j : j2), "%s: target tile (%d, %d) task off its owner",
+                        ctxs, (int)j, (int)j2);
             } else {
                 REQUIRE(dst == P.cblk_task[j], "%s: update into untiled %d", ctxs, (int)j);
             }
