@@ -3,6 +3,7 @@
  * deterministic, so that every rank derives the same messages from the same plan.
  */
 #include "distribute.h"
+#include "comm/tree.h"
 
 #include <limits.h>
 #include <math.h>
@@ -280,62 +281,53 @@ static int dist_cmp_int(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The ranks besides k's own whose UPDATE2Ds read the group of TRSM task @p i, ascending, into
+ * @p list (@p mark: [R] zeros, left zero); returns the count. */
+static int dist_readers(const symbolic *S, const sched_plan *P, int i, int *mark, int *list)
+{
+    const sched_dag *G = &P->factor;
+    int own = P->cblk_rank[G->cblk[i]], m = 0;
+    for (int e = G->succ_ptr[i]; e < G->succ_ptr[i + 1]; e++) {
+        int s = G->succ[e];
+        int r = G->kind[s] == SCHED_TASK_UPDATE2D ? sched_task_rank(S, P, s) : own;
+        if (r != own && !mark[r]) {
+            mark[r] = 1;
+            list[m++] = r;
+        }
+    }
+    qsort(list, (size_t)m, sizeof *list, dist_cmp_int);
+    for (int q = 0; q < m; q++) mark[list[q]] = 0;
+    return m;
+}
+
 /*
- * top2d flat, executed (sched_fanout): the facing groups this rank sends after its TRSMs, to the
- * ranks of the UPDATE2Ds that read them, and those it receives, each releasing the local
- * UPDATE2Ds that read it (one external dependency per group read), and per remote cblk the local
- * UPDATE2Ds reading it (its copy lives until the last of them).
+ * top2d flat, executed (sched_fanout): each facing group of a tiled cblk goes from its TRSM to the
+ * ranks whose UPDATE2Ds read it along comm/tree's binary tree over [k's rank, those ranks
+ * ascending] (the shape sched/grid.c's delays assume): the root sends to its children, every
+ * reader receives from its parent and forwards to its children. This rank's part: the children of
+ * its own TRSMs (xsend_*), and per group it reads its parent, its children (xrecv_peer, xfwd_*) and
+ * the local UPDATE2Ds it releases (one external dependency per group read); per remote cblk the
+ * local UPDATE2Ds reading it (its copy's life).
  */
 static canopy_status dist_fanout(const symbolic *S, const sched_plan *P, sched_local *L, const int *g2l, canopy_err *err)
 {
     const sched_dag *G = &P->factor;
     sched_dag *D = &L->factor;
-    int ng = G->ntasks, nl = D->ntasks, rank = L->rank;
+    int ng = G->ntasks, nl = D->ntasks, rank = L->rank, R = L->nranks;
     cint n = S->ncblk;
     L->xsend_ptr = canopy_calloc((size_t)nl + 2, sizeof(int), "local plan", err);
+    L->xsend_rank = canopy_alloc(2 * (size_t)nl + 1, sizeof(int), "local plan", err);
     L->xuse = canopy_calloc((size_t)n + 1, sizeof(int), "local plan", err);
-    int *mark = canopy_alloc((size_t)L->nranks + 1, sizeof(int), "local plan scratch", err);
-    int *list = canopy_alloc((size_t)L->nranks + 1, sizeof(int), "local plan scratch", err);
+    int *mark = canopy_calloc((size_t)R + 1, sizeof(int), "local plan scratch", err);
+    int *list = canopy_alloc((size_t)R + 2, sizeof(int), "local plan scratch", err);
     dist_xpair *xp = NULL;
     canopy_status st = CANOPY_SUCCESS;
-    if (!L->xsend_ptr || !L->xuse || !mark || !list) {
+    if (!L->xsend_ptr || !L->xsend_rank || !L->xuse || !mark || !list) {
         st = dist_nomem(err);
         goto out;
     }
-    for (int r = 0; r < L->nranks; r++) mark[r] = 0;
-    /* sends: each local TRSM's group to the other ranks of its UPDATE2D successors, ascending */
-    size_t nsend = 0, nx = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        nsend = 0;
-        for (int i = 0; i < ng; i++) {
-            int l = g2l[i];
-            if (l < 0 || G->kind[i] != SCHED_TASK_TRSM) continue;
-            int m = 0;
-            for (int e = G->succ_ptr[i]; e < G->succ_ptr[i + 1]; e++) {
-                int s = G->succ[e], r = G->kind[s] == SCHED_TASK_UPDATE2D ? sched_task_rank(S, P, s) : rank;
-                if (r != rank && !mark[r]) {
-                    mark[r] = 1;
-                    list[m++] = r;
-                }
-            }
-            qsort(list, (size_t)m, sizeof *list, dist_cmp_int);
-            for (int q = 0; q < m; q++) {
-                mark[list[q]] = 0;
-                if (pass) L->xsend_rank[L->xsend_ptr[l] + q] = list[q];
-            }
-            if (!pass) L->xsend_ptr[l + 1] = m;
-            nsend += (size_t)m;
-        }
-        if (pass) break;
-        for (int l = 0; l < nl; l++) L->xsend_ptr[l + 1] += L->xsend_ptr[l];
-        L->xsend_rank = canopy_alloc(nsend + 1, sizeof(int), "local plan", err);
-        if (L->xsend_rank == NULL) {
-            st = dist_nomem(err);
-            goto out;
-        }
-    }
-    L->nxsend = (int64_t)nsend;
     /* receives: the remote groups each local UPDATE2D reads */
+    size_t nx = 0;
     for (int i = 0; i < ng; i++)
         if (g2l[i] >= 0 && G->kind[i] == SCHED_TASK_UPDATE2D && P->cblk_rank[G->cblk[i]] != rank) nx += 2;
     xp = canopy_alloc(nx + 1, sizeof *xp, "local plan scratch", err);
@@ -359,9 +351,13 @@ static canopy_status dist_fanout(const symbolic *S, const sched_plan *P, sched_l
     L->nxrecv = nu;
     L->xrecv_blok = canopy_alloc((size_t)nu + 1, sizeof(cint), "local plan", err);
     L->xrecv_cblk = canopy_alloc((size_t)nu + 1, sizeof(cint), "local plan", err);
+    L->xrecv_peer = canopy_alloc((size_t)nu + 1, sizeof(int), "local plan", err);
     L->xrecv_ptr = canopy_alloc((size_t)nu + 2, sizeof(int), "local plan", err);
     L->xrecv_task = canopy_alloc(nx + 1, sizeof(int), "local plan", err);
-    if (!L->xrecv_blok || !L->xrecv_cblk || !L->xrecv_ptr || !L->xrecv_task) {
+    L->xfwd_ptr = canopy_calloc((size_t)nu + 2, sizeof(int), "local plan", err);
+    L->xfwd_rank = canopy_alloc(2 * (size_t)nu + 1, sizeof(int), "local plan", err);
+    if (!L->xrecv_blok || !L->xrecv_cblk || !L->xrecv_peer || !L->xrecv_ptr || !L->xrecv_task || !L->xfwd_ptr ||
+        !L->xfwd_rank) {
         st = dist_nomem(err);
         goto out;
     }
@@ -370,11 +366,74 @@ static canopy_status dist_fanout(const symbolic *S, const sched_plan *P, sched_l
     for (size_t q = 0; q < nx; q++) {
         if (q == 0 || xp[q].b != xp[q - 1].b) {
             L->xrecv_cblk[nu] = xp[q].k;
+            L->xrecv_peer[nu] = -1;
             L->xrecv_blok[nu++] = xp[q].b;
             L->xrecv_ptr[nu] = L->xrecv_ptr[nu - 1];
         }
         L->xrecv_task[L->xrecv_ptr[nu]++] = xp[q].task;
     }
+    /* every group's tree; this rank's place in those it belongs to */
+    int64_t nsend = 0;
+    int *fwd_n = L->xfwd_ptr + 1; /* counts first, then prefix sums */
+    for (int i = 0; i < ng; i++) {
+        if (G->kind[i] != SCHED_TASK_TRSM || P->cblk_xgrid[G->cblk[i]] < 0) continue;
+        int own = P->cblk_rank[G->cblk[i]], l = g2l[i];
+        cint q = -1;
+        if (own != rank) {
+            cint lo = 0, hi = nu, b = G->first[i];
+            while (lo < hi) {
+                cint mid = lo + (hi - lo) / 2;
+                if (L->xrecv_blok[mid] < b) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo == nu || L->xrecv_blok[lo] != b) continue; /* not a reader of this group */
+            q = lo;
+        }
+        list[0] = own;
+        int m = dist_readers(S, P, i, mark, list + 1);
+        if (m == 0) continue;
+        comm_tree t;
+        if ((st = comm_tree_build(list, m + 1, rank, CANOPY_TREE_BINARY, 0, &t, err)) != CANOPY_SUCCESS) goto out;
+        if (t.nchildren > 2) {
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: a binary tree node with %d children", t.nchildren);
+            goto out;
+        }
+        if (own == rank) {
+            if (l < 0) {
+                st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: a TRSM of cblk %" CINT_FMT " off its rank",
+                                    G->cblk[i]);
+                goto out;
+            }
+            for (int c = 0; c < t.nchildren; c++) L->xsend_rank[2 * l + c] = comm_tree_child(&t, list, c);
+            L->xsend_ptr[l + 1] = t.nchildren;
+            nsend += t.nchildren;
+        } else {
+            L->xrecv_peer[q] = t.parent;
+            for (int c = 0; c < t.nchildren; c++) L->xfwd_rank[2 * q + c] = comm_tree_child(&t, list, c);
+            fwd_n[q] = t.nchildren;
+        }
+    }
+    for (cint q = 0; q < nu; q++) {
+        if (L->xrecv_peer[q] < 0) {
+            st = canopy_err_set(err, CANOPY_ERR_INTERNAL, "local plan: no sender for the group at blok %" CINT_FMT,
+                                L->xrecv_blok[q]);
+            goto out;
+        }
+    }
+    /* compact: a TRSM's children from xsend_ptr[l], a receive's from xfwd_ptr[q] */
+    for (int l = 0, at = 0; l < nl; l++) {
+        int c = L->xsend_ptr[l + 1];
+        for (int x = 0; x < c; x++) L->xsend_rank[at + x] = L->xsend_rank[2 * l + x];
+        L->xsend_ptr[l + 1] = L->xsend_ptr[l] + c;
+        at += c;
+    }
+    for (cint q = 0, at = 0; q < nu; q++) {
+        int c = L->xfwd_ptr[q + 1];
+        for (int x = 0; x < c; x++) L->xfwd_rank[at + x] = L->xfwd_rank[2 * q + x];
+        L->xfwd_ptr[q + 1] = L->xfwd_ptr[q] + c;
+        at += c;
+    }
+    L->nxsend = nsend;
 out:
     canopy_free(mark);
     canopy_free(list);
@@ -737,6 +796,9 @@ void sched_local_free(sched_local *L)
     canopy_free(L->xsend_rank);
     canopy_free(L->xrecv_blok);
     canopy_free(L->xrecv_cblk);
+    canopy_free(L->xrecv_peer);
+    canopy_free(L->xfwd_ptr);
+    canopy_free(L->xfwd_rank);
     canopy_free(L->xrecv_ptr);
     canopy_free(L->xrecv_task);
     canopy_free(L->xuse);

@@ -70,15 +70,18 @@ typedef struct sched_local {
     double *thread_upd;           /**< [nthreads] the largest update product among the tasks each thread may
                                        run (sched_thread_work): its update buffer */
     double *thread_panel;         /**< [nthreads] the same for panels (its LDL^T scratch) */
-    /* top2d flat, executed (sched_fanout): the facing groups of the tiled cblks sent from their TRSM
-       to the ranks of the UPDATE2Ds that read them (NULL otherwise) */
-    int *xsend_ptr;               /**< [factor.ntasks + 1] a local TRSM's destinations: */
-    int *xsend_rank;              /**<   xsend_rank[xsend_ptr[l] .. xsend_ptr[l + 1] - 1], ascending */
-    int64_t nxsend;               /**< messages sent */
-    cint nxrecv;                  /**< groups received, each from its cblk's rank: */
+    /* top2d flat, executed (sched_fanout): the facing groups of the tiled cblks go from their TRSM
+       to the ranks of the UPDATE2Ds that read them along comm/tree's binary tree over [the cblk's
+       rank, the readers ascending] (NULL otherwise) */
+    int *xsend_ptr;               /**< [factor.ntasks + 1] a local TRSM's children in its group's tree: */
+    int *xsend_rank;              /**<   xsend_rank[xsend_ptr[l] .. xsend_ptr[l + 1] - 1] */
+    int64_t nxsend;               /**< messages its TRSMs send */
+    cint nxrecv;                  /**< groups received: */
     cint *xrecv_blok;             /**<   [nxrecv] the group's first blok, ascending */
     cint *xrecv_cblk;             /**<   [nxrecv] its cblk */
+    int *xrecv_peer;              /**<   [nxrecv] its parent in the group's tree (the sender) */
     int *xrecv_ptr, *xrecv_task;  /**<   [nxrecv + 1] the local UPDATE2Ds it releases */
+    int *xfwd_ptr, *xfwd_rank;    /**<   [nxrecv + 1] its children in the tree (this rank forwards to them) */
     int *xuse;                    /**< [ncblk] local UPDATE2Ds reading cblk k of another rank (its copy's life) */
     /* figures of the whole plan (every rank computes the same) */
     int64_t fanin_msgs;           /**< fan-in messages of all ranks (a cut buffer: several; per part: x2 for LU) */

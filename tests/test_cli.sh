@@ -390,9 +390,12 @@ printf '%s\n' "$jt" | grep -q '"top2d_shape": 1, "top2d_cblks": [1-9]' || { echo
 for k in top2d_shared top2d_grids top2d_root_grid top2d_fanin_msgs top2d_factor_bytes top2d_bcast_bytes; do
     printf '%s\n' "$jt" | grep -q "\"$k\": " || { echo "FAIL: simulate json lacks $k"; fails=$((fails + 1)); }
 done
-"$sim" --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d on --cost-cache fixed --laplacian 16x16x16 |
-    grep -q "a MODEL: the factorization does not execute this plan yet" ||
-    { echo "FAIL: --top2d on does not say it is a model"; fails=$((fails + 1)); }
+"$sim" --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d square --cost-cache fixed --laplacian 16x16x16 |
+    grep -q "a MODEL: the factorization does not execute this shape" ||
+    { echo "FAIL: --top2d square does not say it is a model"; fails=$((fails + 1)); }
+"$sim" --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d flat --cost-cache fixed --laplacian 16x16x16 |
+    grep -q "flat: what top2d=flat executes" ||
+    { echo "FAIL: --top2d flat does not say it is what top2d=flat executes"; fails=$((fails + 1)); }
 
 echo "$fails failed"
 [ "$fails" -eq 0 ]

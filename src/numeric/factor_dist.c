@@ -439,9 +439,10 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
     const symbolic *S = F->S;
     int parts = F->U ? 2 : 1, dps = F->arith == CANOPY_COMPLEX ? 2 : 1;
     int nfrecv = (int)L->recv_ptr[S->ncblk] * parts, nfsend = F->send_msg[L->nsend];
-    if ((int64_t)nfrecv + L->nxrecv > INT_MAX || (int64_t)nfsend + L->nxsend > INT_MAX)
+    int64_t nfwd = L->xfwd_ptr ? L->xfwd_ptr[L->nxrecv] : 0;
+    if ((int64_t)nfrecv + L->nxrecv > INT_MAX || (int64_t)nfsend + L->nxsend + nfwd > INT_MAX)
         return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "too many messages");
-    int nrecv = nfrecv + (int)L->nxrecv, nsend = nfsend + (int)L->nxsend;
+    int nrecv = nfrecv + (int)L->nxrecv, nsend = nfsend + (int)(L->nxsend + nfwd);
     comm_msg *rv = canopy_alloc((size_t)nrecv + 1, sizeof(comm_msg), "messages", err);
     comm_msg *sd = canopy_alloc((size_t)nsend + 1, sizeof(comm_msg), "messages", err);
     canopy_status st = CANOPY_SUCCESS;
@@ -466,9 +467,15 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
         cint h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
         m->buf = NULL;
         m->count = (int)(numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps);
-        m->peer = L->cblk_rank[k];
+        m->peer = L->xrecv_peer[q]; /* its parent in the group's tree */
         comm_tags_get(x->tags, numeric_xmsg_id(S, b), &m->comm, &m->tag);
         m->cookie = -1 - (int64_t)q;
+        for (int c = L->xfwd_ptr[q]; c < L->xfwd_ptr[q + 1]; c++) { /* forwarded to its children */
+            comm_msg *f = &sd[nfsend + L->nxsend + c];
+            *f = *m;
+            f->peer = L->xfwd_rank[c];
+            f->cookie = -1;
+        }
     }
     for (int l = 0; L->xsend_ptr && l < L->factor.ntasks; l++)
         for (int q = L->xsend_ptr[l]; q < L->xsend_ptr[l + 1]; q++) {

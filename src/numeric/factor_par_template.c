@@ -349,10 +349,11 @@ static void kxsend(kpar *pc, int task, cint k, cint b, cint e)
     comm_exchange_send(pc->x, base + L->xsend_ptr[task], first, first ? (int)n * dps : 0);
 }
 
-/* A facing group of another rank's cblk arrived (top2d flat, receive @p q): into this rank's copy
- * of the cblk (allocated by its first group), then the UPDATE2Ds reading it may start. Arrivals
+/* A facing group of another rank's cblk arrived (top2d flat, receive @p q, @p count doubles): into
+ * this rank's copy of the cblk (allocated by its first group), on to its children in the group's
+ * tree, then the UPDATE2Ds reading it may start. Arrivals
  * come one at a time (the receiving thread, or the workers' trylock with comm-threads=0). */
-static void kxarrived(kpar *pc, cint q, void *msg, int lost)
+static void kxarrived(kpar *pc, cint q, void *msg, int count, int lost)
 {
     const sched_local *L = pc->loc;
     const symbolic *S = pc->c.S;
@@ -385,7 +386,19 @@ static void kxarrived(kpar *pc, cint q, void *msg, int lost)
             }
         }
     }
-    canopy_free(msg);
+    /* down the group's tree: copies for all children but the last, which gets the message itself
+     * (the exchange may free a sent buffer at once); an empty message stays empty */
+    int f0 = L->xfwd_ptr[q], f1 = L->xfwd_ptr[q + 1], base = F->send_msg[L->nsend] + (int)L->nxsend;
+    for (int c = f0; c < f1; c++) {
+        void *out = c + 1 == f1 ? msg : NULL;
+        if (msg && c + 1 < f1) {
+            out = canopy_alloc((size_t)count, sizeof(double), "top2d group message", NULL);
+            if (out == NULL) kfail_nomem(pc);
+            else memcpy(out, msg, (size_t)count * sizeof(double));
+        }
+        comm_exchange_send(pc->x, base + c, out, out ? count : 0);
+    }
+    if (f1 == f0) canopy_free(msg);
     for (int i = L->xrecv_ptr[q]; i < L->xrecv_ptr[q + 1]; i++) sched_release(pc->run, L->xrecv_task[i]);
 }
 
@@ -552,7 +565,7 @@ static void karrived(void *arg, int64_t cookie, void *buf, int count, int lost)
     numeric *F = pc->F;
     (void)count;
     if (cookie < 0) {
-        kxarrived(pc, (cint)(-1 - cookie), buf, lost);
+        kxarrived(pc, (cint)(-1 - cookie), buf, count, lost);
         return;
     }
     int i = (int)(cookie >> 32), task = (int)(cookie & 0xffffffff);

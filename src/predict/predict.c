@@ -99,7 +99,8 @@ static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
     for (cint k = 0; k < S->ncblk && !sched_root_has(&P->root, k); k++) /* the grid's root sends nothing */
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
             cint j = S->blok_fcblk[b];
-            if (P->cblk_rank[k] != P->cblk_rank[j]) pairs[n++] = (int64_t)j * R + P->cblk_rank[k];
+            int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j); /* top2d flat: j's own */
+            if (src != P->cblk_rank[j]) pairs[n++] = (int64_t)j * R + src;
         }
     qsort(pairs, n, sizeof *pairs, cmp_i64);
     size_t u = 0;
@@ -161,7 +162,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             for (e = b + 1; e < S->cblk_fblok[k + 1] && S->blok_fcblk[e] == S->blok_fcblk[b]; e++) {}
             cint j = S->blok_fcblk[b];
-            if (P->cblk_rank[k] == P->cblk_rank[j]) continue;
+            if (sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j) == P->cblk_rank[j]) continue;
             double rows = (double)(S->cblk_stride[k] - S->blok_coefrow[b]);
             double h = (double)(S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b]);
             r->update_msgs += (int64_t)parts;
