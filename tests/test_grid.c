@@ -11,12 +11,16 @@
  *  - messages: broadcasts and fan-ins recounted by brute force from the structure equal the plan's;
  *  - the simulation: a topological order where every task starts after each predecessor's end
  *    plus the message delay recomputed here (broadcast level x hop, tile fan-in) across ranks;
+ *  - flat (executed): every rank's local plan, up to 1,024 ranks, against counts made here (the
+ *    tasks partition by the rule, the group messages the senders list are those the readers
+ *    expect, each reader reached once: check_flat_local);
  *  - top2d off: the plan is byte-identical to the one built without the option, and a shape on one
  *    rank or without 2D cblks changes nothing.
  */
 #include "testutil.h"
 #include "sched/plan.h"
 #include "sched/grid.h"
+#include "sched/distribute.h"
 #include "symbolic/symbolic.h"
 
 #define REQUIRE(cond, ...)                      \
@@ -128,6 +132,86 @@ static int level_of(int p)
 typedef struct grid_stats {
     int64_t plans, tiled_plans, tiles;
 } grid_stats;
+
+/*
+ * top2d flat is executed: every rank's local plan (sched_plan_local) against counts made here. The
+ * tasks partition over the ranks by the rule (an UPDATE2D of k into j on j's rank when both are
+ * tiled on the same grid, else on k's rank; a tiled cblk on r0 + pos mod p); an UPDATE2D reading
+ * another rank's groups waits for one message per group read; the group messages as the senders
+ * list them (a TRSM's children, each reader's forwards) are the messages the readers expect (their
+ * parents), one per (group, reader): every reader of every group reached exactly once.
+ */
+static void check_flat_local(const symbolic *S, const sched_plan *P, int R, canopy_factorization kind, const char *ctxs)
+{
+    const sched_dag *D = &P->factor;
+    const sched_grid *G = P->grid;
+    int nt = D->ntasks, parts = kind == CANOPY_FACT_LU ? 2 : 1;
+    REQUIRE((P->cblk_xgrid != NULL) == (G->tiled_cblks > 0), "%s: executed grids without tiles, or the reverse", ctxs);
+    if (P->cblk_xgrid == NULL) return;
+    int *trk = malloc(sizeof(int) * ((size_t)nt + 1)), *covered = calloc((size_t)nt + 1, sizeof(int));
+    int deg = 1;
+    for (int i = 0; i < nt; i++) deg = D->succ_ptr[i + 1] - D->succ_ptr[i] > deg ? D->succ_ptr[i + 1] - D->succ_ptr[i] : deg;
+    int *tmp = malloc(sizeof(int) * ((size_t)deg + 1));
+    for (cint k = 0; k < S->ncblk; k++)
+        if (G->cblk_grid[k] >= 0)
+            REQUIRE(P->cblk_rank[k] == G->grid_r0[G->cblk_grid[k]] + G->cblk_pos[k] % G->grid_pc[G->cblk_grid[k]],
+                    "%s: tiled cblk %d on rank %d", ctxs, (int)k, P->cblk_rank[k]);
+    int64_t readers = 0;
+    for (int i = 0; i < nt; i++) {
+        cint k = D->cblk[i];
+        trk[i] = P->cblk_rank[k];
+        if (D->kind[i] == SCHED_TASK_UPDATE2D) {
+            cint j = S->blok_fcblk[D->first[i]];
+            if (G->cblk_grid[k] >= 0 && G->cblk_grid[k] == G->cblk_grid[j]) trk[i] = P->cblk_rank[j];
+        }
+    }
+    for (int i = 0; i < nt; i++) {
+        if (D->kind[i] != SCHED_TASK_TRSM || G->cblk_grid[D->cblk[i]] < 0) continue;
+        int m = 0;
+        for (int e = D->succ_ptr[i]; e < D->succ_ptr[i + 1]; e++)
+            if (D->kind[D->succ[e]] == SCHED_TASK_UPDATE2D) tmp[m++] = trk[D->succ[e]];
+        readers += unique_others(tmp, m, trk[i]);
+    }
+    size_t cap = (size_t)readers + 1, ns = 0, nr = 0;
+    int64_t *sent = malloc(sizeof(int64_t) * cap), *expected = malloc(sizeof(int64_t) * cap);
+    canopy_err err = {0};
+    for (int r = 0; r < R; r++) {
+        sched_local L;
+        REQUIRE(sched_plan_local(S, P, r, parts, &L, &err) == CANOPY_SUCCESS, "%s: rank %d: %s", ctxs, r, err.msg);
+        for (int l = 0; l < L.factor.ntasks; l++) {
+            int g = L.task_global[l];
+            REQUIRE(trk[g] == r && covered[g]++ == 0, "%s: task %d on rank %d, rule %d", ctxs, g, r, trk[g]);
+            if (D->kind[g] == SCHED_TASK_UPDATE2D && P->cblk_rank[D->cblk[g]] != r)
+                REQUIRE(L.ext[l] == (D->first[g] == D->tile[g] ? 1 : 2), "%s: rank %d: UPDATE2D %d waits for %d messages",
+                        ctxs, r, g, L.ext[l]);
+            for (int x = L.xsend_ptr[l]; x < L.xsend_ptr[l + 1]; x++) {
+                REQUIRE(D->kind[g] == SCHED_TASK_TRSM && ns < cap, "%s: rank %d: a send from task %d", ctxs, r, g);
+                sent[ns++] = ((int64_t)D->first[g] * R + r) * R + L.xsend_rank[x];
+            }
+        }
+        for (cint q = 0; q < L.nxrecv; q++) {
+            REQUIRE(nr < cap && L.xrecv_ptr[q + 1] > L.xrecv_ptr[q], "%s: rank %d: a receive nobody reads", ctxs, r);
+            expected[nr++] = ((int64_t)L.xrecv_blok[q] * R + L.xrecv_peer[q]) * R + r;
+            for (int c = L.xfwd_ptr[q]; c < L.xfwd_ptr[q + 1]; c++) {
+                REQUIRE(ns < cap, "%s: rank %d: too many forwards", ctxs, r);
+                sent[ns++] = ((int64_t)L.xrecv_blok[q] * R + r) * R + L.xfwd_rank[c];
+            }
+        }
+        REQUIRE(L.nxsend == L.xsend_ptr[L.factor.ntasks], "%s: rank %d: sends", ctxs, r);
+        sched_local_free(&L);
+    }
+    for (int i = 0; i < nt; i++) REQUIRE(covered[i] == 1, "%s: task %d on %d ranks", ctxs, i, covered[i]);
+    REQUIRE((int64_t)ns == readers && (int64_t)nr == readers, "%s: %lld readers, %zu sent, %zu expected", ctxs,
+            (long long)readers, ns, nr);
+    qsort(sent, ns, sizeof *sent, cmp64);
+    qsort(expected, nr, sizeof *expected, cmp64);
+    for (size_t q = 0; q < ns; q++) REQUIRE(sent[q] == expected[q], "%s: a group message sent is not the one expected", ctxs);
+    free(sent);
+    free(expected);
+    free(trk);
+    free(covered);
+    free(tmp);
+}
 
 static void check_plan(const symbolic *S, int R, int T, int shape, int levels, canopy_factorization kind, const char *what,
                        grid_stats *gs)
@@ -328,6 +412,7 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int levels, c
         }
     }
     REQUIRE(fabs(mk - D->predicted_time) <= 1e-12 * (1 + mk), "%s: makespan", ctxs);
+    if (shape == SCHED_GRID_FLAT) check_flat_local(S, &P, R, kind, ctxs);
     free(rk);
     free(tmp);
     free(c.pos);
