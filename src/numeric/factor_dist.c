@@ -465,6 +465,10 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
         comm_msg *m = &rv[nfrecv + q];
         cint k = L->xrecv_cblk[q], b = L->xrecv_blok[q], e = symbolic_group_end(S, k, b);
         cint h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
+        if (numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps > INT_MAX) {
+            st = canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT ": a facing group too large for MPI", k);
+            goto out;
+        }
         m->buf = NULL;
         m->count = (int)(numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps);
         m->peer = L->xrecv_peer[q]; /* its parent in the group's tree */
@@ -482,6 +486,10 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
             comm_msg *m = &sd[nfsend + q];
             cint k = L->factor.cblk[l], b = L->factor.first[l], e = symbolic_group_end(S, k, b);
             cint h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
+            if (numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps > INT_MAX) {
+                st = canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT ": a facing group too large for MPI", k);
+                goto out;
+            }
             m->buf = NULL;
             m->count = (int)(numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps);
             m->peer = L->xsend_rank[q];

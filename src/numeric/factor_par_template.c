@@ -563,7 +563,6 @@ static void karrived(void *arg, int64_t cookie, void *buf, int count, int lost)
 {
     kpar *pc = arg;
     numeric *F = pc->F;
-    (void)count;
     if (cookie < 0) {
         kxarrived(pc, (cint)(-1 - cookie), buf, count, lost);
         return;
