@@ -625,8 +625,8 @@ static int run_problem(const cli *c, MPI_Comm comm, const char *name, canopy_csc
                 json_num("selinv_bytes_rank_stddev", S.selinv_bytes_rank_stddev, 0);
             }
             json_num("time_factorize_predicted", S.time_factorize_predicted, 0);
-            printf("\"twod_levels\": %d, \"twod_cblks\": %lld, \"split_width\": %d, ", S.twod_levels,
-                   (long long)S.twod_cblks, S.split_width);
+            printf("\"twod_levels\": %d, \"twod_cblks\": %lld, \"top2d_cblks\": %lld, \"split_width\": %d, ", S.twod_levels,
+                   (long long)S.twod_cblks, (long long)S.top2d_cblks, S.split_width);
             json_num("busy_fraction", S.busy_fraction, 0);
             json_num("time_lock_wait", S.time_lock_wait, 0);
             printf("\"handovers\": %lld, \"fanin_early\": %lld, ", (long long)S.handovers,

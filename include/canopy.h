@@ -224,7 +224,9 @@ typedef struct canopy_options {
                                        fan-in; 1 = flat: the column blocks of each rank range cyclic over its
                                        ranks, and a column block's updates into another of the same range run
                                        on the target's rank, from its facing groups sent there after their
-                                       TRSM (fan-out), so a separator's updates spread over its ranks */
+                                       TRSM (fan-out), so a separator's updates spread over its ranks; 2 =
+                                       auto: flat when the plan's simulation predicts it at least 10% faster
+                                       (canopy_stats.top2d_cblks says whether) */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */
@@ -334,6 +336,8 @@ typedef struct canopy_stats {
                                        prediction that its solver does not hold (MPI, libraries, the
                                        application) plus its predicted factorization memory, or the
                                        process's peak so far when higher; the largest over the ranks */
+    int64_t top2d_cblks;          /**< several ranks: column blocks of the shared top run cyclically over their
+                                       ranks with their updates where the target lives (options.top2d); 0: none */
 } canopy_stats;
 
 /** Per worker thread of this rank (rank 0 in this release), last factorization. */

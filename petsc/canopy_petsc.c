@@ -115,7 +115,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
                              *const scal[] = {"auto", "none", "equilibrate", "matching"},
                              *const selinv[] = {"inplace", "separate"}, *const mapping[] = {"auto", "flops", "memory"},
                              *const rootgrid[] = {"off", "on", "auto"}, *const cuts[] = {"auto", "off", "on"},
-                             *const top2d[] = {"off", "flat"};
+                             *const top2d[] = {"off", "flat", "auto"};
 #define CANOPY_PICK(names, v) ((size_t)(v) < sizeof names / sizeof names[0] ? names[(size_t)(v)] : "?")
     const char *t = NULL;
     int i = 0;

@@ -4,7 +4,8 @@
 # (option top2d=flat: facing groups sent after their TRSM, sched_fanout) end to end through
 # canopy-solve --json: LL^T, LDL^T and LU before refinement (--refine 0) with backward error
 # <= 1e-12 on flat grids of 2 to 9 ranks, more messages than top2d=off (the groups did travel) and
-# the same diagonal of A^-1; complex; every comm-threads mode and both schedulers; static
+# the same diagonal of A^-1; auto keeping the flat top only where the simulation predicts it 10%
+# faster; complex; every comm-threads mode and both schedulers; static
 # bitwise reproducible; distributed input and refactorization; an indefinite LL^T refused on every
 # rank without a hang; shared matrices of three kinds. Under `timeout` (CANOPY_TEST_MPI_TIMEOUT).
 bin="${top_builddir:-.}/canopy-solve"
@@ -67,7 +68,20 @@ for f in llt ldlt lu; do
         solve "on-$f-$shape" "$p" $lap --factorization $f --threads "$t" --top2d flat --selinv diag \
             --selinv-out "$tmp/on-$f-$shape.mtx" && check "on-$f-$shape" && more_msgs "off-$f-$shape" "on-$f-$shape" &&
             same_diag "off-$f-$shape" "on-$f-$shape"
+        [ "$(field "off-$f-$shape" top2d_cblks)" = 0 ] || bad "off-$f-$shape: top2d_cblks $(field "off-$f-$shape" top2d_cblks)"
+        [ "$(field "on-$f-$shape" top2d_cblks)" -gt 0 ] 2>/dev/null || bad "on-$f-$shape: no top2d column block"
     done
+done
+
+echo "== auto: the flat top only where the plan's simulation predicts it at least 10% faster"
+for shape in 2x1 4x2 9x1; do
+    p=${shape%x*} t=${shape#*x}
+    solve "auto-$shape" "$p" $lap --factorization llt --threads "$t" --top2d auto && check "auto-$shape" || continue
+    pa=$(field "auto-$shape" time_factorize_predicted) po=$(field "off-llt-$shape" time_factorize_predicted)
+    pf=$(field "on-llt-$shape" time_factorize_predicted) tc=$(field "auto-$shape" top2d_cblks)
+    awk -v a="$pa" -v o="$po" -v f="$pf" -v c="$tc" 'BEGIN {
+        if (c > 0) exit !(a == f && f <= 0.9 * o); else exit !(c == 0 && a == o && f > 0.9 * o) }' ||
+        bad "auto on $shape: predicted $pa with $tc top2d column blocks, off $po, flat $pf"
 done
 
 echo "== every comm-threads mode, both schedulers (4 ranks x 2 threads, LU)"

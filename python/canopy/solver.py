@@ -32,7 +32,7 @@ STAT_NAMES = ("n", "nnz", "nnz_factor", "ncblk", "nblok", "flops", "time_order",
               "time_selinv", "flops_selinv", "gflops_selinv", "selinv_entries",
               "selinv_comm_msgs", "selinv_comm_bytes", "selinv_bytes_rank_min", "selinv_bytes_rank_max",
               "selinv_bytes_rank_median", "selinv_bytes_rank_stddev", "fanin_early", "time_root_wait",
-              "time_root_scatter", "time_root_factor", "time_root_gather")
+              "time_root_scatter", "time_root_factor", "time_root_gather", "top2d_cblks")
 _INT_STATS = {"n", "nnz", "nnz_factor", "ncblk", "nblok", "refinement_steps", "perturbed_pivots", "factor_bytes",
               "peak_memory_bytes", "ranks", "threads_per_rank", "steals", "comm_msgs", "comm_bytes",
               "solve_comm_msgs", "solve_comm_bytes", "selinv_entries", "selinv_comm_msgs", "selinv_comm_bytes",

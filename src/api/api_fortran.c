@@ -164,6 +164,7 @@ CANOPY_EXPORT double canopy_f_stat(const canopy_solver *s, const char *name)
         {"rss_peak_rank_max", 0, offsetof(canopy_stats, rss_peak_rank_max)},
         {"memory_predicted_rank_max", 0, offsetof(canopy_stats, memory_predicted_rank_max)},
         {"memory_predicted_rss_rank_max", 0, offsetof(canopy_stats, memory_predicted_rss_rank_max)},
+        {"top2d_cblks", 1, offsetof(canopy_stats, top2d_cblks)},
         {"time_selinv", 0, offsetof(canopy_stats, time_selinv)},
         {"flops_selinv", 0, offsetof(canopy_stats, flops_selinv)},
         {"gflops_selinv", 0, offsetof(canopy_stats, gflops_selinv)},
