@@ -112,8 +112,8 @@ START_TEST(options_by_name)
     ck_assert_int_eq(canopy_options_set(&o, "top2d", "flat", msg, sizeof msg), CANOPY_SUCCESS);
     ck_assert_int_eq(o.top2d, 1);
     ck_assert_int_eq(canopy_options_set(&o, "top2d", "square", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
-    ck_assert(strstr(msg, "off or flat") != NULL);
-    o.top2d = 2; /* through the API */
+    ck_assert(strstr(msg, "off, flat or auto") != NULL);
+    o.top2d = 3; /* through the API */
     ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
     o.top2d = 0;
     /* every documented name parses with some value */
