@@ -1,7 +1,7 @@
 /*
  * The shared top over 2D grids of ranks (see grid.h): grids, tile owners, the tiled tasks' ranks,
- * their edges to the target tiles, message delays and counts, bytes held. A model: nothing here
- * is executed by the factorization yet.
+ * their edges to the target tiles, message delays and counts, bytes held. The flat shape is
+ * executed (top2d=flat), the others are a model.
  */
 #include "grid.h"
 

@@ -1,5 +1,7 @@
 /*
- * The shared top over 2D grids of ranks (issue 31): a MODEL of the plan, not yet executed.
+ * The shared top over 2D grids of ranks (issue 31): the plan. Its flat shape (1 x p) is executed
+ * (option top2d=flat: sched_fanout in plan.h, sched/distribute.c's dist_fanout); square and tall
+ * are a model canopy-simulate predicts.
  *
  * On several ranks a cblk whose candidate ranks are [r0, r1) with r1 - r0 >= 2 is "shared". Today
  * it is given whole to one rank (sched/plan.c: the simulation places its panel, its tasks follow).
@@ -26,7 +28,7 @@
  *
  * Everything is a pure function of (block structure, plan, ranks, threads): every rank computes
  * the same. The simulation (sched/plan.c, top2d option) runs these tasks on their owners' threads.
- * The numerical factorization does not execute this plan yet: canopy-simulate predicts it.
+ * Flat keeps an UPDATE2D's edge to DIAG of its target (no retargeting), as it is executed.
  */
 #ifndef CANOPY_SCHED_GRID_H
 #define CANOPY_SCHED_GRID_H
