@@ -19,7 +19,7 @@
  *    (k, j_g2)'s owner, which sends the product as a tile-sized fan-in message to the target
  *    tile's owner (one buffer per (target tile, source rank), as today's fan-in per cblk). So a cblk
  *    of a lower Snode on a smaller grid feeds an ancestor's bigger grid tile by tile;
- *  - edges: an UPDATE2D into a tiled cblk j waits only for its target tile: it precedes TRSM(j, g')
+ *  - edges (not flat): an UPDATE2D into a tiled cblk j waits only for its target tile: it precedes TRSM(j, g')
  *    (or DIAG(j) for the diagonal tile) instead of DIAG(j);
  *  - messages: DIAG(k) -> the ranks of k's TRSMs, TRSM(k, g) -> the ranks of the UPDATE2Ds reading
  *    g, each a broadcast along comm/tree's binary shape (heap order over root, then the other ranks

@@ -75,7 +75,7 @@ typedef struct predict_report {
     double solve_rhs_bytes;    /**< right-hand side broadcast and solution gather (whole vectors) */
     numeric_selinv_profile selinv; /**< the selected inversion's structure on one rank: the top of the
                                         tree in pieces, and what no thread count shortens */
-    /* top2d (runtime.top2d, sched/grid.h): a plan the factorization does not execute yet */
+    /* top2d (runtime.top2d, sched/grid.h): flat is executed (top2d=flat), square and tall a model */
     int top2d_shape;           /**< enum sched_grid_shape of the plan (0: off or nothing tiled) */
     int64_t top2d_cblks;       /**< shared cblks tiled over grids */
     int64_t top2d_shared;      /**< shared cblks (several candidate ranks): the tiled ones and those left whole */
