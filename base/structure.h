@@ -53,6 +53,13 @@ static inline cint symbolic_group_end(const symbolic *S, cint k, cint b)
     return e;
 }
 
+/** Panel rows of the facing group of cblk k that starts at blok b. */
+static inline cint symbolic_group_rows(const symbolic *S, cint k, cint b)
+{
+    cint e = symbolic_group_end(S, k, b);
+    return (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
+}
+
 /** Entries of the largest panel (stride x width of any cblk): one rank's panel workspace. */
 static inline double symbolic_max_panel(const symbolic *S)
 {

@@ -60,7 +60,8 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
  * With @p moff (NULL: every pair, no maps), only the pairs with moff[q] >= 0 are done, and
  * @p maps[moff[q] + i] gets the buffer row of panel row i of j (rows numbered in panel order),
  * or -1, for i < stride of j. A pure function of the structure and the ranks of the cblks, so
- * that the sender and the receiver derive the same layout without a message.
+ * that the sender and the receiver derive the same layout without a message. @p xgrid
+ * (sched_plan.cblk_xgrid, may be NULL): a source's contributions go from sched_src_rank.
  */
 canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, const int *xgrid, int nranks, cint root_first,
                                const int64_t *pairs, size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err);

@@ -43,12 +43,6 @@ void sched_grid_shape_of(int nr, int shape, int *pr, int *pc)
     *pc = nr / r;
 }
 
-/* Panel row just after blok b of cblk k (the stride after the last blok). */
-static inline cint grid_row_end(const symbolic *S, cint k, cint b)
-{
-    return b < S->cblk_fblok[k + 1] ? S->blok_coefrow[b] : S->cblk_stride[k];
-}
-
 static inline double grid_width(const symbolic *S, cint k)
 {
     return (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
@@ -57,7 +51,7 @@ static inline double grid_width(const symbolic *S, cint k)
 /* Rows of the facing group starting at blok b of cblk k. */
 static inline double grid_group_rows(const symbolic *S, cint k, cint b)
 {
-    return (double)(grid_row_end(S, k, symbolic_group_end(S, k, b)) - S->blok_coefrow[b]);
+    return (double)symbolic_group_rows(S, k, b);
 }
 
 int sched_grid_tile_rank(const sched_grid *G, cint k, cint j)

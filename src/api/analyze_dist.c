@@ -76,7 +76,7 @@ canopy_status api_analyze_dist(canopy_solver *s)
     api_pingpong(s);
     if (s->rt.have_tags) comm_tags_free(&s->rt.tags);
     s->rt.have_tags = 0;
-    if (comm_tags_create(s->comm, (int64_t)s->S.ncblk * COMM_IDS_PER_CBLK + (s->opts.top2d ? s->S.nblok : 0), &s->rt.tags, &s->err) == CANOPY_SUCCESS)
+    if (comm_tags_create(s->comm, s->opts.top2d ? numeric_xmsg_id(&s->S, s->S.nblok) : (int64_t)s->S.ncblk * COMM_IDS_PER_CBLK, &s->rt.tags, &s->err) == CANOPY_SUCCESS)
         s->rt.have_tags = 1;
     if ((st = comm_agree(s->comm, &s->err)) < 0) return st;
     /* the mapping's memory rule (runtime_plan_for) needs the same inputs on every rank: the

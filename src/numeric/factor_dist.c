@@ -431,6 +431,16 @@ canopy_status numeric_factorize_dist(numeric *F, const symbolic *S, canopy_csc *
     return st;
 }
 
+/* top2d flat: doubles of the message of cblk k's facing group at blok b, refused beyond one MPI count */
+static canopy_status xmsg_count(const numeric *F, cint k, cint b, int dps, int *count, canopy_err *err)
+{
+    size_t n = numeric_xmsg_scalars(F->S, F->kind, k, symbolic_group_rows(F->S, k, b)) * (size_t)dps;
+    if (n > INT_MAX)
+        return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT ": a facing group too large for MPI", k);
+    *count = (int)n;
+    return CANOPY_SUCCESS;
+}
+
 canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_t, void *, int, int), void *arg,
                                       canopy_err *err)
 {
@@ -463,14 +473,9 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
     /* top2d flat: the facing groups received, then those sent after each TRSM (sched_local.x*) */
     for (cint q = 0; q < L->nxrecv; q++) {
         comm_msg *m = &rv[nfrecv + q];
-        cint k = L->xrecv_cblk[q], b = L->xrecv_blok[q], e = symbolic_group_end(S, k, b);
-        cint h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
-        if (numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps > INT_MAX) {
-            st = canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT ": a facing group too large for MPI", k);
-            goto out;
-        }
+        cint b = L->xrecv_blok[q];
+        if ((st = xmsg_count(F, L->xrecv_cblk[q], b, dps, &m->count, err)) != CANOPY_SUCCESS) goto out;
         m->buf = NULL;
-        m->count = (int)(numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps);
         m->peer = L->xrecv_peer[q]; /* its parent in the group's tree */
         comm_tags_get(x->tags, numeric_xmsg_id(S, b), &m->comm, &m->tag);
         m->cookie = -1 - (int64_t)q;
@@ -484,14 +489,9 @@ canopy_status numeric_exchange_create(numeric *F, void (*arrived)(void *, int64_
     for (int l = 0; L->xsend_ptr && l < L->factor.ntasks; l++)
         for (int q = L->xsend_ptr[l]; q < L->xsend_ptr[l + 1]; q++) {
             comm_msg *m = &sd[nfsend + q];
-            cint k = L->factor.cblk[l], b = L->factor.first[l], e = symbolic_group_end(S, k, b);
-            cint h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]) - S->blok_coefrow[b];
-            if (numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps > INT_MAX) {
-                st = canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "column block %" CINT_FMT ": a facing group too large for MPI", k);
-                goto out;
-            }
+            cint b = L->factor.first[l];
+            if ((st = xmsg_count(F, L->factor.cblk[l], b, dps, &m->count, err)) != CANOPY_SUCCESS) goto out;
             m->buf = NULL;
-            m->count = (int)(numeric_xmsg_scalars(S, F->kind, k, h) * (size_t)dps);
             m->peer = L->xsend_rank[q];
             comm_tags_get(x->tags, numeric_xmsg_id(S, b), &m->comm, &m->tag);
             m->cookie = -1;

@@ -302,19 +302,19 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
 }
 
 /*
- * top2d flat (sched_fanout): after TRSM task @p task of cblk k (its facing group from blok b to e),
+ * top2d flat (sched_fanout): after TRSM task @p task of cblk k (its facing group from blok b),
  * the group goes to every other rank whose UPDATE2Ds read it: its rows of L (and of U), for LDL^T
  * the diagonal, dsub and pivots (numeric_xmsg_scalars). A draining rank, or one that finds no
  * memory for it, sends an empty message: the receiver drains too.
  */
-static void kxsend(kpar *pc, int task, cint k, cint b, cint e)
+static void kxsend(kpar *pc, int task, cint k, cint b)
 {
     const sched_local *L = pc->loc;
     if (L->xsend_ptr == NULL || L->xsend_ptr[task] == L->xsend_ptr[task + 1]) return;
     const symbolic *S = pc->c.S;
     numeric *F = pc->F;
     cint st = S->cblk_stride[k], w = S->cblk_fcol[k + 1] - S->cblk_fcol[k], fcol = S->cblk_fcol[k];
-    cint r0 = S->blok_coefrow[b], h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : st) - r0;
+    cint r0 = S->blok_coefrow[b], h = symbolic_group_rows(S, k, b);
     size_t n = numeric_xmsg_scalars(S, F->kind, k, h), hw = (size_t)h * (size_t)w;
     int dps = (int)(sizeof(SCALAR) / sizeof(double)), base = F->send_msg[L->nsend];
     /* packed once; the exchange frees a buffer once sent (at once, maybe, with comm-threads=0), so
@@ -358,9 +358,9 @@ static void kxarrived(kpar *pc, cint q, void *msg, int count, int lost)
     const sched_local *L = pc->loc;
     const symbolic *S = pc->c.S;
     numeric *F = pc->F;
-    cint k = L->xrecv_cblk[q], b = L->xrecv_blok[q], e = symbolic_group_end(S, k, b);
+    cint k = L->xrecv_cblk[q], b = L->xrecv_blok[q];
     cint st = S->cblk_stride[k], w = S->cblk_fcol[k + 1] - S->cblk_fcol[k];
-    cint r0 = S->blok_coefrow[b], h = (e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : st) - r0;
+    cint r0 = S->blok_coefrow[b], h = symbolic_group_rows(S, k, b);
     if (lost) kfail_nomem(pc);
     if (msg == NULL) atomic_store(&pc->drain, 1); /* the sender failed: nothing to read */
     if (msg && !atomic_load(&pc->drain)) {
@@ -466,7 +466,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
         cint b = d->first[task], e = symbolic_group_end(S, k, b);
         if (!atomic_load_explicit(&pc->drain, memory_order_relaxed))
             koffdiag(&pc->c, k, S->blok_coefrow[b], e < S->cblk_fblok[k + 1] ? S->blok_coefrow[e] : S->cblk_stride[k]);
-        if (pc->dist) kxsend(pc, task, k, b, e);
+        if (pc->dist) kxsend(pc, task, k, b);
         return 0;
     }
     case SCHED_TASK_UPDATE: {

@@ -350,7 +350,8 @@ static inline size_t numeric_xcopy_bytes(const symbolic *S, canopy_factorization
            (kind == CANOPY_FACT_LDLT ? w * sizeof(cint) : 0);
 }
 
-/* Message id of the facing group starting at blok @p b (top2d flat): after every cblk's ids. */
+/* Message id of the facing group starting at blok @p b (top2d flat): after every cblk's ids
+ * (b = nblok: the ids a run with top2d needs). */
 static inline int64_t numeric_xmsg_id(const symbolic *S, cint b)
 {
     return (int64_t)S->ncblk * COMM_IDS_PER_CBLK + b;
