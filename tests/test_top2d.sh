@@ -8,36 +8,9 @@
 # faster; complex; every comm-threads mode and both schedulers; static
 # bitwise reproducible; distributed input and refactorization; an indefinite LL^T refused on every
 # rank without a hang; shared matrices of three kinds. Under `timeout` (CANOPY_TEST_MPI_TIMEOUT).
-bin="${top_builddir:-.}/canopy-solve"
-[ -n "$MPIEXEC" ] || { echo "MPIEXEC not set: skipped"; exit 77; }
-[ -x "$bin" ] || { echo "$bin is not built"; exit 1; }
-OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe
-case "$($MPIEXEC --version 2>&1)" in
-    *"Open MPI"* | *OpenRTE* | *open-mpi.org*) flags="--oversubscribe --allow-run-as-root --bind-to none" ;;
-    *) flags="" ;;
-esac
-tmo=""
-command -v timeout >/dev/null 2>&1 && tmo="timeout -s INT -k 20 ${CANOPY_TEST_MPI_TIMEOUT:-120}"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/canopy-test-top2d.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# solve NAME RANKS ARGS...: canopy-solve --json on RANKS ranks, its JSON line in $tmp/NAME.json
-solve() {
-    name=$1 np=$2
-    shift 2
-    $tmo $MPIEXEC $flags -n "$np" "$bin" --json --cost-cache fixed --2d-levels 4 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    rc=$?
-    grep '^{' "$tmp/$name.out" | tail -1 >"$tmp/$name.json"
-    case $rc in
-        0) ;;
-        124 | 137) bad "$name: no end after the time limit (hang?)"; return 1 ;;
-        *) bad "$name: exit status $rc: $(grep -v '^--\|^ \|^$' "$tmp/$name.err" | head -3)"; return 1 ;;
-    esac
-}
-field() { sed -n "s/.*\"$2\": \([^],]*\).*/\1/p" "$tmp/$1.json"; }
+bin="${top_builddir:-.}/canopy-solve" name=top2d solve_extra="--2d-levels 4"
+# shellcheck source=tests/json_solve.sh
+. "${top_srcdir:-.}/tests/json_solve.sh"
 # check NAME: status 0 (or the perturbed-pivots warning), backward error <= 1e-12
 check() {
     [ -s "$tmp/$1.json" ] || { bad "$1: no JSON"; return 1; }
@@ -49,13 +22,6 @@ check() {
 more_msgs() {
     awk -v a="$(field "$1" comm_msgs)" -v b="$(field "$2" comm_msgs)" 'BEGIN { exit !(b + 0 > a + 0) }' ||
         bad "$2: $(field "$2" comm_msgs) messages, not more than $1's $(field "$1" comm_msgs): no group sent?"
-}
-same_diag() {
-    awk 'FNR <= 3 || /^%/ { next } { v = (NF >= 4) ? sqrt($3 * $3 + $4 * $4) : ($3 < 0 ? -$3 : $3) }
-         FNR == NR { a[FNR] = $3; b[FNR] = $4; if (v > m) m = v; n++; next }
-         { d = $3 - a[FNR]; e = $4 - b[FNR]; d = sqrt(d * d + e * e); if (d > dm) dm = d; k++ }
-         END { if (n == 0 || k != n || dm > 1e-10 * m) { printf "n %d/%d, max diff %g of %g\n", n, k, dm, m; exit 1 } }' \
-        "$tmp/$1.mtx" "$tmp/$2.mtx" || bad "$1 and $2: the diagonals of A^-1 differ"
 }
 
 lap="--laplacian 20x20x20 --refine 0"
@@ -76,7 +42,8 @@ done
 echo "== auto: the flat top only where the plan's simulation predicts it at least 10% faster"
 for shape in 2x1 4x2 9x1; do
     p=${shape%x*} t=${shape#*x}
-    solve "auto-$shape" "$p" $lap --factorization llt --threads "$t" --top2d auto && check "auto-$shape" || continue
+    solve "auto-$shape" "$p" $lap --factorization llt --threads "$t" --top2d auto || continue
+    check "auto-$shape"
     pa=$(field "auto-$shape" time_factorize_predicted) po=$(field "off-llt-$shape" time_factorize_predicted)
     pf=$(field "on-llt-$shape" time_factorize_predicted) tc=$(field "auto-$shape" top2d_cblks)
     awk -v a="$pa" -v o="$po" -v f="$pf" -v c="$tc" 'BEGIN {
@@ -92,23 +59,7 @@ for ct in 0 1 2; do
     done
 done
 
-# complex symmetric and unsymmetric 7-point 12^3 operators with an imaginary shift
-gen() {
-    awk -v nx=12 -v gen="$1" -v d="$2" -v cplx="$3" 'BEGIN {
-        n = nx * nx * nx
-        im = cplx ? " 0.5" : ""; lo = cplx ? " 0.1" : ""; up = cplx ? " -0.2" : ""
-        for (z = 0; z < nx; z++) for (y = 0; y < nx; y++) for (x = 0; x < nx; x++) {
-            i = x + nx * (y + nx * z) + 1; e[++c] = i " " i " " d im
-            for (s = 0; s < 3; s++) {
-                if ((s == 0 && x + 1 == nx) || (s == 1 && y + 1 == nx) || (s == 2 && z + 1 == nx)) continue
-                j = i + (s == 0 ? 1 : s == 1 ? nx : nx * nx); e[++c] = j " " i " -1" lo
-                if (gen) e[++c] = i " " j " -0.5" up
-            }
-        }
-        printf "%%%%MatrixMarket matrix coordinate %s %s\n%d %d %d\n", cplx ? "complex" : "real", gen ? "general" : "symmetric", n, n, c
-        for (k = 1; k <= c; k++) print e[k]
-    }' >"$4"
-}
+# complex symmetric and unsymmetric 7-point 12^3 operators with an imaginary shift (gen)
 gen 0 6.5 1 "$tmp/zsym.mtx"
 gen 1 6.5 1 "$tmp/zgen.mtx"
 echo "== complex on 4 ranks: symmetric LDL^T and LU, unsymmetric LU"
