@@ -3,7 +3,8 @@
  * argument (funneled, serialized, multiple); canopy_create must refuse, on every rank with the same
  * message, exactly the comm-threads settings the level cannot carry, and the accepted ones must
  * solve (backward error <= 1e-12). At MPI_THREAD_FUNNELED (an unmodified PETSc program's level)
- * comm-threads=1 becomes the calling thread driving MPI while 2 workers compute.
+ * comm-threads=1 becomes the calling thread driving MPI while 2 workers compute; and top2d=flat
+ * there (the calling thread receives and forwards the shared top's groups).
  */
 #include <canopy.h>
 #include <math.h>
@@ -112,6 +113,40 @@ int main(int argc, char **argv)
         free(x);
     }
     canopy_csc_free(&A);
+    /* top2d=flat at any level comm-threads=1 accepts (funneled: the calling thread receives and
+     * forwards the groups down their trees while 2 workers compute) */
+    if (canopy_generate_laplacian(16, 14, 12, 7, &A) != CANOPY_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 2);
+    {
+        canopy_options o;
+        canopy_options_default(&o);
+        o.threads = 2;
+        o.comm_threads = 1;
+        o.top2d = 1;
+        o.twod_levels = 4;
+        snprintf(o.cost_cache, sizeof o.cost_cache, "fixed");
+        canopy_solver *s = NULL;
+        canopy_status st = canopy_create(MPI_COMM_WORLD, &o, &s);
+        int n = (int)A.n;
+        double *b = calloc((size_t)n + 1, sizeof *b), *x = calloc((size_t)n + 1, sizeof *x);
+        for (int i = 0; i < n; i++) b[i] = x[i] = 1.0 + (i % 7);
+        if (st >= 0) st = canopy_set_matrix(s, rank == 0 ? &A : NULL);
+        if (st >= 0) st = canopy_analyze(s);
+        if (st >= 0) st = canopy_factorize(s);
+        if (st >= 0) st = canopy_solve(s, 1, x, n);
+        if (st >= 0) st = canopy_refine(s, 1, b, n, x, n);
+        canopy_stats S;
+        memset(&S, 0, sizeof S);
+        if (s) canopy_get_stats(s, &S);
+        CHECK(st >= 0 && S.backward_error <= 1e-12, "top2d=flat, level %d: status %d (%s), backward error %g", provided,
+              (int)st, canopy_last_error(s), S.backward_error);
+        CHECK(size == 1 || S.top2d_cblks > 0, "top2d=flat on %d ranks ran no top2d column block", size);
+        if (rank == 0) printf("top2d=flat, level %d, %d ranks: %lld column blocks, backward error %.2e\n", provided, size,
+                              (long long)S.top2d_cblks, S.backward_error);
+        canopy_destroy(&s);
+        free(b);
+        free(x);
+        canopy_csc_free(&A);
+    }
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
