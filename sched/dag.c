@@ -27,6 +27,7 @@ void sched_dag_free(sched_dag *d)
     canopy_free(d->cblk);
     canopy_free(d->first);
     canopy_free(d->tile);
+    canopy_free(d->tile_end);
     canopy_free(d->level);
     canopy_free(d->cost);
     canopy_free(d->snode_t0);

@@ -48,6 +48,9 @@ typedef struct sched_dag {
                               of the facing group whose cblk it updates (the columns) */
     int *tile;           /**< [ntasks] UPDATE2D: first blok of the facing group of its rows (>= first);
                               -1 for the other kinds. NULL when the graph has no 2D task */
+    int *tile_end;       /**< [ntasks] UPDATE2D: the blok after its rows: the end of tile's group, or
+                              for top2d flat's tiled cblks of a chunk of consecutive groups
+                              (sched/plan.h); -1 for the other kinds; NULL with tile */
     int *level;          /**< [ntasks] depth of the task's Snode (0 = root) */
     double *cost;        /**< [ntasks] predicted seconds (cost model) */
     /* Snode tree */

@@ -175,8 +175,8 @@ canopy_status sched_thread_work(const symbolic *S, const sched_plan *P, double *
         case SCHED_TASK_UPDATE:
             u = sched_update_need(S, k, G->first[i], G->first[i], S->cblk_fblok[k + 1], P->update_cap);
             break;
-        case SCHED_TASK_UPDATE2D: /* one tile: the columns' group x the rows' group, whole */
-            u = sched_update_need(S, k, G->first[i], G->tile[i], symbolic_group_end(S, k, G->tile[i]), 0);
+        case SCHED_TASK_UPDATE2D: /* one tile (the columns' group x its rows' groups), whole */
+            u = sched_update_need(S, k, G->first[i], G->tile[i], G->tile_end[i], 0);
             break;
         case SCHED_TASK_SUBTREE:
             for (cint q = G->first[i]; q <= k; q++) {
@@ -281,6 +281,16 @@ static int dist_cmp_int(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The facing groups of UPDATE2D task @p i's rows (tile .. tile_end), their first bloks into
+ * @p xp[].b and .k when not NULL; returns the count. */
+static cint dist_tile_groups(const symbolic *S, const sched_dag *G, int i, dist_xpair *xp)
+{
+    cint k = G->cblk[i], m = 0;
+    for (cint b = G->tile[i]; b < G->tile_end[i]; b = symbolic_group_end(S, k, b), m++)
+        if (xp) xp[m] = (dist_xpair){b, k, -1};
+    return m;
+}
+
 /* The ranks besides k's own whose UPDATE2Ds read the group of TRSM task @p i, ascending, into
  * @p list (@p mark: [R] zeros, left zero); returns the count. */
 static int dist_readers(const symbolic *S, const sched_plan *P, int i, int *mark, int *list)
@@ -326,10 +336,11 @@ static canopy_status dist_fanout(const symbolic *S, const sched_plan *P, sched_l
         st = dist_nomem(err);
         goto out;
     }
-    /* receives: the remote groups each local UPDATE2D reads */
+    /* receives: the remote groups each local UPDATE2D reads (its columns' group, its rows' groups) */
     size_t nx = 0;
     for (int i = 0; i < ng; i++)
-        if (g2l[i] >= 0 && G->kind[i] == SCHED_TASK_UPDATE2D && P->cblk_rank[G->cblk[i]] != rank) nx += 2;
+        if (g2l[i] >= 0 && G->kind[i] == SCHED_TASK_UPDATE2D && P->cblk_rank[G->cblk[i]] != rank)
+            nx += 1 + (size_t)dist_tile_groups(S, G, i, NULL);
     xp = canopy_alloc(nx + 1, sizeof *xp, "local plan scratch", err);
     if (xp == NULL) {
         st = dist_nomem(err);
@@ -340,9 +351,11 @@ static canopy_status dist_fanout(const symbolic *S, const sched_plan *P, sched_l
         int l = g2l[i];
         cint k = G->cblk[i];
         if (l < 0 || G->kind[i] != SCHED_TASK_UPDATE2D || P->cblk_rank[k] == rank) continue;
-        xp[nx++] = (dist_xpair){G->first[i], k, l};
-        if (G->tile[i] != G->first[i]) xp[nx++] = (dist_xpair){G->tile[i], k, l};
-        L->ext[l] += G->tile[i] != G->first[i] ? 2 : 1;
+        size_t nx0 = nx;
+        if (G->tile[i] != G->first[i]) xp[nx++] = (dist_xpair){G->first[i], k, l};
+        nx += (size_t)dist_tile_groups(S, G, i, xp + nx);
+        for (size_t q = nx0; q < nx; q++) xp[q].task = l;
+        L->ext[l] += (int)(nx - nx0);
         L->xuse[k]++;
     }
     qsort(xp, nx, sizeof *xp, dist_cmp_xpair);
@@ -487,7 +500,10 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     D->kind = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->cblk = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->first = canopy_alloc(m, sizeof(int), "local tasks", err);
-    if (G->tile) D->tile = canopy_alloc(m, sizeof(int), "local tasks", err);
+    if (G->tile) {
+        D->tile = canopy_alloc(m, sizeof(int), "local tasks", err);
+        D->tile_end = canopy_alloc(m, sizeof(int), "local tasks", err);
+    }
     L->task_contrib = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->level = canopy_alloc(m, sizeof(int), "local tasks", err);
     D->cost = canopy_alloc(m, sizeof(double), "local tasks", err);
@@ -499,7 +515,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     L->cblk_ncontrib = canopy_calloc((size_t)n + 1, sizeof(int), "local plan", err);
     L->recv_ptr = canopy_calloc((size_t)n + 2, sizeof(cint), "local plan", err);
     if (!D->npred || !D->succ_ptr || !D->owner || !D->snode || !D->prio || !D->list_ptr || !D->list || !D->kind ||
-        !D->cblk || !D->first || (G->tile && !D->tile) || !L->task_contrib || !D->level || !D->cost || !L->ext || !L->task_global || !L->cblk_task ||
+        !D->cblk || !D->first || (G->tile && (!D->tile || !D->tile_end)) || !L->task_contrib || !D->level || !D->cost || !L->ext || !L->task_global || !L->cblk_task ||
         !L->cblk_owner || !L->blok_contrib || !L->cblk_ncontrib || !L->recv_ptr) {
         st = dist_nomem(err);
         goto out;
@@ -521,7 +537,10 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         D->kind[l] = G->kind[i];
         D->cblk[l] = G->cblk[i];
         D->first[l] = G->first[i];
-        if (D->tile) D->tile[l] = G->tile[i];
+        if (D->tile) {
+            D->tile[l] = G->tile[i];
+            D->tile_end[l] = G->tile_end[i];
+        }
         L->task_contrib[l] = -1;
         D->cost[l] = G->cost[i];
         D->level[l] = D->snode_depth[D->snode[l]];

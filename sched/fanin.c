@@ -168,7 +168,7 @@ canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const 
         int64_t key = (int64_t)j * R + src;
         const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, fan_cmp_i64);
         if (at != NULL && (loff == NULL || loff[(size_t)(at - pairs) * SCHED_FANIN_SEGS] != -1))
-            c[m++] = (fan_crow){at - pairs, P->task_contrib[i], k, G->tile[i], symbolic_group_end(S, k, G->tile[i])};
+            c[m++] = (fan_crow){at - pairs, P->task_contrib[i], k, G->tile[i], G->tile_end[i]};
     }
     qsort(c, m, sizeof *c, fan_cmp_crow);
     for (size_t a = 0, z; a < m; a = z) {

@@ -306,6 +306,8 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
         if (twod_count && fit && depth < PLAN_MAX_LEVELS) twod_count[depth + 1]++; /* 2D from depth + 1 levels on */
     }
     for (int l = 0; twod_count && l < PLAN_MAX_LEVELS; l++) twod_count[l + 1] += twod_count[l];
+    /* top2d flat: a tiled cblk's updates of one column group in chunks (plan_chunked) */
+    B.xchunk = R > 1 && o->top2d == SCHED_GRID_FLAT ? TR : 0;
     if ((st = plan_make_tasks(&B, P, &X, err)) != CANOPY_SUCCESS) goto out;
     if ((st = plan_edges(&B, P, stamp, err)) != CANOPY_SUCCESS) goto out;
     /* top2d (a model, sched/grid.h): the shared 2D cblks' tiles over grids of their ranks */

@@ -134,6 +134,18 @@ typedef struct sched_plan {
 } sched_plan;
 
 /*
+ * top2d flat: the most chunks a tiled cblk cuts the UPDATE2Ds of one column group in, on ranks of
+ * @p tr threads (sched/plan_parts.h, plan_chunked): four per thread, at most 64. One UPDATE2D
+ * per pair of groups grows as ng^2 / 2, and a shared cblk of 215^3 has up to 1,000 groups; on
+ * 100^3, 256 x 16, 64 chunks predicted 32.3% efficiency against 31.0% for the pairs and 27.9%
+ * for 16 (the target's DIAG waits for all its chunks: their size is on the critical path).
+ */
+static inline int sched_flat_chunks(int tr)
+{
+    return tr < 1 ? 4 : tr < 16 ? 4 * tr : 64;
+}
+
+/*
  * top2d flat, executed: cblk k's contributions into cblk j run on j's rank when both are tiled on
  * the same grid (k's facing groups broadcast there after their TRSM), else on k's rank. @p xgrid:
  * sched_plan.cblk_xgrid (NULL: never).

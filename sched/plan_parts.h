@@ -50,6 +50,8 @@ typedef struct plan_build {
     unsigned char *twod;   /* [n] the cblk's panel and updates are 2D tasks */
     cint *gstart;          /* [nblok] scratch: first bloks of one cblk's facing groups */
     cint root_first;       /* cblks from here on are the grid's root (sched/root.h): no updates, no 2D */
+    int xchunk;            /* top2d flat: threads per rank, for the chunks of a tiled cblk's UPDATE2Ds
+                              (plan_chunked); 0: one UPDATE2D per pair of groups */
 } plan_build;
 
 /* Per-task data the simulation needs besides the graph. */
@@ -70,6 +72,42 @@ static inline cint plan_row_end(const symbolic *S, cint k, cint b)
 static inline int plan_update2d_id(int d0, int ng, int x, int y)
 {
     return d0 + 1 + ng + x * ng - x * (x - 1) / 2 + (y - x);
+}
+
+/*
+ * top2d flat: a tiled cblk (2D and shared by several ranks) whose UPDATE2Ds go by chunks. Column
+ * group x of ng has its rows' groups x..ng-1 cut into min(ng - x, sched_flat_chunks(threads per
+ * rank)) chunks of consecutive groups (chunk c from x + c * m / C, m = ng - x): one UPDATE2D
+ * per chunk, run on the target's rank as the pairs were.
+ */
+static inline int plan_chunked(const plan_build *B, cint k)
+{
+    return B->xchunk > 0 && B->twod[k] && B->t1[k] - B->t0[k] > B->T / B->R;
+}
+
+/* Chunks of a column group with m groups from its own on, in a chunked cblk. */
+static inline int plan_nchunks(const plan_build *B, int m)
+{
+    int ch = sched_flat_chunks(B->xchunk);
+    return m < ch ? m : ch;
+}
+
+/* Chunks of the column groups before x of a chunked cblk with ng groups. */
+static inline int64_t plan_chunk_prefix(const plan_build *B, int ng, int x)
+{
+    int64_t ch = sched_flat_chunks(B->xchunk), full = (int64_t)ng - ch + 1; /* 0..ng-ch have ch chunks */
+    if (full < 0) full = 0;
+    if (full > x) full = x;
+    /* the others (x' in [full, x)) have ng - x' */
+    return ch * full + (int64_t)(x - full) * ng - ((int64_t)x - 1 + full) * (x - full) / 2;
+}
+
+/* Id of the UPDATE2D of chunked cblk (DIAG task d0, ng groups) for column group x whose rows hold
+ * group y >= x. */
+static inline int plan_chunk_id(const plan_build *B, int d0, int ng, int x, int y)
+{
+    int m = ng - x, c = (int)(((int64_t)(y - x + 1) * plan_nchunks(B, m) - 1) / m);
+    return d0 + 1 + ng + (int)plan_chunk_prefix(B, ng, x) + c;
 }
 
 /* ---- plan_costs.c ---------------------------------------------------------------------------- */

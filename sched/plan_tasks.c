@@ -46,7 +46,8 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
         nt++;
         if (k >= B->root_first) continue; /* the grid's root: a PANEL that gathers, no updates */
         int64_t ng = plan_ngroups(S, k);
-        nt += B->twod[k] ? ng + ng * (ng + 1) / 2 : ng;
+        if (plan_chunked(B, k)) nt += ng + plan_chunk_prefix(B, (int)ng, (int)ng);
+        else nt += B->twod[k] ? ng + ng * (ng + 1) / 2 : ng;
         any2d |= B->twod[k];
     }
     if (nt >= INT_MAX / 2) return canopy_err_set(err, CANOPY_ERR_TOO_LARGE, "plan: %" PRId64 " tasks", nt);
@@ -69,8 +70,11 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
     X->pref = canopy_alloc(m, sizeof(int), "tasks", err);
     X->serial = canopy_alloc(m, sizeof(cint), "tasks", err);
     P->task_contrib = canopy_alloc(m, sizeof(int), "tasks", err);
-    if (any2d) D->tile = canopy_alloc(m, sizeof(int), "tasks", err);
-    if (!P->task_contrib || (any2d && !D->tile) || !D->kind || !D->cblk || !D->first || !D->cost || !D->owner || !D->snode || !D->level || !D->npred ||
+    if (any2d) {
+        D->tile = canopy_alloc(m, sizeof(int), "tasks", err);
+        D->tile_end = canopy_alloc(m, sizeof(int), "tasks", err);
+    }
+    if (!P->task_contrib || (any2d && (!D->tile || !D->tile_end)) || !D->kind || !D->cblk || !D->first || !D->cost || !D->owner || !D->snode || !D->level || !D->npred ||
         !D->succ_ptr || !P->task_seq || !P->task_start || !P->task_end || !X->cand_t0 || !X->cand_t1 || !X->pref ||
         !X->serial)
         return plan_nomem(err);
@@ -89,7 +93,7 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
         X->pref[id] = P->cblk_owner[SRC];                                                \
         X->serial[id] = -1;                                                              \
         P->task_contrib[id] = -1;                                                        \
-        if (D->tile) D->tile[id] = -1;                                                   \
+        if (D->tile) D->tile[id] = D->tile_end[id] = -1;                                 \
         total += D->cost[id];                                                            \
     } while (0)
     for (cint k = 0; k < n; k++) {
@@ -116,13 +120,28 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
                 PLAN_TASK(SCHED_TASK_TRSM, k, b, plan_offdiag_cost(B, k, rows) + PLAN_TASK_OVERHEAD, k);
                 id++;
             }
-            for (cint g = 0; g < ng; g++) {
+            for (cint g = 0; g < ng && plan_chunked(B, k); g++) {
+                /* top2d flat: by chunks of consecutive groups (plan_chunked) */
+                cint fb0 = B->gstart[g], fb1 = symbolic_group_end(S, k, fb0), left = ng - g;
+                int nc = plan_nchunks(B, (int)left);
+                for (int c = 0; c < nc; c++) {
+                    cint a = g + (cint)((int64_t)c * left / nc), z = g + (cint)((int64_t)(c + 1) * left / nc);
+                    cint rb0 = B->gstart[a], rb1 = z < ng ? B->gstart[z] : bend;
+                    PLAN_TASK(SCHED_TASK_UPDATE2D, k, fb0, plan_update_cost(B, k, fb0, fb1, rb0, rb1) + PLAN_TASK_OVERHEAD,
+                              k);
+                    D->tile[id] = (int)rb0;
+                    D->tile_end[id] = (int)rb1;
+                    id++;
+                }
+            }
+            for (cint g = 0; g < ng && !plan_chunked(B, k); g++) {
                 cint fb0 = B->gstart[g], fb1 = symbolic_group_end(S, k, fb0);
                 for (cint g2 = g; g2 < ng; g2++) {
                     cint rb0 = B->gstart[g2], rb1 = symbolic_group_end(S, k, rb0);
                     PLAN_TASK(SCHED_TASK_UPDATE2D, k, fb0, plan_update_cost(B, k, fb0, fb1, rb0, rb1) + PLAN_TASK_OVERHEAD,
                               k);
                     D->tile[id] = (int)rb0;
+                    D->tile_end[id] = (int)rb1;
                     id++;
                 }
             }
@@ -169,10 +188,18 @@ canopy_status plan_edges(plan_build *B, sched_plan *P, cint *stamp, canopy_err *
             } else if (D->kind[i] == SCHED_TASK_TRSM) {
                 /* the UPDATE2Ds that read its rows: (x, g) for x < g, then (g, y) for y >= g */
                 int d0 = P->cblk_task[k], ng = (int)plan_ngroups(S, k), g = i - d0 - 1;
-                for (int x = 0; x < g; x++, e++)
-                    if (pass == 1) D->succ[base + e] = plan_update2d_id(d0, ng, x, g);
-                for (int y = g; y < ng; y++, e++)
-                    if (pass == 1) D->succ[base + e] = plan_update2d_id(d0, ng, g, y);
+                if (plan_chunked(B, k)) {
+                    /* chunked: the chunk holding g of every column group x < g, then g's own */
+                    for (int x = 0; x < g; x++, e++)
+                        if (pass == 1) D->succ[base + e] = plan_chunk_id(B, d0, ng, x, g);
+                    for (int c = 0, nc = plan_nchunks(B, ng - g); c < nc; c++, e++)
+                        if (pass == 1) D->succ[base + e] = plan_chunk_id(B, d0, ng, g, g) + c;
+                } else {
+                    for (int x = 0; x < g; x++, e++)
+                        if (pass == 1) D->succ[base + e] = plan_update2d_id(d0, ng, x, g);
+                    for (int y = g; y < ng; y++, e++)
+                        if (pass == 1) D->succ[base + e] = plan_update2d_id(d0, ng, g, y);
+                }
             } else if (D->kind[i] == SCHED_TASK_PANEL) {
                 /* the grid's root updates nothing by tasks */
                 cint b0 = k >= B->root_first ? S->cblk_fblok[k + 1] : S->cblk_fblok[k] + 1;

@@ -130,8 +130,69 @@ static int level_of(int p)
 }
 
 typedef struct grid_stats {
-    int64_t plans, tiled_plans, tiles;
+    int64_t plans, tiled_plans, tiles, chunks;
 } grid_stats;
+
+/* Facing groups of cblk k whose first bloks lie in [b0, b1). */
+static int groups_in(const symbolic *S, cint k, cint b0, cint b1)
+{
+    int m = 0;
+    for (cint b = b0; b < b1; b = group_end(S, k, b)) m++;
+    return m;
+}
+
+/*
+ * Flat's chunks (sched/plan_parts.h, plan_chunked): for every tiled cblk and column group, its
+ * UPDATE2Ds' rows are consecutive runs of whole groups from the column group's own to the last,
+ * min(groups left, sched_flat_chunks(threads per rank)) of them, balanced to one
+ * group; each waits for exactly the TRSMs of its column group and of its rows' groups. Returns
+ * how many chunks hold several groups.
+ */
+static int64_t check_chunks(const symbolic *S, const sched_plan *P, const sched_grid *G, const char *ctxs)
+{
+    const sched_dag *D = &P->factor;
+    int nt = D->ntasks;
+    int *npt = calloc((size_t)nt + 1, sizeof(int));
+    int64_t multi = 0;
+    for (int i = 0; i < nt; i++) {
+        if (D->kind[i] != SCHED_TASK_TRSM || G->cblk_grid[D->cblk[i]] < 0) continue;
+        for (int e = D->succ_ptr[i]; e < D->succ_ptr[i + 1]; e++) {
+            int s = D->succ[e];
+            REQUIRE(D->kind[s] == SCHED_TASK_UPDATE2D && D->cblk[s] == D->cblk[i], "%s: TRSM %d -> task %d", ctxs, i, s);
+            int inrows = D->first[i] >= D->tile[s] && D->first[i] < D->tile_end[s];
+            REQUIRE(D->first[i] == D->first[s] || inrows, "%s: TRSM %d feeds UPDATE2D %d, which does not read it", ctxs, i, s);
+            npt[s]++;
+        }
+    }
+    for (int i = 0; i < nt;) {
+        cint k = D->cblk[i];
+        if (D->kind[i] != SCHED_TASK_UPDATE2D || G->cblk_grid[k] < 0) {
+            i++;
+            continue;
+        }
+        cint f = D->first[i], at = f, end = S->cblk_fblok[k + 1];
+        int left = groups_in(S, k, f, end), m = 0, lo = left, hi = 0;
+        int ch = sched_flat_chunks(P->threads_per_rank);
+        int want = left < ch ? left : ch;
+        for (; i < nt && D->kind[i] == SCHED_TASK_UPDATE2D && D->cblk[i] == k && D->first[i] == f; i++, m++) {
+            REQUIRE(D->tile[i] == at && D->tile_end[i] > at && D->tile_end[i] <= end &&
+                        (D->tile_end[i] == end || S->blok_fcblk[D->tile_end[i]] != S->blok_fcblk[D->tile_end[i] - 1]),
+                    "%s: cblk %d, column group at %d: chunk [%d, %d) after %d", ctxs, (int)k, (int)f, D->tile[i],
+                    D->tile_end[i], (int)at);
+            int g = groups_in(S, k, D->tile[i], D->tile_end[i]);
+            multi += g > 1;
+            lo = g < lo ? g : lo;
+            hi = g > hi ? g : hi;
+            REQUIRE(npt[i] == g + (D->tile[i] != f), "%s: UPDATE2D %d waits for %d TRSMs, reads %d groups", ctxs, i, npt[i],
+                    g + (D->tile[i] != f));
+            at = D->tile_end[i];
+        }
+        REQUIRE(at == end && m == want && hi - lo <= 1, "%s: cblk %d, column group at %d: %d chunks (%d..%d groups) to %d, want %d to %d",
+                ctxs, (int)k, (int)f, m, lo, hi, (int)at, want, (int)end);
+    }
+    free(npt);
+    return multi;
+}
 
 /*
  * top2d flat is executed: every rank's local plan (sched_plan_local) against counts made here. The
@@ -141,7 +202,8 @@ typedef struct grid_stats {
  * list them (a TRSM's children, each reader's forwards) are the messages the readers expect (their
  * parents), one per (group, reader): every reader of every group reached exactly once.
  */
-static void check_flat_local(const symbolic *S, const sched_plan *P, int R, canopy_factorization kind, const char *ctxs)
+static void check_flat_local(const symbolic *S, const sched_plan *P, int R, canopy_factorization kind, const char *ctxs,
+                             grid_stats *gs)
 {
     const sched_dag *D = &P->factor;
     const sched_grid *G = P->grid;
@@ -182,8 +244,8 @@ static void check_flat_local(const symbolic *S, const sched_plan *P, int R, cano
             int g = L.task_global[l];
             REQUIRE(trk[g] == r && covered[g]++ == 0, "%s: task %d on rank %d, rule %d", ctxs, g, r, trk[g]);
             if (D->kind[g] == SCHED_TASK_UPDATE2D && P->cblk_rank[D->cblk[g]] != r)
-                REQUIRE(L.ext[l] == (D->first[g] == D->tile[g] ? 1 : 2), "%s: rank %d: UPDATE2D %d waits for %d messages",
-                        ctxs, r, g, L.ext[l]);
+                REQUIRE(L.ext[l] == groups_in(S, D->cblk[g], D->tile[g], D->tile_end[g]) + (D->first[g] != D->tile[g]),
+                        "%s: rank %d: UPDATE2D %d waits for %d messages", ctxs, r, g, L.ext[l]);
             for (int x = L.xsend_ptr[l]; x < L.xsend_ptr[l + 1]; x++) {
                 REQUIRE(D->kind[g] == SCHED_TASK_TRSM && ns < cap, "%s: rank %d: a send from task %d", ctxs, r, g);
                 sent[ns++] = ((int64_t)D->first[g] * R + r) * R + L.xsend_rank[x];
@@ -201,6 +263,7 @@ static void check_flat_local(const symbolic *S, const sched_plan *P, int R, cano
         sched_local_free(&L);
     }
     for (int i = 0; i < nt; i++) REQUIRE(covered[i] == 1, "%s: task %d on %d ranks", ctxs, i, covered[i]);
+    gs->chunks += check_chunks(S, P, G, ctxs);
     REQUIRE((int64_t)ns == readers && (int64_t)nr == readers, "%s: %lld readers, %zu sent, %zu expected", ctxs,
             (long long)readers, ns, nr);
     qsort(sent, ns, sizeof *sent, cmp64);
@@ -412,7 +475,7 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int levels, c
         }
     }
     REQUIRE(fabs(mk - D->predicted_time) <= 1e-12 * (1 + mk), "%s: makespan", ctxs);
-    if (shape == SCHED_GRID_FLAT) check_flat_local(S, &P, R, kind, ctxs);
+    if (shape == SCHED_GRID_FLAT) check_flat_local(S, &P, R, kind, ctxs, gs);
     free(rk);
     free(tmp);
     free(c.pos);
@@ -477,9 +540,10 @@ START_TEST(grids)
                            "Laplacian 18x17x16", &gs);
             symbolic_free(&S);
         }
-    printf("grids: %lld plans, %lld with tiled cblks, %lld tiles checked\n", (long long)gs.plans,
-           (long long)gs.tiled_plans, (long long)gs.tiles);
+    printf("grids: %lld plans, %lld with tiled cblks, %lld tiles checked, %lld flat chunks of several groups\n",
+           (long long)gs.plans, (long long)gs.tiled_plans, (long long)gs.tiles, (long long)gs.chunks);
     ck_assert(gs.tiled_plans > 0);
+    ck_assert(gs.chunks > 0);
 }
 END_TEST
 

@@ -476,7 +476,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     }
     case SCHED_TASK_UPDATE2D: {
         cint fb0 = d->first[task], rb0 = d->tile[task];
-        int r = kupdate_guarded(pc, wk, k, fb0, symbolic_group_end(S, k, fb0), rb0, symbolic_group_end(S, k, rb0),
+        int r = kupdate_guarded(pc, wk, k, fb0, symbolic_group_end(S, k, fb0), rb0, d->tile_end[task],
                                 pc->loc->task_contrib[task], W);
         if (pc->dist && pc->loc->cblk_rank[k] != pc->loc->rank) kxdone(pc, k); /* its product is out */
         return r;
