@@ -246,13 +246,14 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     B.theap = canopy_alloc((size_t)T, sizeof(int), "plan scratch", err);
     B.twod = canopy_calloc(n1, 1, "plan scratch", err);
     B.gstart = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "plan scratch", err);
+    B.cpre = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "plan scratch", err);
     stamp = canopy_alloc(n1, sizeof(cint), "plan scratch", err);
     int *scount = NULL, *group = NULL, *follow = NULL, *gsnode = NULL;
     double *delay = NULL, *edge_delay = NULL;
     double sb = (o->complex_arith ? 16.0 : 8.0) * (o->kind == CANOPY_FACT_LU ? 2.0 : 1.0);
     if (!P->cblk_rank || !P->cblk_ranks || !B.rank || !B.shared || !P->cblk_t0 || !P->cblk_t1 || !P->cblk_snode || !P->cblk_owner || !P->cblk_task || !P->blok_contrib ||
         !P->cblk_ncontrib || !P->cblk_cost || !B.ucost || !B.pcost || !B.child_ptr || !B.child || !B.sub ||
-        !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !B.twod || !B.gstart || !stamp) {
+        !B.first || !B.size || !B.sroot || !B.t0 || !B.t1 || !B.pairs || !B.tload || !B.theap || !B.twod || !B.gstart || !B.cpre || !stamp) {
         st = plan_nomem(err);
         goto out;
     }
@@ -420,6 +421,7 @@ out:
     canopy_free(B.theap);
     canopy_free(B.twod);
     canopy_free(B.gstart);
+    canopy_free(B.cpre);
     canopy_free(B.rank);
     canopy_free(B.shared);
     canopy_free(group);

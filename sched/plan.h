@@ -134,11 +134,13 @@ typedef struct sched_plan {
 } sched_plan;
 
 /*
- * top2d flat: the most chunks a tiled cblk cuts the UPDATE2Ds of one column group in, on ranks of
- * @p tr threads (sched/plan_parts.h, plan_chunked): four per thread, at most 64. One UPDATE2D
- * per pair of groups grows as ng^2 / 2, and a shared cblk of 215^3 has up to 1,000 groups; on
- * 100^3, 256 x 16, 64 chunks predicted 32.3% efficiency against 31.0% for the pairs and 27.9%
- * for 16 (the target's DIAG waits for all its chunks: their size is on the critical path).
+ * top2d flat: how many chunks a tiled cblk cuts the UPDATE2Ds of its nearest column group in, on
+ * ranks of @p tr threads (four per thread, at most 64); column group x gets ceil(that / (x + 1))
+ * (sched/plan_parts.h, plan_chunked). One UPDATE2D per pair of groups grows as ng^2 / 2, and a
+ * shared cblk of 215^3 has up to 1,000 groups; the same chunks for every column group grow as ng x
+ * 64 (split 128: over 14 GB of tasks). The target's DIAG waits for all its chunks, so their size
+ * is on the critical path where the target comes next (x = 0, usually the next piece of a
+ * separator); farther targets have slack, their chunks are larger.
  */
 static inline int sched_flat_chunks(int tr)
 {

@@ -52,6 +52,7 @@ typedef struct plan_build {
     cint root_first;       /* cblks from here on are the grid's root (sched/root.h): no updates, no 2D */
     int xchunk;            /* top2d flat: threads per rank, for the chunks of a tiled cblk's UPDATE2Ds
                               (plan_chunked); 0: one UPDATE2D per pair of groups */
+    cint *cpre;            /* [nblok] scratch: chunks before each column group (plan_chunk_prefix) */
 } plan_build;
 
 /* Per-task data the simulation needs besides the graph. */
@@ -76,38 +77,41 @@ static inline int plan_update2d_id(int d0, int ng, int x, int y)
 
 /*
  * top2d flat: a tiled cblk (2D and shared by several ranks) whose UPDATE2Ds go by chunks. Column
- * group x of ng has its rows' groups x..ng-1 cut into min(ng - x, sched_flat_chunks(threads per
- * rank)) chunks of consecutive groups (chunk c from x + c * m / C, m = ng - x): one UPDATE2D
- * per chunk, run on the target's rank as the pairs were.
+ * group x (0 = the nearest target) has its rows' groups x..ng-1 cut into plan_nchunks chunks of
+ * consecutive groups, balanced to one group (chunk c from x + c * m / C, m = ng - x): one UPDATE2D
+ * per chunk, run on the target's rank as the pairs were (sched_flat_chunks says why).
  */
 static inline int plan_chunked(const plan_build *B, cint k)
 {
     return B->xchunk > 0 && B->twod[k] && B->t1[k] - B->t0[k] > B->T / B->R;
 }
 
-/* Chunks of a column group with m groups from its own on, in a chunked cblk. */
-static inline int plan_nchunks(const plan_build *B, int m)
+/* Chunks of column group x with m groups from its own on: ceil(C / (x + 1)), at most m. */
+static inline int plan_nchunks(const plan_build *B, int x, int m)
 {
-    int ch = sched_flat_chunks(B->xchunk);
-    return m < ch ? m : ch;
+    int c0 = sched_flat_chunks(B->xchunk), c = (c0 + x) / (x + 1);
+    return m < c ? m : c;
 }
 
-/* Chunks of the column groups before x of a chunked cblk with ng groups. */
-static inline int64_t plan_chunk_prefix(const plan_build *B, int ng, int x)
+/* B->cpre[x] = the chunks of the column groups before x of a chunked cblk with ng groups, x <= ng;
+ * returns the total. */
+static inline int64_t plan_chunk_prefix(plan_build *B, int ng)
 {
-    int64_t ch = sched_flat_chunks(B->xchunk), full = (int64_t)ng - ch + 1; /* 0..ng-ch have ch chunks */
-    if (full < 0) full = 0;
-    if (full > x) full = x;
-    /* the others (x' in [full, x)) have ng - x' */
-    return ch * full + (int64_t)(x - full) * ng - ((int64_t)x - 1 + full) * (x - full) / 2;
+    int64_t t = 0;
+    for (int x = 0; x < ng; x++) {
+        B->cpre[x] = (cint)t;
+        t += plan_nchunks(B, x, ng - x);
+    }
+    B->cpre[ng] = (cint)t;
+    return t;
 }
 
-/* Id of the UPDATE2D of chunked cblk (DIAG task d0, ng groups) for column group x whose rows hold
- * group y >= x. */
+/* Id of the UPDATE2D of a chunked cblk (DIAG task d0, ng groups, B->cpre filled for it) for column
+ * group x whose rows hold group y >= x. */
 static inline int plan_chunk_id(const plan_build *B, int d0, int ng, int x, int y)
 {
-    int m = ng - x, c = (int)(((int64_t)(y - x + 1) * plan_nchunks(B, m) - 1) / m);
-    return d0 + 1 + ng + (int)plan_chunk_prefix(B, ng, x) + c;
+    int m = ng - x, c = (int)(((int64_t)(y - x + 1) * plan_nchunks(B, x, m) - 1) / m);
+    return d0 + 1 + ng + (int)B->cpre[x] + c;
 }
 
 /* ---- plan_costs.c ---------------------------------------------------------------------------- */

@@ -46,7 +46,7 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
         nt++;
         if (k >= B->root_first) continue; /* the grid's root: a PANEL that gathers, no updates */
         int64_t ng = plan_ngroups(S, k);
-        if (plan_chunked(B, k)) nt += ng + plan_chunk_prefix(B, (int)ng, (int)ng);
+        if (plan_chunked(B, k)) nt += ng + plan_chunk_prefix(B, (int)ng);
         else nt += B->twod[k] ? ng + ng * (ng + 1) / 2 : ng;
         any2d |= B->twod[k];
     }
@@ -123,7 +123,7 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
             for (cint g = 0; g < ng && plan_chunked(B, k); g++) {
                 /* top2d flat: by chunks of consecutive groups (plan_chunked) */
                 cint fb0 = B->gstart[g], fb1 = symbolic_group_end(S, k, fb0), left = ng - g;
-                int nc = plan_nchunks(B, (int)left);
+                int nc = plan_nchunks(B, (int)g, (int)left);
                 for (int c = 0; c < nc; c++) {
                     cint a = g + (cint)((int64_t)c * left / nc), z = g + (cint)((int64_t)(c + 1) * left / nc);
                     cint rb0 = B->gstart[a], rb1 = z < ng ? B->gstart[z] : bend;
@@ -190,9 +190,10 @@ canopy_status plan_edges(plan_build *B, sched_plan *P, cint *stamp, canopy_err *
                 int d0 = P->cblk_task[k], ng = (int)plan_ngroups(S, k), g = i - d0 - 1;
                 if (plan_chunked(B, k)) {
                     /* chunked: the chunk holding g of every column group x < g, then g's own */
+                    if (g == 0) plan_chunk_prefix(B, ng); /* k's TRSMs come in order: once per k */
                     for (int x = 0; x < g; x++, e++)
                         if (pass == 1) D->succ[base + e] = plan_chunk_id(B, d0, ng, x, g);
-                    for (int c = 0, nc = plan_nchunks(B, ng - g); c < nc; c++, e++)
+                    for (int c = 0, nc = plan_nchunks(B, g, ng - g); c < nc; c++, e++)
                         if (pass == 1) D->succ[base + e] = plan_chunk_id(B, d0, ng, g, g) + c;
                 } else {
                     for (int x = 0; x < g; x++, e++)

@@ -144,9 +144,9 @@ static int groups_in(const symbolic *S, cint k, cint b0, cint b1)
 /*
  * Flat's chunks (sched/plan_parts.h, plan_chunked): for every tiled cblk and column group, its
  * UPDATE2Ds' rows are consecutive runs of whole groups from the column group's own to the last,
- * min(groups left, sched_flat_chunks(threads per rank)) of them, balanced to one
- * group; each waits for exactly the TRSMs of its column group and of its rows' groups. Returns
- * how many chunks hold several groups.
+ * min(groups left, ceil(sched_flat_chunks(threads per rank) / (x + 1))) of them for column group
+ * x, balanced to one group; each waits for exactly the TRSMs of its column group and of its rows'
+ * groups. Returns how many chunks hold several groups.
  */
 static int64_t check_chunks(const symbolic *S, const sched_plan *P, const sched_grid *G, const char *ctxs)
 {
@@ -172,8 +172,8 @@ static int64_t check_chunks(const symbolic *S, const sched_plan *P, const sched_
         }
         cint f = D->first[i], at = f, end = S->cblk_fblok[k + 1];
         int left = groups_in(S, k, f, end), m = 0, lo = left, hi = 0;
-        int ch = sched_flat_chunks(P->threads_per_rank);
-        int want = left < ch ? left : ch;
+        int x = groups_in(S, k, S->cblk_fblok[k] + 1, f), c0 = sched_flat_chunks(P->threads_per_rank);
+        int ch = (c0 + x) / (x + 1), want = left < ch ? left : ch;
         for (; i < nt && D->kind[i] == SCHED_TASK_UPDATE2D && D->cblk[i] == k && D->first[i] == f; i++, m++) {
             REQUIRE(D->tile[i] == at && D->tile_end[i] > at && D->tile_end[i] <= end &&
                         (D->tile_end[i] == end || S->blok_fcblk[D->tile_end[i]] != S->blok_fcblk[D->tile_end[i] - 1]),
