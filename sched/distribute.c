@@ -137,10 +137,12 @@ double sched_update_need(const symbolic *S, cint k, cint fb0, cint rb0, cint rb1
                         S->blok_coefrow[fb0]);
     cint q1 = rb1 < end ? S->blok_coefrow[rb1] : S->cblk_stride[k];
     double whole = (double)(q1 - S->blok_coefrow[rb0]) * h;
-    if (cap <= 0 || whole <= (double)cap || rb0 != fb0) return whole;
-    /* in chunks of whole bloks: the facing group's square first, then any single blok */
-    double need = h * h;
-    for (cint b = fb1; b < rb1; b++) need = fmax(need, (double)(S->blok_lrow[b] - S->blok_frow[b] + 1) * h);
+    if (cap <= 0 || whole <= (double)cap) return whole;
+    /* in chunks of whole bloks: the facing group's square first (when the rows start there), then
+     * any single blok */
+    double need = rb0 == fb0 ? h * h : 0;
+    for (cint b = rb0 == fb0 ? fb1 : rb0; b < rb1; b++)
+        need = fmax(need, (double)(S->blok_lrow[b] - S->blok_frow[b] + 1) * h);
     return fmax(need, (double)cap);
 }
 
@@ -175,8 +177,8 @@ canopy_status sched_thread_work(const symbolic *S, const sched_plan *P, double *
         case SCHED_TASK_UPDATE:
             u = sched_update_need(S, k, G->first[i], G->first[i], S->cblk_fblok[k + 1], P->update_cap);
             break;
-        case SCHED_TASK_UPDATE2D: /* one tile (the columns' group x its rows' groups), whole */
-            u = sched_update_need(S, k, G->first[i], G->tile[i], G->tile_end[i], 0);
+        case SCHED_TASK_UPDATE2D: /* the columns' group x its rows' groups, in chunks above the cap */
+            u = sched_update_need(S, k, G->first[i], G->tile[i], G->tile_end[i], P->update_cap);
             break;
         case SCHED_TASK_SUBTREE:
             for (cint q = G->first[i]; q <= k; q++) {

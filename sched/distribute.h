@@ -104,7 +104,7 @@ void sched_local_free(sched_local *L);
  * Each thread's workspace needs, [P->factor.nthreads] each (threads numbered as the plan's, rank r's
  * from r x threads per rank): @p upd the largest update buffer (sched_update_need: the product of the
  * rows from the facing group on x the group's rows, in chunks above P->update_cap; an UPDATE2D
- * task's tile; a SUBTREE task's largest of its cblks') and
+ * task's rows the same way; a SUBTREE task's largest of its cblks') and
  * @p panel the largest panel (stride x width of a PANEL, DIAG or SUBTREE task's cblks; none for the
  * grid's root) among the tasks the thread may run under either scheduler: those of the Snodes on
  * its path in its rank's tree and of their sons (the dynamic engine's visiting order,
@@ -115,9 +115,9 @@ canopy_status sched_thread_work(const symbolic *S, const sched_plan *P, double *
 /**
  * The buffer (scalars, one side) an update of cblk k's facing group starting at blok @p fb0 needs
  * for its rows in bloks @p rb0 .. @p rb1 - 1: the whole product (rows x the group's rows) when it is
- * at most @p cap (or cap <= 0, or rb0 != fb0: a 2D tile); else the product goes in chunks of whole
- * bloks, the first holding the facing group's square, each at most max(cap, the square, the
- * tallest single blok's product): that maximum. The workers chunk by the same rule.
+ * at most @p cap (or cap <= 0); else the product goes in chunks of whole bloks, the first holding
+ * the facing group's square when rb0 == fb0, each at most max(cap, the square, the tallest single
+ * blok's product): that maximum. The workers chunk by the same rule.
  */
 double sched_update_need(const symbolic *S, cint k, cint fb0, cint rb0, cint rb1, int64_t cap);
 

@@ -10,7 +10,7 @@
 # under scheduler=static) on
 # 8 x 2; update products in row chunks (update-buffer=64) on 3 x 3 and, static, 2 x 4; the shared
 # top's column blocks cyclic over their ranks with updates where their target lives (top2d=flat) on
-# 2x1, 3x1, 4x2, 6x1, 8x1 and 9x1.
+# 2x1, 3x1, 4x2 (with update-buffer=64), 6x1, 8x1 and 9x1.
 #
 # make check runs the quick list (Laplacians down to one column, SPD, indefinite KKT, unsymmetric
 # with and without matching, complex symmetric, Hermitian and unsymmetric, the structurally
@@ -82,13 +82,16 @@ run "2 ranks x 4 threads, update-buffer=64, scheduler=static $list" env CANOPY_U
 run "solutions with chunked updates, static = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.chunks_static"
 # the shared top's 2D column blocks cyclic over their ranks, updates run where their target lives
 # from facing groups sent after each TRSM (top2d=flat; test_mpi's sweep_top2d layouts, 2D tasks in
-# the top 3 levels): flat grids of 2 to 9 ranks, one thread per rank, and 4 x 2
+# the top 3 levels): flat grids of 2 to 9 ranks, one thread per rank, and 4 x 2 with its update
+# chunks' products also cut in row chunks (update-buffer=64)
 for shape in 2x1 3x1 4x2 6x1 8x1 9x1; do
     p=${shape%x*}
     t=${shape#*x}
+    buf=
+    [ "$shape" = 4x2 ] && buf=64
     # shellcheck disable=SC2086
-    run "$p ranks x $t threads, top2d=flat $list" env CANOPY_TOP2D=flat $MPIEXEC $flags -n "$p" \
-        "$bin" --sweep "$t" $list --out "$tmp/sol.top2d$shape"
+    run "$p ranks x $t threads, top2d=flat${buf:+, update-buffer=$buf} $list" env CANOPY_TOP2D=flat \
+        ${buf:+CANOPY_UPDATE_BUFFER=$buf} $MPIEXEC $flags -n "$p" "$bin" --sweep "$t" $list --out "$tmp/sol.top2d$shape"
     run "solutions with top2d=flat, $shape = the 1 x 1 reference" "$bin" --compare "$tmp/sol.ref" "$tmp/sol.top2d$shape"
 done
 # random delays in the communication threads and the workers, on the shape with the most threads

@@ -189,21 +189,23 @@ static void kadvance(kpar *pc, sched_worker *wk, cint j, int next, SCALAR *W)
 /*
  * An update whose product is larger than the worker's buffer (@p cap scalars a side: the plan's
  * update cap, sched_update_need): computed and applied at once, in chunks of whole bloks of at
- * most cap scalars, the facing group's square first. Into a shared target, the caller holds its
+ * most cap scalars, from row blok @p rb0 (the facing group's square first when rb0 == fb0: an
+ * UPDATE, or a flat chunk from its own group). Into a shared target, the caller holds its
  * turn. A chunk that cannot fit (a plan bug) computes nothing and fails the run: drain, every
  * message still sent, "an update larger than a worker's buffer".
  */
-static void kupdate_chunks(kpar *pc, cint k, cint fb0, cint fb1, cint rb1, int seg, SCALAR *W, SCALAR *buf, size_t cap)
+static void kupdate_chunks(kpar *pc, cint k, cint fb0, cint fb1, cint rb0, cint rb1, int seg, SCALAR *W, SCALAR *buf,
+                           size_t cap)
 {
     const symbolic *S = pc->c.S;
-    if (sched_update_need(S, k, fb0, fb0, rb1, (int64_t)cap) > (double)cap) {
+    if (sched_update_need(S, k, fb0, rb0, rb1, (int64_t)cap) > (double)cap) {
         atomic_store(&pc->oversize, 1);
         atomic_store(&pc->drain, 1);
         return;
     }
     cint hb = 0, end = S->cblk_fblok[k + 1];
     for (cint fb = fb0; fb < fb1; fb++) hb += S->blok_lrow[fb] - S->blok_frow[fb] + 1;
-    for (cint a = fb0, z; a < rb1; a = z) {
+    for (cint a = rb0, z; a < rb1; a = z) {
         z = a == fb0 ? fb1 : a + 1;
         cint q0 = S->blok_coefrow[a];
         while (z < rb1 && (size_t)((z + 1 < end ? S->blok_coefrow[z + 1] : S->cblk_stride[k]) - q0) * (size_t)hb <= cap) z++;
@@ -240,7 +242,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
      * the buffer, or a chunk, is a bug, never an overflow */
     size_t cap = F->thread_sizes[3 * t];
     int chunked = pc->dist && kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) > cap * (F->U ? 2 : 1);
-    if (chunked && (rb0 != fb0 || sched_update_need(pc->c.S, k, fb0, rb0, rb1, (int64_t)cap) > (double)cap)) {
+    if (chunked && sched_update_need(pc->c.S, k, fb0, rb0, rb1, (int64_t)cap) > (double)cap) {
         atomic_store(&pc->oversize, 1);
         atomic_store(&pc->drain, 1);
     }
@@ -251,7 +253,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     int ticket = pc->dynamic ? atomic_fetch_add_explicit(&F->tickets[j], 1, memory_order_relaxed) : contrib;
     if (pc->dynamic && atomic_load_explicit(&F->serving[j], memory_order_acquire) == ticket) {
         if (compute && kfan_ready(pc, j, seg)) {
-            if (chunked) kupdate_chunks(pc, k, fb0, fb1, rb1, seg, W, buf, cap);
+            if (chunked) kupdate_chunks(pc, k, fb0, fb1, rb0, rb1, seg, W, buf, cap);
             else kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_ALL);
         }
         kcontrib_done(pc, j, seg);
@@ -293,7 +295,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
         }
     }
     if (compute && kfan_ready(pc, j, seg)) {
-        if (chunked) kupdate_chunks(pc, k, fb0, fb1, rb1, seg, W, buf, cap);
+        if (chunked) kupdate_chunks(pc, k, fb0, fb1, rb0, rb1, seg, W, buf, cap);
         else kupdate_rows(&pc->c, k, fb0, fb1, rb0, rb1, seg, W, buf, KC_APPLY);
     }
     kcontrib_done(pc, j, seg);
@@ -499,7 +501,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
                     size_t cap = pc->F->thread_sizes[3 * t];
                     if (atomic_load_explicit(&pc->drain, memory_order_relaxed)) {
                     } else if (pc->dist && kproduct_scalars(pc, q, b, e, b, bend) > cap * (pc->F->U ? 2 : 1)) {
-                        kupdate_chunks(pc, q, b, e, bend, 0, W, pc->F->thread_work[t], cap);
+                        kupdate_chunks(pc, q, b, e, b, bend, 0, W, pc->F->thread_work[t], cap);
                     } else {
                         kupdate(&pc->c, q, b, e, W, pc->F->thread_work[t], KC_ALL);
                     }
