@@ -6,8 +6,9 @@
  * On several ranks a cblk whose candidate ranks are [r0, r1) with r1 - r0 >= 2 is "shared". Today
  * it is given whole to one rank (sched/plan.c: the simulation places its panel, its tasks follow).
  * With top2d, every shared cblk that the plan tiles (2D: DIAG, TRSM per facing group, UPDATE2D per
- * pair of groups; sched/README.md) has its tiles spread block-cyclically over a process grid
- * pr x pc of its ranks [r0, r1), one grid per distinct rank range (pr * pc = r1 - r0):
+ * pair of groups, under flat per chunk of consecutive groups, plan_chunked; sched/README.md) has
+ * its tiles spread block-cyclically over a process grid pr x pc of its ranks [r0, r1), one grid per
+ * distinct rank range (pr * pc = r1 - r0):
  *
  *  - numbering: pos[k] = position of k among all shared cblks in cblk order; the same numbering
  *    gives tile rows and tile columns, so a block row j is the same grid row on every grid;
