@@ -120,7 +120,8 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
                 PLAN_TASK(SCHED_TASK_TRSM, k, b, plan_offdiag_cost(B, k, rows) + PLAN_TASK_OVERHEAD, k);
                 id++;
             }
-            for (cint g = 0; g < ng && plan_chunked(B, k); g++) {
+            int chunked = plan_chunked(B, k);
+            for (cint g = 0; g < ng && chunked; g++) {
                 /* top2d flat: by chunks of consecutive groups (plan_chunked) */
                 cint fb0 = B->gstart[g], fb1 = symbolic_group_end(S, k, fb0), left = ng - g;
                 int nc = plan_nchunks(B, (int)g, (int)left);
@@ -134,7 +135,7 @@ canopy_status plan_make_tasks(plan_build *B, sched_plan *P, plan_tasks *X, canop
                     id++;
                 }
             }
-            for (cint g = 0; g < ng && !plan_chunked(B, k); g++) {
+            for (cint g = 0; g < ng && !chunked; g++) {
                 cint fb0 = B->gstart[g], fb1 = symbolic_group_end(S, k, fb0);
                 for (cint g2 = g; g2 < ng; g2++) {
                     cint rb0 = B->gstart[g2], rb1 = symbolic_group_end(S, k, rb0);

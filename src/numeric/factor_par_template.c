@@ -237,9 +237,9 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
     int t = sched_worker_id(wk);
     numeric_handover *mine = F->hand + (size_t)t * (NUMERIC_SPARES + 1);
     SCALAR *buf = mine[0].buf; /* the full-size buffer: never handed over */
-    /* a worker's buffer is sized by the tasks it may run (sched_thread_work: a 2D cblk's by its
-     * tiles, a larger product in chunks, kupdate_chunks, computed in its turn); a tile larger than
-     * the buffer, or a chunk, is a bug, never an overflow */
+    /* a worker's buffer is sized by the tasks it may run (sched_thread_work): a product above the
+     * update cap (a 1D update's, a 2D tile's or a flat chunk's) goes in row chunks, kupdate_chunks,
+     * computed in its turn; a row chunk larger than the buffer is a bug, never an overflow */
     size_t cap = F->thread_sizes[3 * t];
     int chunked = pc->dist && kproduct_scalars(pc, k, fb0, fb1, rb0, rb1) > cap * (F->U ? 2 : 1);
     if (chunked && sched_update_need(pc->c.S, k, fb0, rb0, rb1, (int64_t)cap) > (double)cap) {
