@@ -182,10 +182,11 @@ canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const 
             size_t lo = a + (s ? (size_t)cq[s - 1] : 0), hi = s + 1 < segs ? a + (size_t)cq[s] : z;
             cint cnt = 0;
             for (size_t x = lo; x < hi && x < z; x++) cnt = fan_mark_rows(S, j, c[x].rb0, c[x].rb1, mark, touched, cnt);
-            qsort(touched, (size_t)cnt, sizeof *touched, fan_cmp_cint);
-            int64_t o = loff ? loff[(size_t)q * SCHED_FANIN_SEGS + (size_t)s] : -1;
+            int64_t o = loff && lists ? loff[(size_t)q * SCHED_FANIN_SEGS + (size_t)s] : -1;
+            /* the list in panel order only where it is kept: the counts need no order */
+            if (o >= 0) qsort(touched, (size_t)cnt, sizeof *touched, fan_cmp_cint);
             for (cint i = 0; i < cnt; i++) {
-                if (o >= 0 && lists) lists[o + i] = touched[i];
+                if (o >= 0) lists[o + i] = touched[i];
                 mark[touched[i]] = 0;
             }
             rows[(size_t)q * SCHED_FANIN_SEGS + s] = cnt;
