@@ -18,6 +18,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -439,6 +440,41 @@ out:
     return st;
 }
 
+/* 2d-levels=auto builds at most this many levels' plans at once */
+#define PLAN_SWEEP_MAX 16
+
+/* One level of the 2D-level sweep, built on a thread of its own. */
+typedef struct plan_level_job {
+    const symbolic *S;
+    const sched_cost_model *cm;
+    const sched_plan_opts *o;
+    int levels;
+    sched_plan Q;
+    canopy_status st;
+    canopy_err err;
+} plan_level_job;
+
+static void *plan_level_run(void *arg)
+{
+    plan_level_job *j = arg;
+    j->st = plan_build_one(j->S, j->cm, j->o, j->levels, 0, NULL, &j->Q, &j->err);
+    return NULL;
+}
+
+/* The @p m jobs, all but the first on threads of their own (a thread that cannot start: here,
+ * after the others). */
+static void plan_level_jobs(plan_level_job *job, int m)
+{
+    pthread_t th[PLAN_SWEEP_MAX];
+    int started[PLAN_SWEEP_MAX] = {0};
+    for (int i = 1; i < m; i++) started[i] = pthread_create(&th[i], NULL, plan_level_run, &job[i]) == 0;
+    plan_level_run(&job[0]);
+    for (int i = 1; i < m; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else plan_level_run(&job[i]);
+    }
+}
+
 canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, const sched_plan_opts *o,
                                sched_plan *P, canopy_err *err)
 {
@@ -495,31 +531,46 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
     if (o->twod_levels >= 0 || R * TR == 1)
         return plan_build_one(S, cm, o, o->twod_levels > 0 ? o->twod_levels : 0, contrib, NULL, P, err);
     /* auto: the simulation decides. One level more at a time from none, while a level brings new
-     * 2D cblks and the predicted makespan drops by at least 1%; keep the best plan. The 2D cblks of
-     * every level are known from the first plan, so a level that brings none is not built; the
+     * 2D cblks; a level replaces the best plan so far only when its predicted makespan is at least
+     * 1% shorter. The 2D cblks of every level are known from the first plan, so the levels to
+     * build are known before any is built: up to o->sweep_threads of them are built at once
+     * (plans are pure functions) and compared in level order, the sequential sweep's choice. The
      * contributions are numbered once, for the plan kept. */
     int64_t count[PLAN_MAX_LEVELS + 1];
     st = plan_build_one(S, cm, o, 0, 0, count, P, err);
-    int64_t prev = 0;
-    for (int levels = 1; st == CANOPY_SUCCESS && levels <= PLAN_MAX_LEVELS; levels++) {
+    int todo[PLAN_MAX_LEVELS], ntodo = 0;
+    for (int levels = 1, prev = 0; st == CANOPY_SUCCESS && levels <= PLAN_MAX_LEVELS; levels++) {
         if (count[levels] <= prev) {
             /* no new 2D cblk; the grid's root (never 2D) may fill the top levels alone */
             if (count[levels] == 0 && o->root.n > 0 && R > 1) continue;
             break;
         }
-        sched_plan Q;
-        st = plan_build_one(S, cm, o, levels, 0, NULL, &Q, err);
-        if (st != CANOPY_SUCCESS) {
-            sched_plan_free(P);
-            break;
+        todo[ntodo++] = levels;
+        prev = (int)(count[levels] < INT_MAX ? count[levels] : INT_MAX);
+    }
+    int width = o->sweep_threads > 1 ? o->sweep_threads : 1;
+    if (width > PLAN_SWEEP_MAX) width = PLAN_SWEEP_MAX;
+    for (int a = 0; st == CANOPY_SUCCESS && a < ntodo; a += width) {
+        int m = ntodo - a < width ? ntodo - a : width;
+        plan_level_job job[PLAN_SWEEP_MAX];
+        for (int i = 0; i < m; i++)
+            job[i] = (plan_level_job){.S = S, .cm = cm, .o = o, .levels = todo[a + i]};
+        plan_level_jobs(job, m);
+        for (int i = 0; i < m; i++) {
+            if (st == CANOPY_SUCCESS && job[i].st != CANOPY_SUCCESS)
+                st = canopy_err_set(err, job[i].st, "%s", job[i].err.status ? job[i].err.msg : "2D-level sweep: a plan failed");
+            if (st != CANOPY_SUCCESS || job[i].st != CANOPY_SUCCESS) {
+                if (job[i].st == CANOPY_SUCCESS) sched_plan_free(&job[i].Q);
+                continue;
+            }
+            if (job[i].Q.factor.predicted_time < 0.99 * P->factor.predicted_time) {
+                sched_plan_free(P);
+                *P = job[i].Q;
+            } else {
+                sched_plan_free(&job[i].Q);
+            }
         }
-        prev = Q.twod_cblks;
-        if (Q.factor.predicted_time < 0.99 * P->factor.predicted_time) {
-            sched_plan_free(P);
-            *P = Q;
-        } else {
-            sched_plan_free(&Q);
-        }
+        if (st != CANOPY_SUCCESS) sched_plan_free(P);
     }
     if (st == CANOPY_SUCCESS && contrib) st = plan_contributions_of(S, cm, o, P, err);
     return st;

@@ -71,6 +71,8 @@ typedef struct sched_plan_opts {
                                        leaves a gap (sched_fanin_cuts), a SUBTREE task's contributions into other
                                        ranks' cblks applied after its own work (sched_subtree_deferred); 0: whole,
                                        1: buffers of at least 32768 scalars, 2: every buffer */
+    int sweep_threads;            /**< twod_levels = -1: build up to this many levels' plans at once, each on a
+                                       thread (0 or 1: one at a time); the plan chosen is the same */
     int64_t update_cap;           /**< several ranks: an update product larger than this many scalars (one side)
                                        is computed in row chunks of at most this size (sched_update_need);
                                        0: whole */

@@ -10,6 +10,7 @@
 #include "predict/predict.h"
 #include "sched/trace.h"
 
+#include <math.h>
 #include <unistd.h>
 
 static canopy_solver *make(const canopy_csc *A, int threads, int split, int levels, int amalgamation)
@@ -179,6 +180,45 @@ START_TEST(agrees_with_real_plan)
         canopy_destroy(&v);
         canopy_destroy(&real);
     }
+    canopy_csc_free(&A);
+}
+END_TEST
+
+/* split=auto with 2d-levels=auto (src/api/analyze.c's search): the levels kept are the ones every
+ * plan of the structure is built with, no level above gains 1% on them, and a width other than the
+ * default moved its levels until the level below is 1% slower. At least one layout keeps a width
+ * other than the default (the search's third step runs). */
+START_TEST(split_search_choice)
+{
+    canopy_csc A;
+    laplacian(36, &A);
+    static const int lay[][2] = {{1, 8}, {4, 4}, {16, 4}, {64, 16}};
+    int other = 0;
+    for (int q = 0; q < 4; q++) {
+        canopy_solver *v = make(&A, 1, -1, -1, 1);
+        predict_report r;
+        predict(v, lay[q][0], lay[q][1], 1.5e-6, 12e9, &r);
+        int L = v->rt.twod_levels_kept - 1, R = lay[q][0];
+        ck_assert_int_ge(L, 0);
+        double p[3];
+        for (int d = -1; d <= 1; d++) {
+            canopy_options o = v->opts;
+            o.twod_levels = L + d;
+            int got = -1;
+            p[d + 1] = INFINITY;
+            if (L + d >= 0)
+                ck_assert_int_eq(runtime_predict(&v->rt, &o, &v->S, v->fact, 0, R, 1, &p[d + 1], &got, &v->err), CANOPY_SUCCESS);
+        }
+        ck_assert_double_eq(p[1], r.time_factorize);
+        ck_assert_msg(!(p[2] < 0.99 * p[1]), "%d x %d: level %d gains %g -> %g", lay[q][0], lay[q][1], L + 1, p[1], p[2]);
+        if (v->stats.split_width != CANOPY_AUTO_SPLIT) {
+            other++;
+            ck_assert_msg(L == 0 || p[1] < 0.99 * p[0], "%d x %d: level %d within 1%% of %d", lay[q][0], lay[q][1], L, L - 1);
+        }
+        predict_report_free(&r);
+        canopy_destroy(&v);
+    }
+    ck_assert_int_gt(other, 0);
     canopy_csc_free(&A);
 }
 END_TEST
@@ -371,6 +411,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 900);
     tcase_add_test(tc, hand_computed_schedules);
     tcase_add_test(tc, agrees_with_real_plan);
+    tcase_add_test(tc, split_search_choice);
     tcase_add_test(tc, ranks_against_local_plans);
     tcase_add_test(tc, large_virtual_machines);
     tcase_add_test(tc, ranks_per_node_load);

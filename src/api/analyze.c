@@ -60,38 +60,35 @@ static int plan_ranks(const canopy_solver *s)
     return s->virt_ranks > 0 ? s->virt_ranks : s->nranks;
 }
 
-/* One candidate split width, cut and planned on its own thread (plans are pure functions). */
-typedef struct split_cand {
-    canopy_solver *s;
-    const symbolic *Su;
-    const unsigned char *cut;
-    cint width;
-    symbolic S;
-    double predicted;
-    int twod_levels; /* the 2D levels its plan chose */
-    canopy_err err;
-} split_cand;
-
-static void *split_try(void *arg)
-{
-    split_cand *c = arg;
-    canopy_solver *s = c->s;
-    if (symbolic_resplit(c->Su, c->cut, c->width, &c->S, &c->err) == CANOPY_SUCCESS &&
-        runtime_predict(&s->rt, &s->opts, &c->S, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), &c->predicted,
-                        &c->twod_levels, &c->err) != CANOPY_SUCCESS)
-        symbolic_free(&c->S);
-    return NULL;
-}
-
 /*
  * split=auto with several threads: the split width is also the 2D tiles' size, so it is chosen
- * from the model. The structure is built once whole, cut at each candidate width (cheap), each
- * cut planned on a thread of its own, and the width whose simulated factorization is shortest
- * kept; the default wins within 2%. When no block the split selects is wider than the smallest
- * candidate, every width gives the same cut and nothing is planned here.
+ * from the model, jointly with the 2D levels (2d-levels=auto). Planning every width with the whole
+ * 2D-level sweep cost 3 x 14 plans at 1,024 x 64 (the larger part of canopy-simulate's time), so
+ * the search is by coordinates, each batch of plans built at once (plans are pure functions):
+ *  1. the default width with the whole sweep (its levels on the host's cores): levels L;
+ *  2. the other widths at L; the shortest kept, the default winning within 2%;
+ *  3. a width other than the default then moves its levels from L one at a time, down while the
+ *     level above gains less than 1% (the sweep prefers fewer levels), else up while a level
+ *     gains at least 1% (the sweep's rule for replacing its best).
+ * With fixed 2d-levels, batch 2 holds every width at those levels and nothing moves.
  */
 enum { NCAND = 3 };
 static const cint split_widths[NCAND] = {CANOPY_AUTO_SPLIT, CANOPY_AUTO_SPLIT / 2, 2 * CANOPY_AUTO_SPLIT};
+
+/* 2D levels the search moves through at most (the plan's own sweep stops at 64) */
+#define SPLIT_MAX_LEVELS 64
+
+/* One plan of the search: candidate width @c cand with 2D levels @c levels (-1: the sweep, on
+ * @c sweep threads); the prediction and the levels its plan has. */
+typedef struct split_eval {
+    int cand, levels, sweep;
+    double pred;
+    int chosen;
+} split_eval;
+
+/* Builds the @p m plans of one batch (at once where it can): the single-rank form plans on threads
+ * of this process, the collective form spreads them over the ranks. */
+typedef canopy_status (*split_runner)(void *ctx, split_eval *ev, int m);
 
 /* How many of the candidate widths give different cuts of the whole blocks Su. */
 static int split_candidates(const symbolic *Su, const unsigned char *cut)
@@ -102,42 +99,134 @@ static int split_candidates(const symbolic *Su, const unsigned char *cut)
     return widest > CANOPY_AUTO_SPLIT / 2 ? NCAND : 1;
 }
 
+/* The search above over @p ncand > 1 widths; *kept and *levels: the choice (levels -1 when the
+ * options fix them), pred[]: each width's best prediction seen. */
+static canopy_status split_search(canopy_solver *s, split_runner run, void *ctx, int ncand, int cores, int *kept,
+                                  int *levels, double *pred)
+{
+    bool sweep = s->opts.twod_levels < 0;
+    split_eval ev[NCAND + 1];
+    int m = 0;
+    *kept = 0;
+    *levels = -1;
+    if (sweep) {
+        ev[0] = (split_eval){.cand = 0, .levels = -1, .sweep = cores};
+        if (run(ctx, ev, 1) != CANOPY_SUCCESS) return s->err.status;
+        pred[0] = ev[0].pred;
+        *levels = ev[0].chosen;
+    }
+    for (int i = sweep ? 1 : 0; i < ncand; i++)
+        ev[m++] = (split_eval){.cand = i, .levels = sweep ? *levels : s->opts.twod_levels, .sweep = 1};
+    if (run(ctx, ev, m) != CANOPY_SUCCESS) return s->err.status;
+    for (int x = 0; x < m; x++) pred[ev[x].cand] = ev[x].pred;
+    for (int i = 1; i < ncand; i++)
+        if (pred[i] < 0.98 * pred[*kept]) *kept = i;
+    for (int i = 0; i < ncand; i++)
+        solver_say(s, 2, "split %d: predicted factorization %.4f s%s", (int)split_widths[i], pred[i],
+                   sweep && i > 0 ? " (at the default width's 2D levels)" : "");
+    if (!sweep || *kept == 0) return CANOPY_SUCCESS;
+    /* 3: the kept width's levels, from the default width's */
+    int L = *levels, k = *kept;
+    double best = pred[k];
+    m = 0;
+    if (L > 0) ev[m++] = (split_eval){.cand = k, .levels = L - 1, .sweep = 1};
+    if (L < SPLIT_MAX_LEVELS) ev[m++] = (split_eval){.cand = k, .levels = L + 1, .sweep = 1};
+    if (run(ctx, ev, m) != CANOPY_SUCCESS) return s->err.status;
+    int dir = 0;
+    for (int x = 0; x < m; x++) {
+        if (ev[x].levels < L && best >= 0.99 * ev[x].pred) dir = -1;
+        if (ev[x].levels > L && dir == 0 && ev[x].pred < 0.99 * best) dir = 1;
+    }
+    while (dir != 0) {
+        double next = INFINITY;
+        for (int x = 0; x < m; x++)
+            if (ev[x].levels == L + dir) next = ev[x].pred;
+        L += dir;
+        best = next;
+        solver_say(s, 2, "split %d: %d 2D levels, predicted factorization %.4f s", (int)split_widths[k], L, best);
+        if (L + dir < 0 || L + dir > SPLIT_MAX_LEVELS) break;
+        ev[0] = (split_eval){.cand = k, .levels = L + dir, .sweep = 1};
+        m = 1;
+        if (run(ctx, ev, 1) != CANOPY_SUCCESS) return s->err.status;
+        if (!(dir < 0 ? best >= 0.99 * ev[0].pred : ev[0].pred < 0.99 * best)) break;
+    }
+    pred[k] = best;
+    *levels = L;
+    return CANOPY_SUCCESS;
+}
+
+/* One plan of a batch on this process: the options with its levels, the structure cut at its width. */
+typedef struct split_local {
+    canopy_solver *s;
+    const symbolic *S; /* [NCAND] the cuts */
+    split_eval *ev;
+    canopy_err err;
+} split_local;
+
+static void *split_local_run(void *arg)
+{
+    split_local *c = arg;
+    canopy_solver *s = c->s;
+    canopy_options o = s->opts;
+    o.twod_levels = c->ev->levels;
+    runtime_predict(&s->rt, &o, &c->S[c->ev->cand], s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s),
+                    c->ev->sweep, &c->ev->pred, &c->ev->chosen, &c->err);
+    return NULL;
+}
+
+typedef struct split_local_ctx {
+    canopy_solver *s;
+    const symbolic *S;
+} split_local_ctx;
+
+static canopy_status split_run_local(void *ctx, split_eval *ev, int m)
+{
+    split_local_ctx *x = ctx;
+    split_local c[NCAND + 1];
+    pthread_t th[NCAND + 1];
+    int started[NCAND + 1] = {0};
+    /* every plan on a thread of its own, as when each width was planned on one: the calling thread's
+     * heap stays as it was (with one plan on it, the factorization's threads later found fewer
+     * glibc arenas resident at the analysis' end than the RSS prediction measures, and it fell 5%
+     * low on 3 x 1 ranks of a 30^3 Laplacian) */
+    for (int i = 0; i < m; i++) c[i] = (split_local){.s = x->s, .S = x->S, .ev = &ev[i]};
+    for (int i = 0; i < m; i++) started[i] = pthread_create(&th[i], NULL, split_local_run, &c[i]) == 0;
+    for (int i = 0; i < m; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else split_local_run(&c[i]);
+    }
+    for (int i = 0; i < m; i++)
+        if (c[i].err.status != CANOPY_SUCCESS) return canopy_err_set(&x->s->err, c[i].err.status, "%s", c[i].err.msg);
+    return CANOPY_SUCCESS;
+}
+
+/* The plans the 2D-level sweep builds at once: the host's cores, at most 4 (each plan holds its graph) */
+static int split_sweep_cores(const canopy_solver *s)
+{
+    int c = runtime_host_cores(&s->rt);
+    return c < 1 ? 1 : c > 4 ? 4 : c;
+}
+
 static canopy_status choose_split_from(canopy_solver *s, symbolic Su, unsigned char *cut)
 {
-    const cint *widths = split_widths;
-    int ncand = split_candidates(&Su, cut);
-    split_cand c[NCAND];
-    pthread_t th[NCAND];
-    int started[NCAND] = {0};
+    int ncand = split_candidates(&Su, cut), kept = 0, levels = -1;
+    s->rt.twod_levels_kept = 0; /* the search sweeps */
+    symbolic S[NCAND];
+    memset(S, 0, sizeof S);
+    double pred[NCAND] = {INFINITY, INFINITY, INFINITY};
     canopy_status st = ncand > 1 ? runtime_cost(&s->rt, &s->opts, &s->err) : CANOPY_SUCCESS;
-    for (int i = 0; i < ncand; i++) c[i] = (split_cand){.s = s, .Su = &Su, .cut = cut, .width = widths[i]};
-    if (st == CANOPY_SUCCESS && ncand == 1) {
-        st = symbolic_resplit(&Su, cut, widths[0], &c[0].S, &s->err);
-    } else if (st == CANOPY_SUCCESS) {
-        for (int i = 1; i < ncand; i++) started[i] = pthread_create(&th[i], NULL, split_try, &c[i]) == 0;
-        split_try(&c[0]);
-        for (int i = 1; i < ncand; i++) {
-            if (started[i]) pthread_join(th[i], NULL);
-            else split_try(&c[i]);
-        }
-    }
-    int kept = -1;
-    for (int i = 0; i < ncand && st == CANOPY_SUCCESS; i++) {
-        if (c[i].err.status != CANOPY_SUCCESS) {
-            canopy_err_set(&s->err, c[i].err.status, "%s", c[i].err.msg);
-            st = s->err.status;
-            break;
-        }
-        solver_say(s, 2, "split %d: predicted factorization %.4f s", (int)widths[i], c[i].predicted);
-        if (kept < 0 || c[i].predicted < 0.98 * c[kept].predicted) kept = i;
+    for (int i = 0; i < ncand && st == CANOPY_SUCCESS; i++) st = symbolic_resplit(&Su, cut, split_widths[i], &S[i], &s->err);
+    if (st == CANOPY_SUCCESS && ncand > 1) {
+        split_local_ctx ctx = {.s = s, .S = S};
+        st = split_search(s, split_run_local, &ctx, ncand, split_sweep_cores(s), &kept, &levels, pred);
     }
     for (int i = 0; i < ncand; i++)
-        if (i != kept || st != CANOPY_SUCCESS) symbolic_free(&c[i].S);
-    if (st == CANOPY_SUCCESS) s->S = c[kept].S;
-    /* canopy-simulate plans this structure for the same layout next: with the 2D levels chosen here
-     * it builds that one plan instead of trying the levels again */
-    if (st == CANOPY_SUCCESS && ncand > 1 && s->virt_ranks > 0) s->virt_twod_levels = c[kept].twod_levels;
-    s->stats.split_width = st == CANOPY_SUCCESS ? (int)widths[kept] : 0;
+        if (i != kept || st != CANOPY_SUCCESS) symbolic_free(&S[i]);
+    if (st == CANOPY_SUCCESS) s->S = S[kept];
+    /* the plans of this structure (the run's, canopy-simulate's) are built with the 2D levels chosen
+     * here instead of sweeping them again */
+    if (st == CANOPY_SUCCESS && ncand > 1 && levels >= 0) s->rt.twod_levels_kept = levels + 1;
+    s->stats.split_width = st == CANOPY_SUCCESS ? (int)split_widths[kept] : 0;
     symbolic_free(&Su);
     canopy_free(cut);
     return st;
@@ -150,6 +239,43 @@ static canopy_status choose_split_from(canopy_solver *s, symbolic Su, unsigned c
  * width itself. No rank holds more than the whole blocks and one candidate, and the structure
  * needs no broadcast afterwards.
  */
+/* The collective form of a batch: plan x on rank (x + 1) mod P, the figures shared (MIN: a rank
+ * that did not plan leaves INFINITY and -1); errors agreed. */
+typedef struct split_ranks_ctx {
+    canopy_solver *s;
+    const symbolic *Su;
+    const unsigned char *cut;
+} split_ranks_ctx;
+
+static canopy_status split_run_ranks(void *ctx, split_eval *ev, int m)
+{
+    split_ranks_ctx *x = ctx;
+    canopy_solver *s = x->s;
+    double fig[2 * (NCAND + 1)];
+    for (int i = 0; i < m; i++) {
+        fig[2 * i] = INFINITY;
+        fig[2 * i + 1] = 1.0; /* minus the levels chosen, minus one: -1 unset */
+        if ((i + 1) % s->nranks != s->rank || s->err.status != CANOPY_SUCCESS) continue;
+        symbolic Sc;
+        if (symbolic_resplit(x->Su, x->cut, split_widths[ev[i].cand], &Sc, &s->err) != CANOPY_SUCCESS) continue;
+        canopy_options o = s->opts;
+        o.twod_levels = ev[i].levels;
+        if (runtime_predict(&s->rt, &o, &Sc, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), ev[i].sweep,
+                            &ev[i].pred, &ev[i].chosen, &s->err) == CANOPY_SUCCESS) {
+            fig[2 * i] = ev[i].pred;
+            fig[2 * i + 1] = -(double)ev[i].chosen - 1.0;
+        }
+        symbolic_free(&Sc);
+    }
+    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
+    MPI_Allreduce(MPI_IN_PLACE, fig, 2 * m, MPI_DOUBLE, MPI_MIN, s->comm);
+    for (int i = 0; i < m; i++) {
+        ev[i].pred = fig[2 * i];
+        ev[i].chosen = (int)(-fig[2 * i + 1] - 1.0);
+    }
+    return CANOPY_SUCCESS;
+}
+
 static canopy_status choose_split_ranks(canopy_solver *s, symbolic *Su, unsigned char **cut)
 {
     if (comm_share_symbolic(s->comm, Su, s->err.status, &s->err) < 0) return s->err.status;
@@ -161,23 +287,18 @@ static canopy_status choose_split_ranks(canopy_solver *s, symbolic *Su, unsigned
         comm_share_bcast_bytes(s->comm, &cm, (int64_t)sizeof cm, &s->err) != CANOPY_SUCCESS)
         return comm_agree(s->comm, &s->err);
     runtime_set_cost(&s->rt, &cm);
-    int ncand = split_candidates(Su, *cut), kept = 0;
+    int ncand = split_candidates(Su, *cut), kept = 0, levels = -1;
     double pred[NCAND] = {INFINITY, INFINITY, INFINITY};
-    for (int i = 0; ncand > 1 && i < ncand && s->err.status == CANOPY_SUCCESS; i++) {
-        if ((i + 1) % s->nranks != s->rank) continue;
-        symbolic Sc;
-        if (symbolic_resplit(Su, *cut, split_widths[i], &Sc, &s->err) != CANOPY_SUCCESS) break;
-        runtime_predict(&s->rt, &s->opts, &Sc, s->fact, s->A.arith == CANOPY_COMPLEX, plan_ranks(s), &pred[i], NULL, &s->err);
-        symbolic_free(&Sc);
+    s->rt.twod_levels_kept = 0; /* the search sweeps */
+    if (ncand > 1) {
+        split_ranks_ctx ctx = {.s = s, .Su = Su, .cut = *cut};
+        if (split_search(s, split_run_ranks, &ctx, ncand, split_sweep_cores(s), &kept, &levels, pred) != CANOPY_SUCCESS)
+            kept = 0;
     }
-    if (comm_agree(s->comm, &s->err) < 0) return s->err.status;
-    MPI_Allreduce(MPI_IN_PLACE, pred, NCAND, MPI_DOUBLE, MPI_MIN, s->comm);
-    for (int i = 1; i < ncand; i++)
-        if (pred[i] < 0.98 * pred[kept]) kept = i;
-    for (int i = 0; i < ncand && ncand > 1; i++)
-        solver_say(s, 2, "split %d: predicted factorization %.4f s", (int)split_widths[i], pred[i]);
-    if (symbolic_resplit(Su, *cut, split_widths[kept], &s->S, &s->err) == CANOPY_SUCCESS) {
+    if (s->err.status == CANOPY_SUCCESS &&
+        symbolic_resplit(Su, *cut, split_widths[kept], &s->S, &s->err) == CANOPY_SUCCESS) {
         s->stats.split_width = (int)split_widths[kept];
+        if (ncand > 1 && levels >= 0) s->rt.twod_levels_kept = levels + 1;
         s->symbolic_everywhere = 1;
     }
     symbolic_free(Su);

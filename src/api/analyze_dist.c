@@ -61,10 +61,12 @@ canopy_status api_analyze_dist(canopy_solver *s)
     canopy_status st = s->symbolic_everywhere ? comm_agree(s->comm, &s->err)
                                               : comm_share_symbolic(s->comm, &s->S, s->err.status, &s->err);
     if (st < 0) return st;
-    int head[2] = {(int)s->fact, (int)s->A.arith};
-    MPI_Bcast(head, 2, MPI_INT, 0, s->comm);
+    /* and the 2D levels rank 0's split search kept: every rank builds the same plan */
+    int head[3] = {(int)s->fact, (int)s->A.arith, s->rt.twod_levels_kept};
+    MPI_Bcast(head, 3, MPI_INT, 0, s->comm);
     s->fact = (canopy_factorization)head[0];
     s->arith = (canopy_arith)head[1];
+    s->rt.twod_levels_kept = head[2];
     /* one cost model for all: rank 0's */
     if (s->rank == 0 && !s->rt.have_cost) {
         if (cost_model_load(&s->rt.cost, s->opts.cost_cache, &numeric_cost_kernels, &s->err) == CANOPY_SUCCESS) s->rt.have_cost = 1;

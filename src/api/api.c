@@ -120,6 +120,7 @@ static void free_analysis(canopy_solver *s)
     solve_direct_forget(s);
     numeric_free(&s->F);
     if (s->have_rt) runtime_drop_plan(&s->rt);
+    s->rt.twod_levels_kept = 0;
     symbolic_free(&s->S);
     scaling_free(&s->sc);
     matrix_free(&s->As);
@@ -366,7 +367,6 @@ canopy_status api_analyze_virtual(canopy_solver *s, int ranks, int threads, int 
     if (phase_ok(s, PHASE_MATRIX, "canopy_analyze", "canopy_set_matrix")) {
         free_analysis(s);
         s->virt_ranks = ranks;
-        s->virt_twod_levels = -1;
         s->rt.virt_threads = threads;
         s->rt.virt_node_ranks = node_ranks;
         s->rt.comm_latency = latency;

@@ -89,7 +89,7 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
         busy = T * (node > 1 ? node : 1);
     *po = (sched_plan_opts){.nthreads = T, .kind = kind, .complex_arith = complex_arith,
                             .nranks = nranks > 1 ? nranks : 1, .comm_latency = rt->comm_latency,
-                            .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels,
+                            .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels < 0 && rt->twod_levels_kept > 0 ? rt->twod_levels_kept - 1 : o->twod_levels,
                             .top2d = rt->virt_threads > 0 && rt->top2d ? rt->top2d : o->top2d ? SCHED_GRID_FLAT : 0,
                             .fanin_cuts = o->fanin_cuts == 2 ? 2 : rt->cuts_now ? 1 : 0,
                             .update_cap = o->update_buffer < 0 ? 0 : o->update_buffer > 0 ? (int64_t)o->update_buffer
@@ -108,6 +108,12 @@ canopy_status runtime_cost(runtime *rt, const canopy_options *o, canopy_err *err
     return st;
 }
 
+int runtime_host_cores(const runtime *rt)
+{
+    int c = rt->topo ? numa_topo_cores(rt->topo) : 1;
+    return c > 0 ? c : 1;
+}
+
 int runtime_plan_threads(const runtime *rt)
 {
     return rt->virt_threads > 0 ? rt->virt_threads : rt->nthreads;
@@ -118,13 +124,14 @@ int runtime_plan_threads(const runtime *rt)
 
 static canopy_status plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
                               int complex_arith, int nranks, int prediction_only, int mapping, const int *pin,
-                              sched_plan *P, canopy_err *err)
+                              int sweep_threads, sched_plan *P, canopy_err *err)
 {
     sched_plan_opts po;
     sched_cost_model loaded;
     memset(P, 0, sizeof *P);
     canopy_status st = plan_setup(rt, o, kind, complex_arith, nranks, &po, &loaded, err);
     po.prediction_only = prediction_only;
+    po.sweep_threads = sweep_threads;
     po.mapping = mapping;
     po.pin = pin;
     /* the root on a grid of every rank (sched/root.h): a pure function, the same on every rank */
@@ -205,7 +212,7 @@ static canopy_status plan_memory_fallback(runtime *rt, const canopy_options *o, 
     memset(&Q, 0, sizeof Q);
     *memory = 0;
     if (st == CANOPY_SUCCESS &&
-        (st = plan_for(rt, o, S, kind, complex_arith, R, 0, SCHED_MAPPING_MEMORY, NULL, &Q, err)) == CANOPY_SUCCESS &&
+        (st = plan_for(rt, o, S, kind, complex_arith, R, 0, SCHED_MAPPING_MEMORY, NULL, 1, &Q, err)) == CANOPY_SUCCESS &&
         (st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err)) == CANOPY_SUCCESS && wq < worst) {
         sched_plan_free(P);
         *P = Q;
@@ -239,7 +246,7 @@ static canopy_status plan_memory_fallback(runtime *rt, const canopy_options *o, 
         for (int q = P->cblk_ranks[2 * k]; q < P->cblk_ranks[2 * k + 1]; q++)
             if (q != h && (to < 0 || v[q] < v[to])) to = q;
         pin[k] = to;
-        if ((st = plan_for(rt, o, S, kind, complex_arith, R, 0, mapping, pin, &Q, err)) == CANOPY_SUCCESS &&
+        if ((st = plan_for(rt, o, S, kind, complex_arith, R, 0, mapping, pin, 1, &Q, err)) == CANOPY_SUCCESS &&
             (st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err)) == CANOPY_SUCCESS && wq < worst) {
             sched_plan_free(P);
             *P = Q;
@@ -263,7 +270,7 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
 {
     rt->mapping_last = SCHED_MAPPING_FLOPS;
     rt->cuts_now = 0;
-    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, P, err);
+    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, 1, P, err);
     int limited = rt->mem_limit > 0 && isfinite(rt->mem_limit);
     int want = o->mapping == 2 || (o->mapping == 0 && limited) || (o->fanin_cuts == 0 && limited);
     if (st != CANOPY_SUCCESS || nranks <= 1 || !want) return st;
@@ -278,7 +285,7 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
         sched_plan Q;
         double *vq = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err), wq = 0;
         rt->cuts_now = 1;
-        st = vq ? plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, &Q, err)
+        st = vq ? plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, 1, &Q, err)
                 : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
         if (st == CANOPY_SUCCESS) {
             st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err);
@@ -304,12 +311,13 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
 }
 
 canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
-                              int complex_arith, int nranks, double *predicted, int *twod_levels, canopy_err *err)
+                              int complex_arith, int nranks, int sweep_threads, double *predicted, int *twod_levels,
+                              canopy_err *err)
 {
     sched_plan P;
     /* the flops mapping whatever options.mapping says: the analysis' choices (split width, 2D
      * levels) by it, so that the memory fallback works on the same structure */
-    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 1, SCHED_MAPPING_FLOPS, NULL, &P, err);
+    canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 1, SCHED_MAPPING_FLOPS, NULL, sweep_threads, &P, err);
     if (st != CANOPY_SUCCESS) return st;
     *predicted = P.factor.predicted_time;
     if (twod_levels) *twod_levels = P.twod_levels;

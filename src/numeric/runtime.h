@@ -34,6 +34,9 @@ typedef struct runtime {
                                          workers (canopy-simulate); no pool is started */
     int virt_node_ranks;            /**< with virt_threads: ranks sharing one node (0 or 1: one rank per node);
                                          the kernels are priced as loaded by virt_threads x this many cores */
+    int twod_levels_kept;           /**< 2d-levels=auto: the 2D levels + 1 that the analysis chose with the split
+                                         width (its split search, src/api/analyze.c): every plan of that structure
+                                         is built with them instead of sweeping again; 0: none chosen */
     int top2d;                      /**< canopy-simulate only: sched_plan_opts.top2d (a plan nothing executes yet) */
     double mem_limit;               /**< several ranks: the per-rank memory limit, the same on every rank (the
                                          phase driver's minimum over the ranks); 0: none. options.mapping=auto
@@ -87,7 +90,11 @@ int runtime_plan_threads(const runtime *rt);
  * the ones 2d-levels=auto chose (with them as options.twod_levels the same plan is built at once).
  */
 canopy_status runtime_predict(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
-                              int complex_arith, int nranks, double *predicted, int *twod_levels, canopy_err *err);
+                              int complex_arith, int nranks, int sweep_threads, double *predicted, int *twod_levels,
+                              canopy_err *err);
+
+/** The cores this process may use (the analysis builds plans on them at once). */
+int runtime_host_cores(const runtime *rt);
 
 /** Cost model (once), plan and solve graph for @p S factorized with @p kind; starts the pool. */
 canopy_status runtime_plan(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,

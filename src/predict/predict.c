@@ -428,10 +428,9 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     double t0 = canopy_wtime();
     int cplx = s->arith == CANOPY_COMPLEX;
     sched_plan P, P1;
-    /* 2d-levels=auto: the analysis' plan of this structure for this layout chose its levels already
-     * (split=auto); the plan with them is the one the choice kept (plans are pure functions) */
+    /* 2d-levels=auto: the analysis chose the levels with the split width (rt.twod_levels_kept), and
+     * every plan of this structure is built with them */
     canopy_options po = s->opts;
-    if (po.twod_levels < 0 && s->virt_twod_levels >= 0) po.twod_levels = s->virt_twod_levels;
     /* the mapping's memory rule of the real run (runtime_plan_for), against an explicit limit only:
      * this machine's free memory says nothing of the one simulated */
     s->rt.mem_limit = s->opts.memory_limit;

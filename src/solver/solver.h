@@ -76,9 +76,6 @@ struct canopy_solver {
     int64_t *comm_msgs;
     int virt_ranks;             /* > 0: analysis for a virtual machine of virt_ranks nodes x rt.virt_threads
                                    threads (canopy-simulate, src/predict/predict.c): no plan is kept, nothing runs */
-    int virt_twod_levels;       /* >= 0: the 2D levels 2d-levels=auto chose for the virtual layout while the
-                                   analysis planned the split widths (the plan of s->S for that layout has
-                                   them); -1 unknown */
 };
 
 
