@@ -8,6 +8,7 @@
 #include "testutil.h"
 #include "sched/plan.h"
 #include "sched/distribute.h"
+#include "sched/grid.h"
 #include "symbolic/symbolic.h"
 
 static const int thread_counts[] = {1, 2, 3, 4, 8, 16};
@@ -907,6 +908,38 @@ START_TEST(two_level_mapping)
 }
 END_TEST
 
+/* 2d-levels=auto with sweep_threads: the levels' plans built several at once give the plan of the
+ * sequential sweep (same levels, prediction, schedule and contribution numbers), on one rank and
+ * several, also with the flat top. */
+START_TEST(sweep_threads_same_plan)
+{
+    symbolic S;
+    laplacian_structure(20, 20, 20, 32, &S);
+    static const int lay[][3] = {{1, 8, 0}, {4, 4, 0}, {8, 4, SCHED_GRID_FLAT}, {16, 2, 0}};
+    for (int q = 0; q < 4; q++) {
+        sched_plan P[2];
+        for (int w = 0; w < 2; w++) {
+            sched_plan_opts o = {.nthreads = lay[q][1], .kind = CANOPY_FACT_LLT, .nranks = lay[q][0],
+                                 .comm_latency = 1.5e-6, .comm_byte_time = 1.0 / 12e9, .twod_levels = -1,
+                                 .top2d = lay[q][2], .sweep_threads = w ? 3 : 1};
+            canopy_err err = {0};
+            ck_assert_msg(sched_plan_build(&S, NULL, &o, &P[w], &err) == CANOPY_SUCCESS, "%s", err.msg);
+        }
+        ck_assert_int_gt(P[0].twod_levels, 0);
+        ck_assert_int_eq(P[0].twod_levels, P[1].twod_levels);
+        ck_assert_int_eq(P[0].twod_cblks, P[1].twod_cblks);
+        ck_assert_double_eq(P[0].factor.predicted_time, P[1].factor.predicted_time);
+        ck_assert_int_eq(P[0].factor.ntasks, P[1].factor.ntasks);
+        ck_assert_int_eq(memcmp(P[0].factor.owner, P[1].factor.owner, sizeof(int) * (size_t)P[0].factor.ntasks), 0);
+        ck_assert_int_eq(memcmp(P[0].task_contrib, P[1].task_contrib, sizeof(int) * (size_t)P[0].factor.ntasks), 0);
+        ck_assert_int_eq(memcmp(P[0].blok_contrib, P[1].blok_contrib, sizeof(int) * (size_t)S.nblok), 0);
+        sched_plan_free(&P[0]);
+        sched_plan_free(&P[1]);
+    }
+    symbolic_free(&S);
+}
+END_TEST
+
 /* The factor entries of the heaviest rank. */
 static double heaviest_entries(const symbolic *S, const sched_plan *P)
 {
@@ -988,6 +1021,7 @@ int main(void)
     tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, two_level_mapping);
     tcase_add_test(tc, memory_mapping);
+    tcase_add_test(tc, sweep_threads_same_plan);
     suite_add_tcase(s, tc);
     return testutil_run(s);
 }
