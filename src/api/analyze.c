@@ -232,15 +232,8 @@ static canopy_status choose_split_from(canopy_solver *s, symbolic Su, unsigned c
     return st;
 }
 
-/*
- * choose_split over the ranks (a distributed matrix, collective): rank 0's whole blocks and flags
- * go to every rank, each rank plans its share of the candidate widths one at a time with rank
- * 0's cost model, the predictions are shared, and every rank cuts the blocks at the chosen
- * width itself. No rank holds more than the whole blocks and one candidate, and the structure
- * needs no broadcast afterwards.
- */
 /* The collective form of a batch: plan x on rank (x + 1) mod P, the figures shared (MIN: a rank
- * that did not plan leaves INFINITY and -1); errors agreed. */
+ * that did not plan leaves INFINITY and 1); errors agreed. */
 typedef struct split_ranks_ctx {
     canopy_solver *s;
     const symbolic *Su;
@@ -254,7 +247,7 @@ static canopy_status split_run_ranks(void *ctx, split_eval *ev, int m)
     double fig[2 * (NCAND + 1)];
     for (int i = 0; i < m; i++) {
         fig[2 * i] = INFINITY;
-        fig[2 * i + 1] = 1.0; /* minus the levels chosen, minus one: -1 unset */
+        fig[2 * i + 1] = 1.0; /* -(levels + 1) from the rank that planned it: the MIN carries it */
         if ((i + 1) % s->nranks != s->rank || s->err.status != CANOPY_SUCCESS) continue;
         symbolic Sc;
         if (symbolic_resplit(x->Su, x->cut, split_widths[ev[i].cand], &Sc, &s->err) != CANOPY_SUCCESS) continue;
@@ -276,6 +269,13 @@ static canopy_status split_run_ranks(void *ctx, split_eval *ev, int m)
     return CANOPY_SUCCESS;
 }
 
+/*
+ * choose_split over the ranks (a distributed matrix, collective): rank 0's whole blocks and flags
+ * go to every rank, the search's plans are spread over the ranks (split_run_ranks) with rank 0's
+ * cost model, the predictions are shared, and every rank cuts the blocks at the chosen width
+ * itself. No rank holds more than the whole blocks and one candidate, and the structure needs no
+ * broadcast afterwards.
+ */
 static canopy_status choose_split_ranks(canopy_solver *s, symbolic *Su, unsigned char **cut)
 {
     if (comm_share_symbolic(s->comm, Su, s->err.status, &s->err) < 0) return s->err.status;
