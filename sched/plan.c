@@ -538,23 +538,23 @@ canopy_status sched_plan_build(const symbolic *S, const sched_cost_model *cm, co
      * contributions are numbered once, for the plan kept. */
     int64_t count[PLAN_MAX_LEVELS + 1];
     st = plan_build_one(S, cm, o, 0, 0, count, P, err);
-    int todo[PLAN_MAX_LEVELS], ntodo = 0;
+    int build_levels[PLAN_MAX_LEVELS], nlevels_built = 0;
     for (int levels = 1, prev = 0; st == CANOPY_SUCCESS && levels <= PLAN_MAX_LEVELS; levels++) {
         if (count[levels] <= prev) {
             /* no new 2D cblk; the grid's root (never 2D) may fill the top levels alone */
             if (count[levels] == 0 && o->root.n > 0 && R > 1) continue;
             break;
         }
-        todo[ntodo++] = levels;
+        build_levels[nlevels_built++] = levels;
         prev = (int)(count[levels] < INT_MAX ? count[levels] : INT_MAX);
     }
     int width = o->sweep_threads > 1 ? o->sweep_threads : 1;
     if (width > PLAN_SWEEP_MAX) width = PLAN_SWEEP_MAX;
-    for (int a = 0; st == CANOPY_SUCCESS && a < ntodo; a += width) {
-        int m = ntodo - a < width ? ntodo - a : width;
+    for (int a = 0; st == CANOPY_SUCCESS && a < nlevels_built; a += width) {
+        int m = nlevels_built - a < width ? nlevels_built - a : width;
         plan_level_job job[PLAN_SWEEP_MAX];
         for (int i = 0; i < m; i++)
-            job[i] = (plan_level_job){.S = S, .cm = cm, .o = o, .levels = todo[a + i]};
+            job[i] = (plan_level_job){.S = S, .cm = cm, .o = o, .levels = build_levels[a + i]};
         plan_level_jobs(job, m);
         for (int i = 0; i < m; i++) {
             if (st == CANOPY_SUCCESS && job[i].st != CANOPY_SUCCESS)
