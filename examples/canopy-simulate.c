@@ -364,7 +364,10 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
            (long long)r->top2d_diag_msgs, (long long)r->top2d_trsm_msgs, (long long)r->top2d_fanin_msgs);
     json_spread("top2d_factor_bytes", &r->top2d_factor_bytes);
     json_num("top2d_bcast_bytes", r->top2d_bcast_bytes, 0);
-    json_num("top2d_fanin_bytes", r->top2d_fanin_bytes, 1);
+    json_num("top2d_fanin_bytes", r->top2d_fanin_bytes, 0);
+    json_num("net_sent_max", r->net_sent_max, 0);
+    json_num("net_recv_max", r->net_recv_max, 0);
+    json_num("net_bound", r->net_bound, 1);
     printf("}\n");
 }
 
@@ -402,6 +405,12 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
            "  threads %.1f%% busy\n", r->critical_path, r->time_factorize > 0 ? 100 * r->critical_path / r->time_factorize : 0,
            r->work, 100 * r->efficiency_loaded);
     if (r->top2d_shape) printf("  (top2d: the critical path includes the tiles' messages)\n");
+    if (r->net_bound > 0)
+        printf("  network: the busiest node sends %.4g GB and receives %.4g GB (fan-in%s): at least %.4g s on\n"
+               "  the wire%s\n", r->net_sent_max * 1e-9, r->net_recv_max * 1e-9, r->top2d_shape ? ", the top's broadcasts" : "",
+               r->net_bound, r->net_bound > r->time_factorize
+                   ? ", more than the prediction: the simulation charges each message on its own, without contention"
+                   : "");
     printf("  idle per level of the thread tree (0 = all threads; a thread's idle time counts at the level of its\n"
            "  next task, its idle time after its last task at level 0):\n");
     printf("    %5s %7s %15s %9s %12s %12s %7s\n", "level", "Snodes", "threads each", "tasks", "busy (t-s)",

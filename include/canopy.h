@@ -227,6 +227,13 @@ typedef struct canopy_options {
                                        TRSM (fan-out), so a separator's updates spread over its ranks; 2 =
                                        auto: flat when the plan's simulation predicts it at least 10% faster
                                        (canopy_stats.top2d_cblks says whether) */
+    int top2d_shadow;             /**< top2d flat: a column block's updates into an ancestor spread over more
+                                       ranks (a wider range) run on the ancestor's rank when it is one of the
+                                       column block's ranks, else on the ancestor's "shadow" among them (one
+                                       rank per ancestor column block), so that the whole range sends one
+                                       fan-in buffer per ancestor instead of one per rank; the updates that
+                                       read another rank's column block run as soon as their groups are there.
+                                       0 (default) = on; 1 = off: on the column block's own rank */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */

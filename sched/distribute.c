@@ -595,7 +595,7 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = symbolic_group_end(S, k, b);
             cint j = S->blok_fcblk[b];
-            int rk = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+            int rk = sched_src_rank(P, k, j);
             if (rk != P->cblk_rank[j]) {
                 pairs[np++] = (int64_t)j * R + rk;
                 int64_t rows = S->cblk_stride[k] - S->blok_coefrow[b];

@@ -68,9 +68,10 @@ static int fan_cmp_group(const void *a, const void *b)
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
-canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, const int *xgrid, int nranks, cint root_first,
+canopy_status sched_fanin_rows(const symbolic *S, const sched_plan *P, int nranks, cint root_first,
                                const int64_t *pairs, size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err)
 {
+    const int *cblk_rank = P ? P->cblk_rank : NULL;
     if (S == NULL || cblk_rank == NULL || nranks < 1 || (np > 0 && (pairs == NULL || rows == NULL)))
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "sched_fanin_rows: bad argument");
     cint n = S->ncblk, maxst = 1;
@@ -89,7 +90,7 @@ canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, const in
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = symbolic_group_end(S, k, b);
             cint j = S->blok_fcblk[b];
-            int src = sched_src_rank(cblk_rank, xgrid, k, j);
+            int src = sched_src_rank(P, k, j);
             if (src == cblk_rank[j]) continue;
             int64_t key = (int64_t)j * nranks + src;
             const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, fan_cmp_i64);
@@ -162,7 +163,7 @@ canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const 
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = symbolic_group_end(S, k, b);
             cint j = S->blok_fcblk[b];
-            int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+            int src = sched_src_rank(P, k, j);
             if (src == P->cblk_rank[j] || (numbered && P->blok_contrib[b] < 0)) continue;
             int64_t key = (int64_t)j * R + src;
             const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, fan_cmp_i64);
@@ -172,7 +173,7 @@ canopy_status sched_fanin_msgrows(const symbolic *S, const sched_plan *P, const 
     for (int i = 0; numbered && i < G->ntasks; i++) {
         if (G->kind[i] != SCHED_TASK_UPDATE2D) continue;
         cint k = G->cblk[i], j = S->blok_fcblk[G->first[i]];
-        int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+        int src = sched_src_rank(P, k, j);
         if (k >= root_first || src == P->cblk_rank[j]) continue;
         int64_t key = (int64_t)j * R + src;
         const int64_t *at = bsearch(&key, pairs, np, sizeof *pairs, fan_cmp_i64);
@@ -274,7 +275,7 @@ static canopy_status fan_pair_times(const symbolic *S, const sched_plan *P, cons
                 for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
                     e = symbolic_group_end(S, k, b);
                     cint j = S->blok_fcblk[b];
-                    int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+                    int src = sched_src_rank(P, k, j);
                     if ((only >= 0 && j != only) || P->cblk_rank[j] == src) continue;
                     int64_t key = (int64_t)j * R + src;
                     const int64_t *at = bsearch(&key, pairs, nu, sizeof *pairs, fan_cmp_i64);
@@ -514,7 +515,7 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
     size_t m = 0;
     int timed = 0, R = P->nranks > 0 ? P->nranks : 1;
     cint *rows = canopy_alloc(nu + 1, sizeof(cint), "fan-in cuts", err);
-    canopy_status st = rows ? sched_fanin_rows(S, P->cblk_rank, P->cblk_xgrid, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, nu, rows, NULL, NULL, err)
+    canopy_status st = rows ? sched_fanin_rows(S, P, R, P->root.n > 0 ? P->root.first : S->ncblk, pairs, nu, rows, NULL, NULL, err)
                             : fan_nomem(err);
     if (st == CANOPY_SUCCESS) st = fan_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
     if (st == CANOPY_SUCCESS && timed) st = fan_plan_cuts(S, P, pairs, nu, rows, c, m, nmsg, cuts, err);
@@ -523,7 +524,7 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
     return st;
 }
 
-/* top2d flat (sched_fanout): rank r's copy of another rank's cblk k, held from the first TRSM of k
+/* top2d flat (sched_src_rank): rank r's copy of another rank's cblk k, held from the first TRSM of k
  * whose group it receives to the end of its last UPDATE2D reading k (scalars, one part) */
 typedef struct fan_copy {
     int64_t key; /* k * R + r */
@@ -594,7 +595,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     for (cint k = 0; k < n && !sched_root_has(&P->root, k); k++)
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
             cint j = S->blok_fcblk[b];
-            int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j);
+            int src = sched_src_rank(P, k, j);
             if (src != P->cblk_rank[j]) pairs[np++] = (int64_t)j * R + src;
         }
     qsort(pairs, np, sizeof *pairs, fan_cmp_i64);
@@ -609,7 +610,7 @@ canopy_status sched_fanin_memory(const symbolic *S, const sched_plan *P, double 
     int timed = 0;
     /* the whole buffers' rows decide which are cut (sched_fanin_cuts): only with cuts */
     canopy_status st = !rows || !ev ? fan_nomem(err) : !P->fanin_cuts ? CANOPY_SUCCESS
-                       : sched_fanin_rows(S, P->cblk_rank, P->cblk_xgrid, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err);
+                       : sched_fanin_rows(S, P, R, P->root.n > 0 ? P->root.first : n, pairs, nu, rows, NULL, NULL, err);
     if (st == CANOPY_SUCCESS) st = fan_pair_times(S, P, pairs, nu, &c, &m, &timed, err);
     /* every pair's cuts (as sched_fanin_cuts), then the rows of each of its messages */
     int *nmsg = st == CANOPY_SUCCESS ? canopy_alloc(nu + 1, sizeof(int), "fan-in memory scratch", err) : NULL;

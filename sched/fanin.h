@@ -54,16 +54,16 @@ canopy_status sched_fanin_cuts(const symbolic *S, const sched_plan *P, const int
 
 /**
  * The rows of fan-in buffers: for each pair q of @p pairs (target cblk j * @p nranks + sending
- * rank r, sorted and unique), @p rows[q] = how many rows of j's panel the updates of rank r's
- * cblks into j write: for every facing group of a cblk k of rank r facing j, the rows of k's
+ * rank r, sorted and unique), @p rows[q] = how many rows of j's panel the updates that rank r
+ * computes into j write (sched_src_rank of @p P: its own cblks', and under top2d flat those it
+ * runs for other ranks' cblks): for every facing group of such a cblk k facing j, the rows of k's
  * bloks from that group on, each inside one blok of j (2D tiles write subsets of the same rows).
  * With @p moff (NULL: every pair, no maps), only the pairs with moff[q] >= 0 are done, and
  * @p maps[moff[q] + i] gets the buffer row of panel row i of j (rows numbered in panel order),
  * or -1, for i < stride of j. A pure function of the structure and the ranks of the cblks, so
- * that the sender and the receiver derive the same layout without a message. @p xgrid
- * (sched_plan.cblk_xgrid, may be NULL): a source's contributions go from sched_src_rank.
+ * that the sender and the receiver derive the same layout without a message.
  */
-canopy_status sched_fanin_rows(const symbolic *S, const int *cblk_rank, const int *xgrid, int nranks, cint root_first,
+canopy_status sched_fanin_rows(const symbolic *S, const sched_plan *P, int nranks, cint root_first,
                                const int64_t *pairs, size_t np, cint *rows, const int64_t *moff, cint *maps, canopy_err *err);
 
 /**

@@ -76,9 +76,10 @@ static cint grid_find_group(const symbolic *S, cint j, cint t)
 }
 
 canopy_status sched_grid_plan(const symbolic *S, sched_dag *D, const int *cblk_task, const int *t0, const int *t1,
-                              int R, int TR, int shape, sched_grid *G, canopy_err *err)
+                              int R, int TR, int shape, int shadow, sched_grid *G, canopy_err *err)
 {
     memset(G, 0, sizeof *G);
+    G->shadow = shadow && shape == SCHED_GRID_FLAT;
     cint n = S->ncblk;
     int nt = D->ntasks;
     G->nranks = R;
@@ -164,6 +165,10 @@ canopy_status sched_grid_plan(const symbolic *S, sched_dag *D, const int *cblk_t
             cint j = S->blok_fcblk[D->first[i]], j2 = S->blok_fcblk[D->tile[i]];
             int same = G->cblk_grid[j] >= 0 && G->cblk_grid[j] == G->cblk_grid[k];
             G->task_rank[i] = same ? sched_grid_tile_rank(G, j, j2) : sched_grid_tile_rank(G, k, j2);
+            if (!same && G->shadow && G->cblk_grid[j] >= 0) { /* as sched_src_rank (plan.h) */
+                int g = G->cblk_grid[k], r0 = G->grid_r0[g], p = G->grid_pc[g], rj = sched_grid_tile_rank(G, j, j);
+                G->task_rank[i] = rj >= r0 && rj < r0 + p ? rj : r0 + G->cblk_pos[j] % p;
+            }
             /* flat is executed, and there an update into j's off-diagonal rows could meet j's
              * DIAG adding its received fan-in (every row): its edge stays on DIAG(j) */
             if (G->cblk_grid[j] >= 0 && j2 != j && shape != SCHED_GRID_FLAT) {
@@ -309,6 +314,43 @@ canopy_status sched_grid_count(const symbolic *S, const sched_dag *D, const int 
     return CANOPY_SUCCESS;
 }
 
+canopy_status sched_grid_volume(const symbolic *S, const sched_dag *D, const sched_grid *G, const int *task_rank_final,
+                                double sb, double *sent, double *recv, canopy_err *err)
+{
+    int R = G->nranks, nt = D->ntasks;
+    int *mark = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
+    int *list = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
+    if (!mark || !list) {
+        canopy_free(mark);
+        canopy_free(list);
+        return grid_nomem(err);
+    }
+    for (int r = 0; r < R; r++) mark[r] = -1;
+    for (int i = 0; i < nt; i++) {
+        if (G->task_rank[i] < 0) continue;
+        int own = task_rank_final[i];
+        if (D->kind[i] == SCHED_TASK_UPDATE2D) {
+            int dst = D->succ[D->succ_ptr[i]], to = task_rank_final[dst];
+            if (G->shape == SCHED_GRID_FLAT || to == own) continue;
+            double b = sched_grid_target_bytes(S, D, dst, sb);
+            sent[own] += b;
+            recv[to] += b;
+            continue;
+        }
+        int m = grid_members(D, i, task_rank_final, mark, list);
+        double b = grid_source_bytes(S, D, i, sb);
+        for (int p = 0; p <= m; p++) { /* heap position p: the root (own), then list[p - 1] */
+            int rk = p == 0 ? own : list[p - 1], kids = (2 * p + 1 <= m) + (2 * p + 2 <= m);
+            sent[rk] += kids * b;
+            if (p > 0) recv[rk] += b;
+        }
+        for (int q = 0; q < m; q++) mark[list[q]] = -1;
+    }
+    canopy_free(mark);
+    canopy_free(list);
+    return CANOPY_SUCCESS;
+}
+
 canopy_status sched_grid_place(const symbolic *S, sched_dag *D, const sched_grid *G, int TR, const int *gsnode, int *group,
                                int *follow, int *pref, const double *delay, double sb, double latency, double byte_time,
                                double **edge_delay, canopy_err *err)
@@ -341,6 +383,18 @@ canopy_status sched_grid_place(const symbolic *S, sched_dag *D, const sched_grid
             m = fmax(m, D->prio[s] + d);
         }
         D->prio[i] = D->cost[i] + m;
+    }
+    /* flat with shadows: an update reading another rank's groups holds that rank's copy of the cblk
+     * until it runs, and an update into an ancestor (a shadow's above all) is far from urgent by its
+     * bottom level: it would hold the copy until the end. Ranked as urgent as the group's most
+     * urgent reader, the copy's readers run together and the copy goes soon after its groups came */
+    for (int i = 0; G->shadow && D->prio && i < nt; i++) {
+        if (D->kind[i] != SCHED_TASK_TRSM || G->task_rank[i] < 0) continue;
+        double top = D->prio[i] - D->cost[i];
+        for (int e = D->succ_ptr[i]; e < D->succ_ptr[i + 1]; e++) {
+            int s = D->succ[e];
+            if (D->kind[s] == SCHED_TASK_UPDATE2D && group[s] != group[i] && D->prio[s] < top) D->prio[s] = top;
+        }
     }
     *edge_delay = ed;
     return CANOPY_SUCCESS;

@@ -19,7 +19,9 @@
  *    tiled on the same grid as k (it reads L(k, g) and L(k, g2), broadcast to it), else on tile
  *    (k, j_g2)'s owner, which sends the product as a tile-sized fan-in message to the target
  *    tile's owner (one buffer per (target tile, source rank), as today's fan-in per cblk). So a cblk
- *    of a lower Snode on a smaller grid feeds an ancestor's bigger grid tile by tile;
+ *    of a lower Snode on a smaller grid feeds an ancestor's bigger grid tile by tile. Flat with
+ *    @p shadow: on j_g's rank when it is one of k's grid's, else on j_g's shadow there (plan.h,
+ *    sched_src_rank), which reads k's groups as a same-grid update does;
  *  - edges (not flat): an UPDATE2D into a tiled cblk j waits only for its target tile: it precedes TRSM(j, g')
  *    (or DIAG(j) for the diagonal tile) instead of DIAG(j);
  *  - messages: DIAG(k) -> the ranks of k's TRSMs, TRSM(k, g) -> the ranks of the UPDATE2Ds reading
@@ -49,6 +51,8 @@ enum sched_grid_shape {
 typedef struct sched_grid {
     int nranks;
     int shape;                /**< enum sched_grid_shape */
+    int shadow;               /**< flat: an update into a tiled cblk of another grid runs on that cblk's
+                                   rank or shadow on the source's grid (sched_src_rank in plan.h) */
     cint ncblk;
     int ngrids;
     int *grid_r0, *grid_pr, *grid_pc; /**< [ngrids] ranks r0 .. r0 + pr * pc - 1, row-major */
@@ -76,7 +80,7 @@ void sched_grid_shape_of(int nr, int shape, int *pr, int *pc);
  * UPDATE2Ds by (g, g2)). Fills @p G (sched_grid_free frees it).
  */
 canopy_status sched_grid_plan(const symbolic *S, sched_dag *D, const int *cblk_task, const int *t0, const int *t1,
-                              int R, int TR, int shape, sched_grid *G, canopy_err *err);
+                              int R, int TR, int shape, int shadow, sched_grid *G, canopy_err *err);
 
 /** Rank owning tile (k, j) of tiled cblk k (j = k or a cblk k faces). */
 int sched_grid_tile_rank(const sched_grid *G, cint k, cint j);
@@ -110,6 +114,16 @@ canopy_status sched_grid_place(const symbolic *S, sched_dag *D, const sched_grid
  */
 canopy_status sched_grid_count(const symbolic *S, const sched_dag *D, const int *task_rank_final, double sb,
                                sched_grid *G, canopy_err *err);
+
+/**
+ * Bytes each rank sends and receives for the tiled tasks (@p sent, @p recv [R], added to): every
+ * broadcast along comm/tree's binary shape over its root and its other ranks ascending (the rank
+ * at heap position p forwards to positions 2p + 1 and 2p + 2), and, for the shapes not executed,
+ * the tile fan-ins (flat's go through the plan's fan-in buffers). @p task_rank_final as
+ * sched_grid_count's.
+ */
+canopy_status sched_grid_volume(const symbolic *S, const sched_dag *D, const sched_grid *G, const int *task_rank_final,
+                                double sb, double *sent, double *recv, canopy_err *err);
 
 /**
  * Factor bytes each rank holds (@p held[R], added to): tiles of the tiled cblks at their owners,

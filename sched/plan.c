@@ -319,7 +319,7 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
             st = plan_nomem(err);
             goto out;
         }
-        if ((st = sched_grid_plan(S, &P->factor, P->cblk_task, B.t0, B.t1, R, TR, o->top2d, P->grid, err)) !=
+        if ((st = sched_grid_plan(S, &P->factor, P->cblk_task, B.t0, B.t1, R, TR, o->top2d, o->flat_shadow, P->grid, err)) !=
             CANOPY_SUCCESS)
             goto out;
     }
@@ -387,12 +387,19 @@ static canopy_status plan_build_one(const symbolic *S, const sched_cost_model *c
     for (int i = 0; R > 1 && i < P->factor.ntasks; i++) P->factor.level[i] = P->factor.snode_depth[P->factor.snode[i]];
     if (P->grid && P->grid->shape == SCHED_GRID_FLAT && P->grid->tiled_cblks > 0) {
         /* executed: the tiled cblks' grids, for the fan-in pairs and the local plans */
-        P->cblk_xgrid = canopy_alloc((size_t)n + 1, sizeof(int), "plan", err);
-        if (P->cblk_xgrid == NULL) {
+        const sched_grid *Gr = P->grid;
+        int *x = P->cblk_xgrid = canopy_alloc(4 * (size_t)n + 1, sizeof(int), "plan", err);
+        if (x == NULL) {
             st = plan_nomem(err);
             goto out;
         }
-        memcpy(P->cblk_xgrid, P->grid->cblk_grid, (size_t)n * sizeof(int));
+        for (cint k = 0; k < n; k++) {
+            int g = Gr->cblk_grid[k];
+            x[k] = g;
+            x[(size_t)n + k] = g >= 0 && Gr->shadow ? Gr->grid_r0[g] : -1;
+            x[2 * (size_t)n + k] = g >= 0 ? Gr->grid_pc[g] : 0;
+            x[3 * (size_t)n + k] = Gr->cblk_pos[k];
+        }
     }
     if (P->grid) {
         for (int i = 0; i < P->factor.ntasks; i++) group[i] = P->factor.owner[i] / TR;

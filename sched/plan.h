@@ -71,6 +71,8 @@ typedef struct sched_plan_opts {
                                        leaves a gap (sched_fanin_cuts), a SUBTREE task's contributions into other
                                        ranks' cblks applied after its own work (sched_subtree_deferred); 0: whole,
                                        1: buffers of at least 32768 scalars, 2: every buffer */
+    int flat_shadow;              /**< top2d flat: updates into a tiled cblk of a wider grid on its rank or its
+                                       shadow on the source's grid (sched_src_rank); 0: on the source's rank */
     int sweep_threads;            /**< twod_levels = -1: build up to this many levels' plans at once, each on a
                                        thread (0 or 1: one at a time); the plan chosen is the same */
     int64_t update_cap;           /**< several ranks: an update product larger than this many scalars (one side)
@@ -120,9 +122,10 @@ typedef struct sched_plan {
     double *task_end;         /**< [factor.ntasks] simulated end (start + cost) */
     struct sched_grid *grid;  /**< top2d: the grids, tile owners and messages (sched/grid.h); NULL when off.
                                    The tiled tasks then run on several ranks */
-    int *cblk_xgrid;          /**< top2d flat (executed): [ncblk] the grid of a tiled cblk, else -1; NULL otherwise.
-                                   k's updates into a cblk j of the same grid run on j's rank, from k's
-                                   facing groups sent to it (sched_fanout): no fan-in buffer for them */
+    int *cblk_xgrid;          /**< top2d flat (executed): [4 * ncblk] per cblk the grid of a tiled cblk (else -1),
+                                   its grid's first rank (-1: no shadows) and rank count, its position among
+                                   the shared cblks; NULL otherwise. Where k's updates into j run:
+                                   sched_src_rank */
     sched_root root;          /**< sched_plan_opts.root (first == ncblk: none) */
     double root_time;         /**< predicted seconds of the root's grid factorization (in factor.predicted_time) */
     int fanin_cuts;           /**< sched_plan_opts.fanin_cuts */
@@ -150,28 +153,40 @@ static inline int sched_flat_chunks(int tr)
 }
 
 /*
- * top2d flat, executed: cblk k's contributions into cblk j run on j's rank when both are tiled on
- * the same grid (k's facing groups broadcast there after their TRSM), else on k's rank. @p xgrid:
- * sched_plan.cblk_xgrid (NULL: never).
+ * top2d flat, executed: the rank that computes cblk k's contributions into cblk j. Both tiled on
+ * the same grid: j's rank (k's facing groups are broadcast there after their TRSM). k tiled, j
+ * tiled on another grid (an ancestor's, wider): j's rank if it is one of k's grid's ranks, else
+ * j's "shadow" on k's grid, the rank r0 + pos(j) mod p of k's grid [r0, r0 + p): every cblk of
+ * k's grid then sums its contributions into j in one fan-in buffer on that rank, from the groups
+ * broadcast to it, instead of one buffer per rank of the grid, each as tall as the rows that
+ * rank's cblks reach (sched/README.md, "Shadows"). Otherwise k's rank.
+ * sched_plan.cblk_xgrid holds [grid | r0 | p | pos] per cblk (NULL: not executed; r0 -1: no
+ * shadows, sched_plan_opts.flat_shadow 0).
  */
-static inline int sched_fanout(const int *xgrid, cint k, cint j)
+static inline int sched_src_rank(const sched_plan *P, cint k, cint j)
 {
-    return xgrid != NULL && xgrid[k] >= 0 && xgrid[k] == xgrid[j];
+    const int *x = P->cblk_xgrid;
+    size_t n = (size_t)P->ncblk;
+    if (x == NULL || x[k] < 0 || x[j] < 0) return P->cblk_rank[k];
+    if (x[k] == x[j]) return P->cblk_rank[j];
+    int r0 = x[n + (size_t)k], p = x[2 * n + (size_t)k], rj = P->cblk_rank[j];
+    if (r0 < 0 || p < 1) return P->cblk_rank[k];
+    return rj >= r0 && rj < r0 + p ? rj : r0 + x[3 * n + (size_t)j] % p;
 }
 
-/* The rank that computes cblk k's contributions into cblk j. */
-static inline int sched_src_rank(const int *cblk_rank, const int *xgrid, cint k, cint j)
+/* Whether k's contributions into j run on another rank than k's, from k's facing groups sent there. */
+static inline int sched_fanout(const sched_plan *P, cint k, cint j)
 {
-    return sched_fanout(xgrid, k, j) ? cblk_rank[j] : cblk_rank[k];
+    return sched_src_rank(P, k, j) != P->cblk_rank[k];
 }
 
 /* The rank that runs task @p i of P->factor (before sched_plan_keep_local): its cblk's, except an
- * UPDATE2D of a fan-out (sched_fanout) runs on its target's. */
+ * UPDATE2D runs where its contributions are computed (sched_src_rank). */
 static inline int sched_task_rank(const symbolic *S, const sched_plan *P, int i)
 {
     cint k = P->factor.cblk[i];
     if (P->factor.kind[i] != SCHED_TASK_UPDATE2D) return P->cblk_rank[k];
-    return sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, S->blok_fcblk[P->factor.first[i]]);
+    return sched_src_rank(P, k, S->blok_fcblk[P->factor.first[i]]);
 }
 
 /**

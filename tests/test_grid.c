@@ -90,6 +90,7 @@ typedef struct ctx {
     const sched_grid *G;
     int *pos;   /* positions counted here */
     int T, R;
+    int shadow; /* flat: updates into a tiled cblk of a wider grid on its rank or its shadow */
 } ctx;
 
 /* owner of tile (k, j) of tiled k, from the definition */
@@ -99,6 +100,21 @@ static int owner_here(const ctx *c, cint k, cint j)
     int r0 = G->cblk_r0[k], nr = G->cblk_r1[k] - r0, pr, pc;
     shape_here(nr, G->shape, &pr, &pc);
     return r0 + (c->pos[j] % pr) * pc + c->pos[k] % pc;
+}
+
+/* The rank of the update of tiled k's group facing jcol (its columns) by its group facing jrow (its
+ * rows), from the definition: on the target tile's owner when jcol is tiled on k's grid; flat with
+ * shadows, jcol tiled on another grid: jcol's own rank if it is one of k's ranks, else the rank
+ * r0 + pos(jcol) mod p of k's ranks [r0, r0 + p); else on k's tile facing jrow. */
+static int update_rank_here(const ctx *c, cint k, cint jcol, cint jrow)
+{
+    const sched_grid *G = c->G;
+    if (G->cblk_grid[jcol] >= 0 && G->cblk_grid[jcol] == G->cblk_grid[k]) return owner_here(c, jcol, jrow);
+    if (c->shadow && G->shape == SCHED_GRID_FLAT && G->cblk_grid[jcol] >= 0) {
+        int r0 = G->cblk_r0[k], p = G->cblk_r1[k] - r0, rj = owner_here(c, jcol, jcol);
+        return rj >= r0 && rj < r0 + p ? rj : r0 + c->pos[jcol] % p;
+    }
+    return owner_here(c, k, jrow);
 }
 
 static double tile_bytes_here(const symbolic *S, cint k, cint b, double sb)
@@ -196,15 +212,18 @@ static int64_t check_chunks(const symbolic *S, const sched_plan *P, const sched_
 
 /*
  * top2d flat is executed: every rank's local plan (sched_plan_local) against counts made here. The
- * tasks partition over the ranks by the rule (an UPDATE2D of k into j on j's rank when both are
- * tiled on the same grid, else on k's rank; a tiled cblk on r0 + pos mod p); an UPDATE2D reading
+ * tasks partition over the ranks by the rule (update_rank_here: an UPDATE2D of k into j on j's rank
+ * when both are tiled on the same grid, with shadows on j's rank or shadow among k's ranks when j is
+ * tiled on a wider grid, else on k's rank; a tiled cblk on r0 + pos mod p); an UPDATE2D reading
  * another rank's groups waits for one message per group read; the group messages as the senders
  * list them (a TRSM's children, each reader's forwards) are the messages the readers expect (their
  * parents), one per (group, reader): every reader of every group reached exactly once.
  */
-static void check_flat_local(const symbolic *S, const sched_plan *P, int R, canopy_factorization kind, const char *ctxs,
-                             grid_stats *gs)
+static void check_flat_local(const ctx *c, canopy_factorization kind, const char *ctxs, grid_stats *gs)
 {
+    const symbolic *S = c->S;
+    const sched_plan *P = c->P;
+    int R = c->R;
     const sched_dag *D = &P->factor;
     const sched_grid *G = P->grid;
     int nt = D->ntasks, parts = kind == CANOPY_FACT_LU ? 2 : 1;
@@ -222,10 +241,8 @@ static void check_flat_local(const symbolic *S, const sched_plan *P, int R, cano
     for (int i = 0; i < nt; i++) {
         cint k = D->cblk[i];
         trk[i] = P->cblk_rank[k];
-        if (D->kind[i] == SCHED_TASK_UPDATE2D) {
-            cint j = S->blok_fcblk[D->first[i]];
-            if (G->cblk_grid[k] >= 0 && G->cblk_grid[k] == G->cblk_grid[j]) trk[i] = P->cblk_rank[j];
-        }
+        if (D->kind[i] == SCHED_TASK_UPDATE2D && G->cblk_grid[k] >= 0)
+            trk[i] = update_rank_here(c, k, S->blok_fcblk[D->first[i]], S->blok_fcblk[D->tile[i]]);
     }
     for (int i = 0; i < nt; i++) {
         if (D->kind[i] != SCHED_TASK_TRSM || G->cblk_grid[D->cblk[i]] < 0) continue;
@@ -254,9 +271,9 @@ static void check_flat_local(const symbolic *S, const sched_plan *P, int R, cano
         for (cint q = 0; q < L.nxrecv; q++) {
             REQUIRE(nr < cap && L.xrecv_ptr[q + 1] > L.xrecv_ptr[q], "%s: rank %d: a receive nobody reads", ctxs, r);
             expected[nr++] = ((int64_t)L.xrecv_blok[q] * R + L.xrecv_peer[q]) * R + r;
-            for (int c = L.xfwd_ptr[q]; c < L.xfwd_ptr[q + 1]; c++) {
+            for (int f = L.xfwd_ptr[q]; f < L.xfwd_ptr[q + 1]; f++) {
                 REQUIRE(ns < cap, "%s: rank %d: too many forwards", ctxs, r);
-                sent[ns++] = ((int64_t)L.xrecv_blok[q] * R + r) * R + L.xfwd_rank[c];
+                sent[ns++] = ((int64_t)L.xrecv_blok[q] * R + r) * R + L.xfwd_rank[f];
             }
         }
         REQUIRE(L.nxsend == L.xsend_ptr[L.factor.ntasks], "%s: rank %d: sends", ctxs, r);
@@ -276,14 +293,14 @@ static void check_flat_local(const symbolic *S, const sched_plan *P, int R, cano
     free(tmp);
 }
 
-static void check_plan(const symbolic *S, int R, int T, int shape, int levels, canopy_factorization kind, const char *what,
-                       grid_stats *gs)
+static void check_plan(const symbolic *S, int R, int T, int shape, int shadow, int levels, canopy_factorization kind,
+                       const char *what, grid_stats *gs)
 {
     char ctxs[200];
-    snprintf(ctxs, sizeof ctxs, "%s, %d ranks x %d threads, shape %d, 2D levels %d, kind %d", what, R, T, shape, levels,
-             (int)kind);
+    snprintf(ctxs, sizeof ctxs, "%s, %d ranks x %d threads, shape %d%s, 2D levels %d, kind %d", what, R, T, shape,
+             shadow ? " with shadows" : "", levels, (int)kind);
     sched_plan_opts o = {.nthreads = T, .kind = kind, .nranks = R, .comm_latency = LAT, .comm_byte_time = BT,
-                         .twod_levels = levels, .top2d = shape};
+                         .twod_levels = levels, .top2d = shape, .flat_shadow = shadow};
     sched_plan P;
     canopy_err err = {0};
     REQUIRE(sched_plan_build(S, NULL, &o, &P, &err) == CANOPY_SUCCESS, "%s: %s", ctxs, err.msg);
@@ -301,7 +318,8 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int levels, c
     }
     gs->tiled_plans += G->tiled_cblks > 0;
     REQUIRE(G->shape == shape && G->nranks == R && G->ntasks == nt && G->ncblk == n, "%s: grid sizes", ctxs);
-    ctx c = {S, &P, G, malloc(sizeof(int) * ((size_t)n + 1)), T, R};
+    ctx c = {S, &P, G, malloc(sizeof(int) * ((size_t)n + 1)), T, R, shadow && shape == SCHED_GRID_FLAT};
+    REQUIRE(G->shadow == c.shadow, "%s: shadows %d", ctxs, G->shadow);
     /* positions and ranges: shared cblks numbered in order, ranges nest along the tree */
     int npos = 0;
     int64_t tiled = 0;
@@ -401,14 +419,12 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int levels, c
             for (cint bx = S->cblk_fblok[k] + 1; bx < S->cblk_fblok[k + 1]; bx = group_end(S, k, bx)) {
                 cint jx = S->blok_fcblk[bx];
                 cint jcol = bx <= b ? jx : j, jrow = bx <= b ? j : jx; /* (columns, rows) of the update */
-                int same = G->cblk_grid[jcol] >= 0 && G->cblk_grid[jcol] == G->cblk_grid[k];
-                tmp[m++] = same ? owner_here(&c, jcol, jrow) : owner_here(&c, k, jrow);
+                tmp[m++] = update_rank_here(&c, k, jcol, jrow);
             }
             tmsgs += unique_others(tmp, m, rk[i]);
         } else {
             cint j = S->blok_fcblk[D->first[i]], j2 = S->blok_fcblk[D->tile[i]];
-            int same = G->cblk_grid[j] >= 0 && G->cblk_grid[j] == G->cblk_grid[k];
-            int want = same ? owner_here(&c, j, j2) : owner_here(&c, k, j2);
+            int want = update_rank_here(&c, k, j, j2);
             REQUIRE(rk[i] == want, "%s: UPDATE2D (%d: %d, %d) on rank %d, rule %d", ctxs, (int)k, (int)j, (int)j2, rk[i],
                     want);
             /* its target: j's tile facing j2 (TRSM) or diagonal (DIAG), or j's panel when j is not tiled */
@@ -475,7 +491,7 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int levels, c
         }
     }
     REQUIRE(fabs(mk - D->predicted_time) <= 1e-12 * (1 + mk), "%s: makespan", ctxs);
-    if (shape == SCHED_GRID_FLAT) check_flat_local(S, &P, R, kind, ctxs, gs);
+    if (shape == SCHED_GRID_FLAT) check_flat_local(&c, kind, ctxs, gs);
     free(rk);
     free(tmp);
     free(c.pos);
@@ -534,8 +550,9 @@ START_TEST(grids)
             if (R * T > 4096 && t != 3) continue;
             symbolic S;
             laplacian_structure(18, 17, 16, 48, R * T, &S);
-            for (int shape = SCHED_GRID_SQUARE; shape <= SCHED_GRID_TALL; shape++)
-                check_plan(&S, R, T, shape, shape == SCHED_GRID_SQUARE ? 64 : (a + t) % 2 ? 2 : -1,
+            for (int shape = SCHED_GRID_SQUARE; shape <= SCHED_GRID_TALL + 1; shape++)
+                check_plan(&S, R, T, shape > SCHED_GRID_TALL ? SCHED_GRID_FLAT : shape, shape > SCHED_GRID_TALL,
+                           shape == SCHED_GRID_SQUARE ? 64 : (a + t) % 2 ? 2 : -1,
                            shape == SCHED_GRID_FLAT ? CANOPY_FACT_LU : shape == SCHED_GRID_TALL ? CANOPY_FACT_LDLT : CANOPY_FACT_LLT,
                            "Laplacian 18x17x16", &gs);
             symbolic_free(&S);

@@ -252,9 +252,9 @@ if CANOPY_TREE=flat $tmo $MPIEXEC -n 1 "$tmp/ex_ksp" -n 10 -ksp_type preonly -pc
     grep -q -- '-mat_canopy_strict <now off : formerly off>: .*; one of: on, off' "$tmp/help.out" &&
     grep -q -- '-mat_canopy_mapping <now auto : formerly auto>: .*; one of: auto, flops, memory' "$tmp/help.out" &&
     grep -q -- '-mat_canopy_update_buffer <now auto : formerly auto>: several ranks: a worker' "$tmp/help.out" &&
-    [ "$(grep -c -- '^ *-mat_canopy_[a-z0-9_]* <now ' "$tmp/help.out")" -eq 29 ] &&
-    [ "$(grep -- '^ *-mat_canopy_' "$tmp/help.out" | sed 's/.*>: //' | sort -u | wc -l)" -eq 29 ]; then
-    echo "ok: -help describes each of the 29 -mat_canopy_ options with its value"
+    [ "$(grep -c -- '^ *-mat_canopy_[a-z0-9_]* <now ' "$tmp/help.out")" -eq 31 ] &&
+    [ "$(grep -- '^ *-mat_canopy_' "$tmp/help.out" | sed 's/.*>: //' | sort -u | wc -l)" -eq 31 ]; then
+    echo "ok: -help describes each of the 31 -mat_canopy_ options with its value"
 else
     echo "FAIL: -help does not describe the -mat_canopy_ options"; grep -- '-mat_canopy_' "$tmp/help.out" | head -30
     fails=$((fails + 1))

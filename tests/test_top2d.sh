@@ -4,8 +4,8 @@
 # (option top2d=flat: facing groups sent after their TRSM, sched_fanout) end to end through
 # canopy-solve --json: LL^T, LDL^T and LU before refinement (--refine 0) with backward error
 # <= 1e-12 on flat grids of 2 to 9 ranks, more messages than top2d=off (the groups did travel) and
-# the same diagonal of A^-1; auto keeping the flat top only where the simulation predicts it 10%
-# faster; complex; every comm-threads mode and both schedulers; static
+# the same diagonal of A^-1, with and without shadows (top2d-shadow); auto keeping the flat top only
+# where the simulation predicts it 10% faster; complex; every comm-threads mode and both schedulers; static
 # bitwise reproducible; distributed input and refactorization; an indefinite LL^T refused on every
 # rank without a hang; shared matrices of three kinds. Under `timeout` (CANOPY_TEST_MPI_TIMEOUT).
 bin="${top_builddir:-.}/canopy-solve" name=top2d solve_extra="--2d-levels 4"
@@ -37,6 +37,15 @@ for f in llt ldlt lu; do
         [ "$(field "off-$f-$shape" top2d_cblks)" = 0 ] || bad "off-$f-$shape: top2d_cblks $(field "off-$f-$shape" top2d_cblks)"
         [ "$(field "on-$f-$shape" top2d_cblks)" -gt 0 ] 2>/dev/null || bad "on-$f-$shape: no top2d column block"
     done
+done
+
+echo "== top2d-shadow=off (updates into a wider grid's column blocks on their own rank): the same diagonal"
+for c in "llt 8x1" "lu 9x1" "ldlt 4x2"; do
+    f=${c% *} shape=${c#* } p=${shape%x*} t=${shape#*x}
+    solve "noshadow-$f-$shape" "$p" $lap --factorization $f --threads "$t" --top2d flat --top2d-shadow off --selinv diag \
+        --selinv-out "$tmp/noshadow-$f-$shape.mtx" && check "noshadow-$f-$shape" && same_diag "on-$f-$shape" "noshadow-$f-$shape"
+    [ "$(field "noshadow-$f-$shape" comm_msgs)" != "$(field "on-$f-$shape" comm_msgs)" ] ||
+        bad "$shape: as many messages with and without shadows ($(field "on-$f-$shape" comm_msgs)): no shadow here?"
 done
 
 echo "== auto: the flat top only where the plan's simulation predicts it at least 10% faster"

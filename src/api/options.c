@@ -18,7 +18,7 @@ const char *const options_names[] = {
     "scaling", "pivot-threshold", "amalgamation", "amalgamation-fill", "split", "refine",
     "refine-tolerance", "verbose", "trace", "cost-cache", "memory-check", "memory-limit", "comm-heatmap",
     "ordering-threads", "2d-levels", "selinv-memory", "strict", "mapping", "root-grid", "fanin-cuts", "update-buffer",
-    "top2d", NULL};
+    "top2d", "top2d-shadow", NULL};
 
 CANOPY_EXPORT void canopy_options_default(canopy_options *o)
 {
@@ -212,6 +212,9 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
     } else if (!strcmp(key, "top2d")) {
         if ((k = pick(value, "off|flat|auto")) < 0) BAD("off, flat or auto");
         o->top2d = k;
+    } else if (!strcmp(key, "top2d-shadow")) {
+        if ((k = pick(value, "on|off")) < 0) BAD("on or off");
+        o->top2d_shadow = k;
     } else if (!strcmp(key, "root-grid")) {
         if ((k = pick(value, "off|on|auto")) < 0) BAD("off, on or auto");
         o->root_grid = k;
@@ -273,7 +276,7 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_AUTO ||
         (unsigned)o->scaling > CANOPY_SCALING_MATCHING || (unsigned)o->selinv_memory > CANOPY_SELINV_SEPARATE ||
         (unsigned)o->mapping > 2 || (unsigned)o->root_grid > 2 || (unsigned)o->fanin_cuts > 2 ||
-        (unsigned)o->top2d > 2)
+        (unsigned)o->top2d > 2 || (unsigned)o->top2d_shadow > 1)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: an enumerated option holds an unknown value");
     if (o->ordering == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering = ptscotch: %s", ORDER_NO_PTSCOTCH);

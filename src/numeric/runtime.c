@@ -92,6 +92,7 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
                             .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels < 0 && rt->twod_levels_kept > 0 ? rt->twod_levels_kept - 1 : o->twod_levels,
                             .top2d = rt->virt_threads > 0 && rt->top2d ? rt->top2d : o->top2d ? SCHED_GRID_FLAT : 0,
                             .fanin_cuts = o->fanin_cuts == 2 ? 2 : rt->cuts_now ? 1 : 0,
+                            .flat_shadow = o->top2d_shadow == 0,
                             .update_cap = o->update_buffer < 0 ? 0 : o->update_buffer > 0 ? (int64_t)o->update_buffer
                                                                                            : CANOPY_UPDATE_BUFFER_AUTO};
     /* kernels run slower when every worker of the node computes: plan with the loaded rates */

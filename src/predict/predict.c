@@ -99,7 +99,7 @@ static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
     for (cint k = 0; k < S->ncblk && !sched_root_has(&P->root, k); k++) /* the grid's root sends nothing */
         for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
             cint j = S->blok_fcblk[b];
-            int src = sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j); /* top2d flat: j's own */
+            int src = sched_src_rank(P, k, j); /* top2d flat: j's own */
             if (src != P->cblk_rank[j]) pairs[n++] = (int64_t)j * R + src;
         }
     qsort(pairs, n, sizeof *pairs, cmp_i64);
@@ -116,7 +116,7 @@ static int64_t *fanin_pairs(canopy_solver *s, const sched_plan *P, size_t *np)
  * as the memory check counts them (numeric_predict_ranks).
  */
 static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predict_opts *o, const int64_t *pairs,
-                              size_t np, double *hop, predict_report *r)
+                              size_t np, double *hop, double *net_sent, double *net_recv, predict_report *r)
 {
     const symbolic *S = &s->S;
     int R = P->nranks;
@@ -162,7 +162,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             for (e = b + 1; e < S->cblk_fblok[k + 1] && S->blok_fcblk[e] == S->blok_fcblk[b]; e++) {}
             cint j = S->blok_fcblk[b];
-            if (sched_src_rank(P->cblk_rank, P->cblk_xgrid, k, j) == P->cblk_rank[j]) continue;
+            if (sched_src_rank(P, k, j) == P->cblk_rank[j]) continue;
             double rows = (double)(S->cblk_stride[k] - S->blok_coefrow[b]);
             double h = (double)(S->blok_coefrow[e - 1] + (S->blok_lrow[e - 1] - S->blok_frow[e - 1] + 1) - S->blok_coefrow[b]);
             r->update_msgs += (int64_t)parts;
@@ -179,7 +179,10 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
             mem[p++] = src;
             /* a buffer the plan cuts goes in several messages, each of its own rows (prow: all of them) */
             msgs[src] += parts * nmsg[q];
-            bytes[src] += (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb;
+            double mb = (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb;
+            bytes[src] += mb;
+            net_sent[src] += mb;
+            net_recv[owner] += mb;
         }
         /* the solve: j's members reduce a w x nrhs block to the owner, then the owner broadcasts
          * x_j back, along the tree the solve builds (heap order over the positions) */
@@ -396,6 +399,37 @@ static canopy_status top2d_figures(canopy_solver *s, const sched_plan *P, predic
     return CANOPY_SUCCESS;
 }
 
+/* The top's broadcasts (and the model's tile fan-ins) into @p sent and @p recv per rank: from the
+ * ranks the simulation ran the tasks on. */
+static canopy_status network_top2d(canopy_solver *s, const sched_plan *P, double *sent, double *recv)
+{
+    const sched_dag *G = &P->factor;
+    int TR = P->threads_per_rank > 0 ? P->threads_per_rank : 1;
+    double sb = (s->arith == CANOPY_COMPLEX ? 16.0 : 8.0) * (s->fact == CANOPY_FACT_LU ? 2.0 : 1.0);
+    int *rank = canopy_alloc((size_t)G->ntasks + 1, sizeof(int), "network volume", &s->err);
+    if (!rank) return nomem(s);
+    for (int i = 0; i < G->ntasks; i++) rank[i] = G->owner[i] / TR;
+    canopy_status st = sched_grid_volume(&s->S, G, P->grid, rank, sb, sent, recv, &s->err);
+    canopy_free(rank);
+    return st;
+}
+
+/* Per node (@p node consecutive ranks), what it sends and receives; the busiest node's time on the
+ * wire at the network's bandwidth. */
+static void network_bound(const predict_opts *o, int node, const double *sent, const double *recv, predict_report *r)
+{
+    for (int r0 = 0; r0 < o->ranks; r0 += node) {
+        double a = 0, b = 0;
+        for (int q = r0; q < r0 + node && q < o->ranks; q++) {
+            a += sent[q];
+            b += recv[q];
+        }
+        r->net_sent_max = fmax(r->net_sent_max, a);
+        r->net_recv_max = fmax(r->net_recv_max, b);
+        r->net_bound = fmax(r->net_bound, fmax(a, b) / o->bandwidth);
+    }
+}
+
 /* The simulated schedule as a trace canopy-trace reads (phase "factorize", scheduler "simulated"). */
 static canopy_status write_trace(canopy_solver *s, const sched_plan *P, const char *path)
 {
@@ -477,7 +511,12 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     int64_t *pairs = st == CANOPY_SUCCESS ? fanin_pairs(s, &P, &np) : NULL;
     double *hop = st == CANOPY_SUCCESS ? canopy_calloc((size_t)s->S.ncblk + 1, sizeof(double), "solve hops", &s->err) : NULL;
     if (st == CANOPY_SUCCESS && (!pairs || !hop)) st = nomem(s);
-    if (st == CANOPY_SUCCESS) st = per_rank(s, &P, o, pairs, np, hop, r);
+    double *net = st == CANOPY_SUCCESS ? canopy_calloc(2 * (size_t)o->ranks + 1, sizeof(double), "network volume", &s->err) : NULL;
+    if (st == CANOPY_SUCCESS && !net) st = nomem(s);
+    if (st == CANOPY_SUCCESS) st = per_rank(s, &P, o, pairs, np, hop, net, net + o->ranks, r);
+    if (st == CANOPY_SUCCESS && P.grid) st = network_top2d(s, &P, net, net + o->ranks);
+    if (st == CANOPY_SUCCESS) network_bound(o, node, net, net + o->ranks, r);
+    canopy_free(net);
     if (st == CANOPY_SUCCESS) {
         sched_cost_model loaded = s->rt.cost;
         cost_model_under_load(&loaded, o->threads * node);

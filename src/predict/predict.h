@@ -84,6 +84,12 @@ typedef struct predict_report {
                                             panels of the other cblks at their rank */
     int64_t top2d_diag_msgs, top2d_trsm_msgs, top2d_fanin_msgs; /**< broadcasts' messages, tile fan-ins */
     double top2d_bcast_bytes, top2d_fanin_bytes;
+    /* the network in the factorization: fan-in messages and the top's broadcasts, per node (its ranks'
+     * together, messages between them included) */
+    double net_sent_max, net_recv_max; /**< bytes the busiest node sends, receives */
+    double net_bound;          /**< max over nodes of max(sent, received) / bandwidth: a lower bound on the
+                                    factorization's time that the simulation (each message charged on
+                                    its own edge, without contention) does not enforce */
 } predict_report;
 
 /**
