@@ -313,7 +313,7 @@ static int dist_readers(const symbolic *S, const sched_plan *P, int i, int *mark
 }
 
 /*
- * top2d flat, executed (sched_fanout): each facing group of a tiled cblk goes from its TRSM to the
+ * top2d flat, executed (sched_src_rank): each facing group of a tiled cblk goes from its TRSM to the
  * ranks whose UPDATE2Ds read it along comm/tree's binary tree over [k's rank, those ranks
  * ascending] (the shape sched/grid.c's delays assume): the root sends to its children, every
  * reader receives from its parent and forwards to its children. This rank's part: the children of

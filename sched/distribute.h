@@ -70,7 +70,7 @@ typedef struct sched_local {
     double *thread_upd;           /**< [nthreads] the largest update product among the tasks each thread may
                                        run (sched_thread_work): its update buffer */
     double *thread_panel;         /**< [nthreads] the same for panels (its LDL^T scratch) */
-    /* top2d flat, executed (sched_fanout): the facing groups of the tiled cblks go from their TRSM
+    /* top2d flat, executed (sched_src_rank): the facing groups of the tiled cblks go from their TRSM
        to the ranks of the UPDATE2Ds that read them along comm/tree's binary tree over [the cblk's
        rank, the readers ascending] (NULL otherwise) */
     int *xsend_ptr;               /**< [factor.ntasks + 1] a local TRSM's children in its group's tree: */

@@ -1,6 +1,6 @@
 /*
  * The shared top over 2D grids of ranks (issue 31): the plan. Its flat shape (1 x p) is executed
- * (option top2d=flat: sched_fanout in plan.h, sched/distribute.c's dist_fanout); square and tall
+ * (option top2d=flat: sched_src_rank in plan.h, sched/distribute.c's dist_fanout); square and tall
  * are a model canopy-simulate predicts.
  *
  * On several ranks a cblk whose candidate ranks are [r0, r1) with r1 - r0 >= 2 is "shared". Today

@@ -174,12 +174,6 @@ static inline int sched_src_rank(const sched_plan *P, cint k, cint j)
     return rj >= r0 && rj < r0 + p ? rj : r0 + x[3 * n + (size_t)j] % p;
 }
 
-/* Whether k's contributions into j run on another rank than k's, from k's facing groups sent there. */
-static inline int sched_fanout(const sched_plan *P, cint k, cint j)
-{
-    return sched_src_rank(P, k, j) != P->cblk_rank[k];
-}
-
 /* The rank that runs task @p i of P->factor (before sched_plan_keep_local): its cblk's, except an
  * UPDATE2D runs where its contributions are computed (sched_src_rank). */
 static inline int sched_task_rank(const symbolic *S, const sched_plan *P, int i)

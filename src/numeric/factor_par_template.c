@@ -304,7 +304,7 @@ static int kupdate_guarded(kpar *pc, sched_worker *wk, cint k, cint fb0, cint fb
 }
 
 /*
- * top2d flat (sched_fanout): after TRSM task @p task of cblk k (its facing group from blok b),
+ * top2d flat (sched_src_rank): after TRSM task @p task of cblk k (its facing group from blok b),
  * the group goes to every other rank whose UPDATE2Ds read it: its rows of L (and of U), for LDL^T
  * the diagonal, dsub and pivots (numeric_xmsg_scalars). A draining rank, or one that finds no
  * memory for it, sends an empty message: the receiver drains too.

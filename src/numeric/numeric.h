@@ -196,7 +196,7 @@ typedef struct numeric {
     numeric_handover *msg_hand;     /**< several ranks: [npending] a received message waiting for its
                                          ticket's turn, by ticket (pending_off), scheduler=dynamic */
     int64_t fan_early;              /**< messages added on arrival in the last factorization (dynamic) */
-    /* top2d flat (sched_fanout): another rank's tiled cblk k whose facing groups this rank's UPDATE2Ds
+    /* top2d flat (sched_src_rank): another rank's tiled cblk k whose facing groups this rank's UPDATE2Ds
        read, copied as they arrive into a panel of k's layout (L, then U for LU, then for LDL^T its
        diagonal, dsub and pivots, numeric_xcopy_bytes), alive from the first group to the last of
        those UPDATE2Ds */
