@@ -39,6 +39,7 @@ def parse_args(argv):
     p.add_argument("--load-gemm", default="", help="table 2: a kernel's slowdown when every core computes")
     p.add_argument("--top2d", default="", help="table 2: canopy-simulate --top2d (off, flat, square, ...)")
     p.add_argument("--fanin-cuts", default="", help="table 2: canopy-simulate --fanin-cuts (off, on, auto)")
+    p.add_argument("--top2d-shadow", default="", help="table 2: canopy-simulate --top2d-shadow (on, off)")
     p.add_argument("--from-json", nargs="+", default=None, help="format table 2 rows from saved --json outputs")
     p.add_argument("matrices", nargs="*")
     a = p.parse_args(argv)
@@ -156,13 +157,14 @@ def scale_header(n, extra):
           "memory and traffic per rank: median / max)\n" % (what, (" " + " ".join(extra)) if extra else ""))
     print("| nodes x threads | predicted (s) | 1x1 (s) | speedup | efficiency (busy) | critical path (s) | "
           "idle, top 3 levels with tasks | factor GB | peak GB | heaviest x share | fan-in GB sent | fan-in msgs | "
+          "busiest node on the wire, GB sent / received (s at the bandwidth) | "
           "solve (s) | split / 2D levels | analysis + plan here (s) | wall here (s) |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
 
 
 def scale_row(P, T, r):
     if "time_factorize" not in r:
-        print("| %dx%d | failed | | | | | | | | | | | | | | |" % (P, T))
+        print("| %dx%d | failed | | | | | | | | | | | | | | | |" % (P, T))
         return
     lv = [x for x in r.get("levels", []) if x.get("tasks", 0) > 0]
     idle = ", ".join("%.0f%%" % (100 * x.get("idle_fraction", 0)) for x in lv[:3])
@@ -173,14 +175,16 @@ def scale_row(P, T, r):
     # the heaviest rank's predicted peak against an even share of the factors (issue 31's measure)
     share = 8.0 * r.get("nnz_factor", 0) * (2 if r.get("factorization") == "lu" else 1) / max(P, 1)
     heavy = "%.1fx" % (sp("memory_bytes", "max") / share) if share > 0 else "n/a"
+    net = "%.1f / %.1f (%.3g)" % (r.get("net_sent_max", 0) * 1e-9, r.get("net_recv_max", 0) * 1e-9,
+                                  r.get("net_bound", 0)) if "net_bound" in r else "n/a"
     print("| %dx%d | %.3f | %.1f | %.0f | %.1f%% (%.1f%%) | %.3f | %s | %.2f / %.2f | %.2f / %.2f | %s | %.3f / %.3f | "
-          "%.0f / %.0f | %.3f | %d / %d | %.0f + %.0f | %s |" % (
+          "%.0f / %.0f | %s | %.3f | %d / %d | %.0f + %.0f | %s |" % (
               P, T, r["time_factorize"], r["time_1x1"], r["speedup"], 100 * r["efficiency"],
               100 * r["efficiency_loaded"], r["critical_path"],
               idle, sp("factor_bytes", "median") * 1e-9, sp("factor_bytes", "max") * 1e-9,
               sp("memory_bytes", "median") * 1e-9, sp("memory_bytes", "max") * 1e-9, heavy,
               sp("bytes", "median") * 1e-9, sp("bytes", "max") * 1e-9, sp("msgs", "median"), sp("msgs", "max"),
-              r["time_solve"], r["split_width"], r["twod_levels"], r["time_analyze"], r["time_plan"],
+              net, r["time_solve"], r["split_width"], r["twod_levels"], r["time_analyze"], r["time_plan"],
               "%.0f" % wall if wall else "n/a"))
     sys.stdout.flush()
 
@@ -191,7 +195,8 @@ def scale_table(args):
     extra = (["--core-gflops", args.core_gflops] if args.core_gflops else []) + \
             (["--load-gemm", args.load_gemm] if args.load_gemm else []) + \
             (["--top2d", args.top2d] if args.top2d else []) + \
-            (["--fanin-cuts", args.fanin_cuts] if args.fanin_cuts else [])
+            (["--fanin-cuts", args.fanin_cuts] if args.fanin_cuts else []) + \
+            (["--top2d-shadow", args.top2d_shadow] if args.top2d_shadow else [])
     scale_header(n, extra)
     for P, T in args.scale_layouts:
         r = simulate(m, P, T, extra + (["--trace", args.trace_dir + "/sim-%dx%d.trace" % (P, T)]
