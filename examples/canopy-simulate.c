@@ -365,6 +365,7 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_spread("top2d_factor_bytes", &r->top2d_factor_bytes);
     json_num("top2d_bcast_bytes", r->top2d_bcast_bytes, 0);
     json_num("top2d_fanin_bytes", r->top2d_fanin_bytes, 0);
+    printf("\"top2d_shadow\": \"%s\", ", r->top2d_shadow == 2 ? "lean" : r->top2d_shadow ? "on" : "off");
     json_num("net_sent_max", r->net_sent_max, 0);
     json_num("net_recv_max", r->net_recv_max, 0);
     json_num("net_bound", r->net_bound, 1);
@@ -427,10 +428,11 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
     if (r->top2d_shape) {
         static const char *const shapes[] = {"off", "square", "flat", "tall"};
         printf("top2d (%s): %lld of %lld shared column blocks "
-               "tiled over %d grids (%s; the widest %d x %d)\n",
+               "tiled over %d grids (%s; the widest %d x %d)%s\n",
                r->top2d_shape == 2 ? "flat: what top2d=flat executes" : "a MODEL: the factorization does not execute this shape",
                (long long)r->top2d_cblks, (long long)r->top2d_shared, r->top2d_grids, shapes[r->top2d_shape],
-               r->top2d_root_pr, r->top2d_root_pc);
+               r->top2d_root_pr, r->top2d_root_pc,
+               r->top2d_shadow == 2 ? "; shadows, lean" : r->top2d_shadow ? "; shadows" : "");
         printf("  broadcasts: %lld diagonal + %lld tile messages, %.4g GB; tile fan-ins: %lld messages, %.4g GB\n",
                (long long)r->top2d_diag_msgs, (long long)r->top2d_trsm_msgs, r->top2d_bcast_bytes * 1e-9,
                (long long)r->top2d_fanin_msgs, r->top2d_fanin_bytes * 1e-9);

@@ -231,9 +231,14 @@ typedef struct canopy_options {
                                        ranks (a wider range) run on the ancestor's rank when it is one of the
                                        column block's ranks, else on the ancestor's "shadow" among them (one
                                        rank per ancestor column block), so that the whole range sends one
-                                       fan-in buffer per ancestor instead of one per rank; the updates that
-                                       read another rank's column block run as soon as their groups are there.
-                                       0 (default) = on; 1 = off: on the column block's own rank */
+                                       fan-in buffer per ancestor instead of one per rank (far fewer bytes).
+                                       The updates that read another rank's column block hold its copy until
+                                       they run. 0 (default) = auto: shadows, each update run by its own
+                                       urgency, and when the plan's heaviest rank would exceed memory-limit
+                                       (after fanin-cuts' try) the lean form, kept if lighter; 1 = lean: those
+                                       updates run as urgently as their column block's most urgent one, so its
+                                       copy goes early (less memory, often slower); 2 = off: on the column
+                                       block's own rank */
 } canopy_options;
 
 /** Figures of the last analysis, factorization and solve. Sizes are global. */

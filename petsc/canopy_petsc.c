@@ -106,7 +106,8 @@ static const CanopyOption canopy_options_help[] = {
     {"top2d", "several ranks: the top's column blocks cyclic over their ranks, updates where their target lives; "
               "auto: when predicted 10% faster", "off, flat, auto"},
     {"top2d-shadow", "top2d flat: updates into an ancestor on more ranks summed on one rank of the source's (one "
-                     "fan-in buffer per ancestor column block, not one per rank)", "on, off"},
+                     "fan-in buffer per ancestor column block, not one per rank); lean: their copies freed early; "
+                     "auto: lean when a rank would exceed memory-limit", "auto, lean, off"},
 };
 
 /* The value of option @p name in @p o, as -mat_canopy_<name> would give it */
@@ -119,7 +120,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
                              *const scal[] = {"auto", "none", "equilibrate", "matching"},
                              *const selinv[] = {"inplace", "separate"}, *const mapping[] = {"auto", "flops", "memory"},
                              *const rootgrid[] = {"off", "on", "auto"}, *const cuts[] = {"auto", "off", "on"},
-                             *const top2d[] = {"off", "flat", "auto"}, *const onoff[] = {"on", "off"};
+                             *const top2d[] = {"off", "flat", "auto"}, *const shadow[] = {"auto", "lean", "off"};
 #define CANOPY_PICK(names, v) ((size_t)(v) < sizeof names / sizeof names[0] ? names[(size_t)(v)] : "?")
     const char *t = NULL;
     int i = 0;
@@ -154,7 +155,7 @@ static void CanopyOptionNow(const canopy_options *o, const char *name, char *buf
     else if (!strcmp(name, "root-grid")) t = CANOPY_PICK(rootgrid, o->root_grid);
     else if (!strcmp(name, "fanin-cuts")) t = CANOPY_PICK(cuts, o->fanin_cuts);
     else if (!strcmp(name, "top2d")) t = CANOPY_PICK(top2d, o->top2d);
-    else if (!strcmp(name, "top2d-shadow")) t = CANOPY_PICK(onoff, o->top2d_shadow);
+    else if (!strcmp(name, "top2d-shadow")) t = CANOPY_PICK(shadow, o->top2d_shadow);
     else if (!strcmp(name, "update-buffer")) {
         if (o->update_buffer > 0) kind = REAL, d = o->update_buffer;
         else t = o->update_buffer < 0 ? "off" : "auto";

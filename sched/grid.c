@@ -79,7 +79,7 @@ canopy_status sched_grid_plan(const symbolic *S, sched_dag *D, const int *cblk_t
                               int R, int TR, int shape, int shadow, sched_grid *G, canopy_err *err)
 {
     memset(G, 0, sizeof *G);
-    G->shadow = shadow && shape == SCHED_GRID_FLAT;
+    G->shadow = shape == SCHED_GRID_FLAT && shadow > 0 ? shadow : 0;
     cint n = S->ncblk;
     int nt = D->ntasks;
     G->nranks = R;
@@ -384,11 +384,12 @@ canopy_status sched_grid_place(const symbolic *S, sched_dag *D, const sched_grid
         }
         D->prio[i] = D->cost[i] + m;
     }
-    /* flat with shadows: an update reading another rank's groups holds that rank's copy of the cblk
-     * until it runs, and an update into an ancestor (a shadow's above all) is far from urgent by its
-     * bottom level: it would hold the copy until the end. Ranked as urgent as the group's most
-     * urgent reader, the copy's readers run together and the copy goes soon after its groups came */
-    for (int i = 0; G->shadow && D->prio && i < nt; i++) {
+    /* flat with shadows, lean (2): an update reading another rank's groups holds that rank's copy
+     * of the cblk until it runs, and an update into an ancestor (a shadow's above all) is far from
+     * urgent by its bottom level: it would hold the copy until the end. Ranked as urgent as the
+     * group's most urgent reader, the copy's readers run together and the copy goes soon after its
+     * groups came (less memory, the critical path's tasks wait more) */
+    for (int i = 0; G->shadow == 2 && D->prio && i < nt; i++) {
         if (D->kind[i] != SCHED_TASK_TRSM || G->task_rank[i] < 0) continue;
         double top = D->prio[i] - D->cost[i];
         for (int e = D->succ_ptr[i]; e < D->succ_ptr[i + 1]; e++) {

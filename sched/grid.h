@@ -52,7 +52,8 @@ typedef struct sched_grid {
     int nranks;
     int shape;                /**< enum sched_grid_shape */
     int shadow;               /**< flat: an update into a tiled cblk of another grid runs on that cblk's
-                                   rank or shadow on the source's grid (sched_src_rank in plan.h) */
+                                   rank or shadow on the source's grid (sched_src_rank in plan.h); 2: lean,
+                                   the updates reading another rank's groups ranked as their most urgent */
     cint ncblk;
     int ngrids;
     int *grid_r0, *grid_pr, *grid_pc; /**< [ngrids] ranks r0 .. r0 + pr * pc - 1, row-major */

@@ -72,7 +72,9 @@ typedef struct sched_plan_opts {
                                        ranks' cblks applied after its own work (sched_subtree_deferred); 0: whole,
                                        1: buffers of at least 32768 scalars, 2: every buffer */
     int flat_shadow;              /**< top2d flat: updates into a tiled cblk of a wider grid on its rank or its
-                                       shadow on the source's grid (sched_src_rank); 0: on the source's rank */
+                                       shadow on the source's grid (sched_src_rank); 0: on the source's rank;
+                                       2: lean, the updates reading another rank's groups ranked as urgent as
+                                       their group's most urgent reader (sched/grid.c) */
     int sweep_threads;            /**< twod_levels = -1: build up to this many levels' plans at once, each on a
                                        thread (0 or 1: one at a time); the plan chosen is the same */
     int64_t update_cap;           /**< several ranks: an update product larger than this many scalars (one side)

@@ -2,7 +2,8 @@
 # canopy-solve end to end: usage errors exit 2, bad input exits 1 with a message, the built-in
 # problems solve to a backward error <= 1e-12, --json has the documented keys, --repeat and
 # --nrhs work, and two MPI ranks give the same answer as one.
-# canopy-simulate: usage errors, its JSON figures and a simulated trace canopy-trace reads.
+# canopy-simulate: usage errors, its JSON figures (the network's bound, top2d shadows) and a
+# simulated trace canopy-trace reads.
 bin=${top_builddir:-.}/canopy-solve
 data=${top_srcdir:-.}/tests/data
 fails=0
@@ -396,6 +397,29 @@ done
 "$sim" --ranks 8 --threads 2 --split 48 --2d-levels 8 --top2d flat --cost-cache fixed --laplacian 16x16x16 |
     grep -q "flat: what top2d=flat executes" ||
     { echo "FAIL: --top2d flat does not say it is what top2d=flat executes"; fails=$((fails + 1)); }
+
+# the network: the busiest node's bytes and their time at the bandwidth; with the top off they are
+# the fan-in bytes the heaviest sender sends
+jn=$("$sim" --json --ranks 8 --threads 2 --cost-cache fixed --laplacian 16x16x16)
+printf '%s\n' "$jn" | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read().strip().splitlines()[-1])
+s, r, b = d["net_sent_max"], d["net_recv_max"], d["net_bound"]
+assert s > 0 and r > 0 and abs(b * d["bandwidth"] - max(s, r)) <= 1e-4 * max(s, r), (s, r, b)  # JSON: 6 digits
+assert abs(s - d["bytes"]["max"]) <= 1e-4 * s, (s, d["bytes"]["max"])' ||
+    { echo "FAIL: the network figures (net_sent_max, net_recv_max, net_bound)"; fails=$((fails + 1)); }
+
+# shadows (top2d-shadow): on by default under flat, far fewer fan-in bytes; lean holds less; auto
+# takes lean under a memory limit the plain plan exceeds
+shadow() { "$sim" --json --ranks 16 --threads 4 --cost-cache fixed --core-gflops 50 --laplacian 40x40x40 --top2d flat "$@"; }
+{ shadow --top2d-shadow off; shadow; shadow --top2d-shadow lean; shadow --memory-limit 48e6; } | python3 -c '
+import json, sys
+off, on, lean, lim = [json.loads(l) for l in sys.stdin.read().strip().splitlines()]
+assert [x["top2d_shadow"] for x in (off, on, lean, lim)] == ["off", "on", "lean", "lean"], "modes"
+assert on["bytes"]["total"] < 0.5 * off["bytes"]["total"], ("fan-in bytes", on["bytes"]["total"], off["bytes"]["total"])
+assert lean["memory_bytes"]["max"] < on["memory_bytes"]["max"], ("lean", lean["memory_bytes"]["max"], on["memory_bytes"]["max"])
+assert lim["memory_bytes"]["max"] <= 48e6 < on["memory_bytes"]["max"], ("limit", lim["memory_bytes"]["max"])' ||
+    { echo "FAIL: top2d-shadow (off, on, lean, auto under a memory limit)"; fails=$((fails + 1)); }
 
 echo "$fails failed"
 [ "$fails" -eq 0 ]

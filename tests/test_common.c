@@ -117,10 +117,12 @@ START_TEST(options_by_name)
     ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
     o.top2d = 0;
     ck_assert_int_eq(canopy_options_set(&o, "top2d-shadow", "off", msg, sizeof msg), CANOPY_SUCCESS);
+    ck_assert_int_eq(o.top2d_shadow, 2);
+    ck_assert_int_eq(canopy_options_set(&o, "top2d-shadow", "lean", msg, sizeof msg), CANOPY_SUCCESS);
     ck_assert_int_eq(o.top2d_shadow, 1);
-    ck_assert_int_eq(canopy_options_set(&o, "top2d-shadow", "auto", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
-    ck_assert(strstr(msg, "on or off") != NULL);
-    o.top2d_shadow = 2; /* through the API */
+    ck_assert_int_eq(canopy_options_set(&o, "top2d-shadow", "on", msg, sizeof msg), CANOPY_ERR_ARGUMENT);
+    ck_assert(strstr(msg, "auto, lean or off") != NULL);
+    o.top2d_shadow = 3; /* through the API */
     ck_assert_int_eq(options_validate(&o, &err), CANOPY_ERR_ARGUMENT);
     o.top2d_shadow = 0;
     /* every documented name parses with some value */
@@ -132,7 +134,7 @@ START_TEST(options_by_name)
                       : !strcmp(options_names[i], "selinv-memory") ? "separate"
                       : !strcmp(options_names[i], "mapping") ? "memory" : !strcmp(options_names[i], "top2d") ? "flat"
                       : !strcmp(options_names[i], "root-grid") || !strcmp(options_names[i], "fanin-cuts")
-                        || !strcmp(options_names[i], "top2d-shadow") ? "on"
+                        ? "on" : !strcmp(options_names[i], "top2d-shadow") ? "lean"
                       : !strcmp(options_names[i], "pivot-threshold") || !strcmp(options_names[i], "refine-tolerance")
                         || !strcmp(options_names[i], "amalgamation-fill") ? "0.5" : "1";
         ck_assert_msg(canopy_options_set(&o, options_names[i], v, msg, sizeof msg) == CANOPY_SUCCESS, "%s: %s",

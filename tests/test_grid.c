@@ -90,7 +90,7 @@ typedef struct ctx {
     const sched_grid *G;
     int *pos;   /* positions counted here */
     int T, R;
-    int shadow; /* flat: updates into a tiled cblk of a wider grid on its rank or its shadow */
+    int shadow; /* flat: updates into a tiled cblk of a wider grid on its rank or its shadow (2: lean) */
 } ctx;
 
 /* owner of tile (k, j) of tiled k, from the definition */
@@ -298,7 +298,7 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int shadow, i
 {
     char ctxs[200];
     snprintf(ctxs, sizeof ctxs, "%s, %d ranks x %d threads, shape %d%s, 2D levels %d, kind %d", what, R, T, shape,
-             shadow ? " with shadows" : "", levels, (int)kind);
+             shadow == 2 ? " with lean shadows" : shadow ? " with shadows" : "", levels, (int)kind);
     sched_plan_opts o = {.nthreads = T, .kind = kind, .nranks = R, .comm_latency = LAT, .comm_byte_time = BT,
                          .twod_levels = levels, .top2d = shape, .flat_shadow = shadow};
     sched_plan P;
@@ -318,7 +318,7 @@ static void check_plan(const symbolic *S, int R, int T, int shape, int shadow, i
     }
     gs->tiled_plans += G->tiled_cblks > 0;
     REQUIRE(G->shape == shape && G->nranks == R && G->ntasks == nt && G->ncblk == n, "%s: grid sizes", ctxs);
-    ctx c = {S, &P, G, malloc(sizeof(int) * ((size_t)n + 1)), T, R, shadow && shape == SCHED_GRID_FLAT};
+    ctx c = {S, &P, G, malloc(sizeof(int) * ((size_t)n + 1)), T, R, shape == SCHED_GRID_FLAT ? shadow : 0};
     REQUIRE(G->shadow == c.shadow, "%s: shadows %d", ctxs, G->shadow);
     /* positions and ranges: shared cblks numbered in order, ranges nest along the tree */
     int npos = 0;
@@ -551,7 +551,8 @@ START_TEST(grids)
             symbolic S;
             laplacian_structure(18, 17, 16, 48, R * T, &S);
             for (int shape = SCHED_GRID_SQUARE; shape <= SCHED_GRID_TALL + 1; shape++)
-                check_plan(&S, R, T, shape > SCHED_GRID_TALL ? SCHED_GRID_FLAT : shape, shape > SCHED_GRID_TALL,
+                check_plan(&S, R, T, shape > SCHED_GRID_TALL ? SCHED_GRID_FLAT : shape,
+                           shape > SCHED_GRID_TALL ? 1 + (a + t) % 2 : 0, /* shadows, lean or not */
                            shape == SCHED_GRID_SQUARE ? 64 : (a + t) % 2 ? 2 : -1,
                            shape == SCHED_GRID_FLAT ? CANOPY_FACT_LU : shape == SCHED_GRID_TALL ? CANOPY_FACT_LDLT : CANOPY_FACT_LLT,
                            "Laplacian 18x17x16", &gs);

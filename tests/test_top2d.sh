@@ -4,7 +4,7 @@
 # (option top2d=flat: facing groups sent after their TRSM, sched_fanout) end to end through
 # canopy-solve --json: LL^T, LDL^T and LU before refinement (--refine 0) with backward error
 # <= 1e-12 on flat grids of 2 to 9 ranks, more messages than top2d=off (the groups did travel) and
-# the same diagonal of A^-1, with and without shadows (top2d-shadow); auto keeping the flat top only
+# the same diagonal of A^-1, with and without shadows, lean or not (top2d-shadow); auto keeping the flat top only
 # where the simulation predicts it 10% faster; complex; every comm-threads mode and both schedulers; static
 # bitwise reproducible; distributed input and refactorization; an indefinite LL^T refused on every
 # rank without a hang; shared matrices of three kinds. Under `timeout` (CANOPY_TEST_MPI_TIMEOUT).
@@ -46,6 +46,13 @@ for c in "llt 8x1" "lu 9x1" "ldlt 4x2"; do
         --selinv-out "$tmp/noshadow-$f-$shape.mtx" && check "noshadow-$f-$shape" && same_diag "on-$f-$shape" "noshadow-$f-$shape"
     [ "$(field "noshadow-$f-$shape" comm_msgs)" != "$(field "on-$f-$shape" comm_msgs)" ] ||
         bad "$shape: as many messages with and without shadows ($(field "on-$f-$shape" comm_msgs)): no shadow here?"
+done
+
+echo "== top2d-shadow=lean (the updates reading another rank's copy run first): the same diagonal"
+for c in "ldlt 8x1" "lu 4x2"; do
+    f=${c% *} shape=${c#* } p=${shape%x*} t=${shape#*x}
+    solve "lean-$f-$shape" "$p" $lap --factorization $f --threads "$t" --top2d flat --top2d-shadow lean --selinv diag \
+        --selinv-out "$tmp/lean-$f-$shape.mtx" && check "lean-$f-$shape" && same_diag "on-$f-$shape" "lean-$f-$shape"
 done
 
 echo "== auto: the flat top only where the plan's simulation predicts it at least 10% faster"

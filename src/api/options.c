@@ -213,7 +213,7 @@ CANOPY_EXPORT canopy_status canopy_options_set(canopy_options *o, const char *na
         if ((k = pick(value, "off|flat|auto")) < 0) BAD("off, flat or auto");
         o->top2d = k;
     } else if (!strcmp(key, "top2d-shadow")) {
-        if ((k = pick(value, "on|off")) < 0) BAD("on or off");
+        if ((k = pick(value, "auto|lean|off")) < 0) BAD("auto, lean or off");
         o->top2d_shadow = k;
     } else if (!strcmp(key, "root-grid")) {
         if ((k = pick(value, "off|on|auto")) < 0) BAD("off, on or auto");
@@ -276,7 +276,7 @@ canopy_status options_validate(const canopy_options *o, canopy_err *err)
         (unsigned)o->factorization > CANOPY_FACT_LU || (unsigned)o->ordering > CANOPY_ORDER_AUTO ||
         (unsigned)o->scaling > CANOPY_SCALING_MATCHING || (unsigned)o->selinv_memory > CANOPY_SELINV_SEPARATE ||
         (unsigned)o->mapping > 2 || (unsigned)o->root_grid > 2 || (unsigned)o->fanin_cuts > 2 ||
-        (unsigned)o->top2d > 2 || (unsigned)o->top2d_shadow > 1)
+        (unsigned)o->top2d > 2 || (unsigned)o->top2d_shadow > 2)
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: an enumerated option holds an unknown value");
     if (o->ordering == CANOPY_ORDER_PTSCOTCH && !order_have_ptscotch())
         return canopy_err_set(err, CANOPY_ERR_ARGUMENT, "options: ordering = ptscotch: %s", ORDER_NO_PTSCOTCH);

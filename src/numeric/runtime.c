@@ -92,7 +92,7 @@ static canopy_status plan_setup(runtime *rt, const canopy_options *o, canopy_fac
                             .comm_byte_time = rt->comm_byte_time, .twod_levels = o->twod_levels < 0 && rt->twod_levels_kept > 0 ? rt->twod_levels_kept - 1 : o->twod_levels,
                             .top2d = rt->virt_threads > 0 && rt->top2d ? rt->top2d : o->top2d ? SCHED_GRID_FLAT : 0,
                             .fanin_cuts = o->fanin_cuts == 2 ? 2 : rt->cuts_now ? 1 : 0,
-                            .flat_shadow = o->top2d_shadow == 0,
+                            .flat_shadow = o->top2d_shadow == 2 ? 0 : o->top2d_shadow == 1 || rt->lean_now ? 2 : 1,
                             .update_cap = o->update_buffer < 0 ? 0 : o->update_buffer > 0 ? (int64_t)o->update_buffer
                                                                                            : CANOPY_UPDATE_BUFFER_AUTO};
     /* kernels run slower when every worker of the node computes: plan with the loaded rates */
@@ -271,9 +271,11 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
 {
     rt->mapping_last = SCHED_MAPPING_FLOPS;
     rt->cuts_now = 0;
+    rt->lean_now = 0;
     canopy_status st = plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, 1, P, err);
     int limited = rt->mem_limit > 0 && isfinite(rt->mem_limit);
-    int want = o->mapping == 2 || (o->mapping == 0 && limited) || (o->fanin_cuts == 0 && limited);
+    int want = o->mapping == 2 || (o->mapping == 0 && limited) || (o->fanin_cuts == 0 && limited) ||
+               (o->top2d_shadow == 0 && limited && P->cblk_xgrid);
     if (st != CANOPY_SUCCESS || nranks <= 1 || !want) return st;
     /* mapping=memory always; auto only when the flops plan (the fastest) has a rank over the limit */
     double worst = 0, *v = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err);
@@ -302,10 +304,33 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
         }
         canopy_free(vq);
     }
+    if (st == CANOPY_SUCCESS && o->top2d_shadow == 0 && limited && worst > rt->mem_limit && P->cblk_xgrid) {
+        /* top2d-shadow=auto: still over, the lean flat top next (the updates reading another rank's
+         * copy of a column block run as soon as its groups are there, so the copy goes; sched/README,
+         * "Shadows"), kept when its heaviest rank is lighter */
+        sched_plan Q;
+        double *vq = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err), wq = 0;
+        rt->lean_now = 1;
+        st = vq ? plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, 1, &Q, err)
+                : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+        if (st == CANOPY_SUCCESS) {
+            st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err);
+            if (st == CANOPY_SUCCESS && wq < worst) {
+                sched_plan_free(P);
+                *P = Q;
+                memcpy(v, vq, (size_t)nranks * sizeof *v);
+                worst = wq;
+            } else {
+                sched_plan_free(&Q);
+                rt->lean_now = 0;
+            }
+        }
+        canopy_free(vq);
+    }
     if (st == CANOPY_SUCCESS && (o->mapping == 2 || (o->mapping == 0 && worst > rt->mem_limit)))
         st = plan_memory_fallback(rt, o, S, kind, complex_arith, nranks, P, v, worst, &memory, err);
     canopy_free(v);
-    rt->cuts_now = 0; /* the plans built later (runtime_predict) are the flops plan's */
+    rt->cuts_now = rt->lean_now = 0; /* the plans built later (runtime_predict) are the flops plan's */
     if (st != CANOPY_SUCCESS) sched_plan_free(P);
     else if (memory) rt->mapping_last = SCHED_MAPPING_MEMORY;
     return st;

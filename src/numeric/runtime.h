@@ -45,6 +45,9 @@ typedef struct runtime {
     int mapping_last;               /**< enum sched_mapping of the last plan runtime_plan_for built */
     int cuts_now;                   /**< the plans being built cut fan-in buffers (options.fanin_cuts: on, or auto
                                          with the flops plan's heaviest rank over mem_limit) */
+    int lean_now;                   /**< the plans being built rank the updates that read another rank's copy as
+                                         urgent as their group (options.top2d_shadow: lean, or auto with the
+                                         heaviest rank over mem_limit; sched_plan_opts.flat_shadow 2) */
     int plan_mapping;               /**< enum sched_mapping of rt->plan */
     comm_tags tags;                 /**< several ranks: message ids */
     int have_tags;

@@ -383,6 +383,7 @@ static canopy_status top2d_figures(canopy_solver *s, const sched_plan *P, predic
     r->top2d_factor_bytes = spread(held, R);
     canopy_free(held);
     r->top2d_shape = G->tiled_cblks > 0 ? G->shape : 0;
+    r->top2d_shadow = G->tiled_cblks > 0 ? G->shadow : 0;
     r->top2d_cblks = G->tiled_cblks;
     r->top2d_shared = G->shared_cblks;
     r->top2d_grids = G->ngrids;

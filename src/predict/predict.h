@@ -77,6 +77,8 @@ typedef struct predict_report {
                                         tree in pieces, and what no thread count shortens */
     /* top2d (runtime.top2d, sched/grid.h): flat is executed (top2d=flat), square and tall a model */
     int top2d_shape;           /**< enum sched_grid_shape of the plan (0: off or nothing tiled) */
+    int top2d_shadow;          /**< flat: 0 no shadows, 1 shadows, 2 lean (options.top2d_shadow, or auto's choice
+                                    under memory-limit) */
     int64_t top2d_cblks;       /**< shared cblks tiled over grids */
     int64_t top2d_shared;      /**< shared cblks (several candidate ranks): the tiled ones and those left whole */
     int top2d_grids, top2d_root_pr, top2d_root_pc; /**< grids, and the widest one's shape */
