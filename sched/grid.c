@@ -329,14 +329,7 @@ canopy_status sched_grid_volume(const symbolic *S, const sched_dag *D, const sch
     for (int i = 0; i < nt; i++) {
         if (G->task_rank[i] < 0) continue;
         int own = task_rank_final[i];
-        if (D->kind[i] == SCHED_TASK_UPDATE2D) {
-            int dst = D->succ[D->succ_ptr[i]], to = task_rank_final[dst];
-            if (G->shape == SCHED_GRID_FLAT || to == own) continue;
-            double b = sched_grid_target_bytes(S, D, dst, sb);
-            sent[own] += b;
-            recv[to] += b;
-            continue;
-        }
+        if (D->kind[i] == SCHED_TASK_UPDATE2D) continue; /* fan-in: the plan's pairs count it */
         int m = grid_members(D, i, task_rank_final, mark, list);
         double b = grid_source_bytes(S, D, i, sb);
         for (int p = 0; p <= m; p++) { /* heap position p: the root (own), then list[p - 1] */

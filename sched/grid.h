@@ -117,10 +117,10 @@ canopy_status sched_grid_count(const symbolic *S, const sched_dag *D, const int 
                                sched_grid *G, canopy_err *err);
 
 /**
- * Bytes each rank sends and receives for the tiled tasks (@p sent, @p recv [R], added to): every
- * broadcast along comm/tree's binary shape over its root and its other ranks ascending (the rank
- * at heap position p forwards to positions 2p + 1 and 2p + 2), and, for the shapes not executed,
- * the tile fan-ins (flat's go through the plan's fan-in buffers). @p task_rank_final as
+ * Bytes each rank sends and receives in the tiled tasks' broadcasts (@p sent, @p recv [R], added
+ * to), each along comm/tree's binary shape over its root and its other ranks ascending (the rank at
+ * heap position p forwards to positions 2p + 1 and 2p + 2). The fan-in is the plan's fan-in pairs'
+ * (for the shapes not executed, per column block as today: pessimistic). @p task_rank_final as
  * sched_grid_count's.
  */
 canopy_status sched_grid_volume(const symbolic *S, const sched_dag *D, const sched_grid *G, const int *task_rank_final,
