@@ -3,7 +3,10 @@
  * under mpiexec -n 2..4: the real analysis on the world communicator (2 threads per rank) and, on
  * rank 0, the virtual layout of the same size planned by src/predict/predict.c with the network figures
  * the real run measured and its cost model. Same structure, same split width and 2D levels, same
- * owner rank and thread of every column block, same predicted time, same fan-in messages.
+ * owner rank and thread of every column block, same predicted time, same fan-in messages, and the
+ * messages of one solve as many as predicted (also with the flat top, where the ranks that compute
+ * a column block's updates are not those whose blocks face it, and with the root on a grid, whose
+ * column blocks send no fan-in but are solved as the others).
  */
 #include "base/config.h"
 
@@ -40,14 +43,17 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const int T = 2;
-    static const int dims[][3] = {{14, 14, 14}, {20, 18, 1}, {9, 9, 9}};
-    for (int q = 0; q < 3; q++) {
+    static const int dims[][3] = {{14, 14, 14}, {20, 18, 1}, {9, 9, 9}, {14, 14, 14}, {14, 14, 14}};
+    for (int q = 0; q < 5; q++) {
         canopy_csc A;
         memset(&A, 0, sizeof A);
         if (rank == 0 && canopy_generate_laplacian(dims[q][0], dims[q][1], dims[q][2], dims[q][2] > 1 ? 7 : 5, &A) != CANOPY_SUCCESS)
             MPI_Abort(MPI_COMM_WORLD, 2);
         canopy_options o;
         options(&o, T);
+        int flat = q == 3, grid = q == 4; /* the flat top (2D column blocks in the top 4 levels); the root on a grid */
+        if (flat) o.top2d = 1, o.twod_levels = 4;
+        if (grid) o.root_grid = 1;
         canopy_solver *real = NULL;
         if (canopy_create(MPI_COMM_WORLD, &o, &real) != CANOPY_SUCCESS || canopy_set_matrix(real, rank == 0 ? &A : NULL) < 0 ||
             canopy_analyze(real) < 0) {
@@ -56,9 +62,12 @@ int main(int argc, char **argv)
         }
         const sched_plan *Q = &real->rt.plan;
         int64_t fanin = real->rt.local.fanin_msgs;
+        double solve_msgs = -1;
         if (rank == 0) {
             canopy_options ov;
             options(&ov, 1);
+            if (flat) ov.top2d = 1, ov.twod_levels = 4;
+            if (grid) ov.root_grid = 1;
             canopy_solver *v = NULL;
             predict_report r;
             memset(&r, 0, sizeof r);
@@ -90,11 +99,24 @@ int main(int argc, char **argv)
                   Q->factor.predicted_time);
             CHECK((int64_t)r.msgs.total == fanin, "problem %d: %.0f fan-in messages predicted, the real plan has %lld", q,
                   r.msgs.total, (long long)fanin);
+            solve_msgs = r.solve_msgs.total;
             sched_plan_free(&P);
             predict_report_free(&r);
             canopy_destroy(&v);
-            canopy_csc_free(&A);
         }
+        /* one solve: its messages, all ranks together */
+        double b[20 * 18 * 14];
+        canopy_stats st;
+        for (int i = 0; i < A.n; i++) b[i] = 1.0 + i % 7;
+        if (canopy_factorize(real) < 0 || canopy_solve(real, 1, rank == 0 ? b : NULL, A.n) < 0 ||
+            canopy_get_stats(real, &st) != CANOPY_SUCCESS) {
+            fprintf(stderr, "rank %d: real run: %s\n", rank, canopy_last_error(real));
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        if (rank == 0)
+            CHECK((double)st.solve_comm_msgs == solve_msgs, "problem %d%s: %lld solve messages, %.0f predicted", q,
+                  flat ? " (flat)" : grid ? " (root grid)" : "", (long long)st.solve_comm_msgs, solve_msgs);
+        if (rank == 0) canopy_csc_free(&A);
         canopy_destroy(&real);
     }
     int all = 0;

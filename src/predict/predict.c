@@ -169,21 +169,36 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
             r->update_bytes += (int64_t)(rows * h * parts * sb);
         }
     canopy_status st = CANOPY_SUCCESS;
-    for (size_t q = 0; q < np && st == CANOPY_SUCCESS;) {
+    for (size_t q = 0; q < np; q++) {
         cint j = (cint)(pairs[q] / R);
+        int src = (int)(pairs[q] % R), owner = P->cblk_rank[j];
+        /* a buffer the plan cuts goes in several messages, each of its own rows (prow: all of them) */
+        msgs[src] += parts * nmsg[q];
+        double mb = (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb;
+        bytes[src] += mb;
+        net_sent[src] += mb;
+        net_recv[owner] += mb;
+    }
+    /* the solve's members of cblk j: its owner and the ranks whose cblks face it (solve_dist.c's
+     * rule: the data's ranks, not the fan-in's, which top2d flat moves) */
+    size_t ns = 0;
+    int64_t *spairs = canopy_alloc((size_t)S->nblok + 1, sizeof(int64_t), "prediction per rank", &s->err);
+    if (spairs == NULL) st = nomem(s);
+    for (cint k = 0; k < S->ncblk && spairs; k++)
+        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+            cint j = S->blok_fcblk[b];
+            if (P->cblk_rank[k] != P->cblk_rank[j]) spairs[ns++] = (int64_t)j * R + P->cblk_rank[k];
+        }
+    if (spairs) qsort(spairs, ns, sizeof *spairs, cmp_i64);
+    size_t nsu = 0;
+    for (size_t q = 0; q < ns; q++)
+        if (nsu == 0 || spairs[q] != spairs[nsu - 1]) spairs[nsu++] = spairs[q];
+    for (size_t q = 0; q < nsu && st == CANOPY_SUCCESS;) {
+        cint j = (cint)(spairs[q] / R);
         int owner = P->cblk_rank[j], p = 0;
         double e = panel_entries(S, j);
         mem[p++] = owner;
-        for (; q < np && pairs[q] / R == j; q++) {
-            int src = (int)(pairs[q] % R);
-            mem[p++] = src;
-            /* a buffer the plan cuts goes in several messages, each of its own rows (prow: all of them) */
-            msgs[src] += parts * nmsg[q];
-            double mb = (double)prow[q] * (double)(S->cblk_fcol[j + 1] - S->cblk_fcol[j]) * parts * sb;
-            bytes[src] += mb;
-            net_sent[src] += mb;
-            net_recv[owner] += mb;
-        }
+        for (; q < nsu && spairs[q] / R == j; q++) mem[p++] = (int)(spairs[q] % R);
         /* the solve: j's members reduce a w x nrhs block to the owner, then the owner broadcasts
          * x_j back, along the tree the solve builds (heap order over the positions) */
         comm_tree t;
@@ -202,6 +217,7 @@ static canopy_status per_rank(canopy_solver *s, const sched_plan *P, const predi
             ibytes[rk] += kids * e * parts * sb;
         }
     }
+    canopy_free(spairs);
     for (int q = 0; q < R; q++) factor[q] = own[q] * parts * sb;
     /* the heaviest rank's parts, before spread() sorts the arrays */
     if (st == CANOPY_SUCCESS) {
