@@ -214,6 +214,15 @@ static inline int grid_level(int p)
     return l;
 }
 
+/* Scratch of the broadcasts' member lists: [R + 1] marks, all -1, then [R + 1] for the list (one
+ * allocation: canopy_free the marks); NULL when out of memory. */
+static int *grid_marks(int R, canopy_err *err)
+{
+    int *mark = canopy_alloc(2 * ((size_t)R + 1), sizeof(int), "grid scratch", err);
+    for (int r = 0; mark && r < R; r++) mark[r] = -1;
+    return mark;
+}
+
 /*
  * The ranks a broadcast from task i reaches besides its own, ascending, into @p list (returns the
  * count); @p mark ([R], all -1 on entry and on return) is scratch. rank_of: the tasks' ranks.
@@ -236,14 +245,9 @@ canopy_status sched_grid_delays(const symbolic *S, const sched_dag *D, const sch
                                 double byte_time, double *edge_delay, canopy_err *err)
 {
     int R = G->nranks;
-    int *mark = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
-    int *list = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
-    if (!mark || !list) {
-        canopy_free(mark);
-        canopy_free(list);
-        return grid_nomem(err);
-    }
-    for (int r = 0; r < R; r++) mark[r] = -1;
+    int *mark = grid_marks(R, err);
+    if (!mark) return grid_nomem(err);
+    int *list = mark + R + 1;
     for (int i = 0; i < D->ntasks; i++) {
         if (G->task_rank[i] < 0) continue;
         int kd = D->kind[i];
@@ -261,7 +265,6 @@ canopy_status sched_grid_delays(const symbolic *S, const sched_dag *D, const sch
         for (int q = 0; q < m; q++) mark[list[q]] = -1;
     }
     canopy_free(mark);
-    canopy_free(list);
     return CANOPY_SUCCESS;
 }
 
@@ -269,18 +272,16 @@ canopy_status sched_grid_count(const symbolic *S, const sched_dag *D, const int 
                                sched_grid *G, canopy_err *err)
 {
     int R = G->nranks, nt = D->ntasks;
-    int *mark = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
-    int *list = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
+    int *mark = grid_marks(R, err);
     int64_t *pairs = canopy_alloc((size_t)nt + 1, sizeof(int64_t), "grid scratch", err);
-    if (!mark || !list || !pairs) {
+    if (!mark || !pairs) {
         canopy_free(mark);
-        canopy_free(list);
         canopy_free(pairs);
         return grid_nomem(err);
     }
+    int *list = mark + R + 1;
     G->diag_msgs = G->trsm_msgs = G->fanin_msgs = 0;
     G->diag_bytes = G->trsm_bytes = G->fanin_bytes = 0;
-    for (int r = 0; r < R; r++) mark[r] = -1;
     size_t np = 0;
     for (int i = 0; i < nt; i++) {
         if (G->task_rank[i] < 0) continue;
@@ -309,7 +310,6 @@ canopy_status sched_grid_count(const symbolic *S, const sched_dag *D, const int 
         G->fanin_bytes += sched_grid_target_bytes(S, D, (int)(pairs[q] / R), sb);
     }
     canopy_free(mark);
-    canopy_free(list);
     canopy_free(pairs);
     return CANOPY_SUCCESS;
 }
@@ -318,14 +318,9 @@ canopy_status sched_grid_volume(const symbolic *S, const sched_dag *D, const sch
                                 double sb, double *sent, double *recv, canopy_err *err)
 {
     int R = G->nranks, nt = D->ntasks;
-    int *mark = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
-    int *list = canopy_alloc((size_t)R + 1, sizeof(int), "grid scratch", err);
-    if (!mark || !list) {
-        canopy_free(mark);
-        canopy_free(list);
-        return grid_nomem(err);
-    }
-    for (int r = 0; r < R; r++) mark[r] = -1;
+    int *mark = grid_marks(R, err);
+    if (!mark) return grid_nomem(err);
+    int *list = mark + R + 1;
     for (int i = 0; i < nt; i++) {
         if (G->task_rank[i] < 0) continue;
         int own = task_rank_final[i];
@@ -340,7 +335,6 @@ canopy_status sched_grid_volume(const symbolic *S, const sched_dag *D, const sch
         for (int q = 0; q < m; q++) mark[list[q]] = -1;
     }
     canopy_free(mark);
-    canopy_free(list);
     return CANOPY_SUCCESS;
 }
 

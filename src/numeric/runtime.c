@@ -266,6 +266,34 @@ static canopy_status plan_memory_fallback(runtime *rt, const canopy_options *o, 
     return st;
 }
 
+/* The memory ladder's step: the flops plan again with @p *flag (rt->cuts_now, rt->lean_now) set,
+ * kept in @p P (its peaks in @p v, the heaviest in @p worst) when its heaviest rank is lighter;
+ * else the flag is cleared. */
+static canopy_status plan_try_lighter(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
+                                      int complex_arith, int nranks, int *flag, sched_plan *P, double *v, double *worst,
+                                      canopy_err *err)
+{
+    sched_plan Q;
+    double *vq = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err), wq = 0;
+    *flag = 1;
+    canopy_status st = vq ? plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, 1, &Q, err)
+                          : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
+    if (st == CANOPY_SUCCESS) {
+        st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err);
+        if (st == CANOPY_SUCCESS && wq < *worst) {
+            sched_plan_free(P);
+            *P = Q;
+            memcpy(v, vq, (size_t)nranks * sizeof *v);
+            *worst = wq;
+        } else {
+            sched_plan_free(&Q);
+            *flag = 0;
+        }
+    }
+    canopy_free(vq);
+    return st;
+}
+
 canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbolic *S, canopy_factorization kind,
                                int complex_arith, int nranks, sched_plan *P, canopy_err *err)
 {
@@ -281,52 +309,15 @@ canopy_status runtime_plan_for(runtime *rt, const canopy_options *o, const symbo
     double worst = 0, *v = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err);
     int memory = 0;
     st = v ? plan_peaks(rt, o, S, P, kind, complex_arith, v, &worst, err) : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
-    if (st == CANOPY_SUCCESS && o->fanin_cuts == 0 && limited && worst > rt->mem_limit) {
-        /* fanin-cuts=auto: over the limit, cut the fan-in buffers first (the same mapping, more
-         * messages), kept when its heaviest rank is lighter; the memory mapping below then keeps
-         * them cut */
-        sched_plan Q;
-        double *vq = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err), wq = 0;
-        rt->cuts_now = 1;
-        st = vq ? plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, 1, &Q, err)
-                : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
-        if (st == CANOPY_SUCCESS) {
-            st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err);
-            if (st == CANOPY_SUCCESS && wq < worst) {
-                sched_plan_free(P);
-                *P = Q;
-                memcpy(v, vq, (size_t)nranks * sizeof *v);
-                worst = wq;
-            } else {
-                sched_plan_free(&Q);
-                rt->cuts_now = 0;
-            }
-        }
-        canopy_free(vq);
-    }
-    if (st == CANOPY_SUCCESS && o->top2d_shadow == 0 && limited && worst > rt->mem_limit && P->cblk_xgrid) {
-        /* top2d-shadow=auto: still over, the lean flat top next (the updates reading another rank's
-         * copy of a column block run as soon as its groups are there, so the copy goes; sched/README,
-         * "Shadows"), kept when its heaviest rank is lighter */
-        sched_plan Q;
-        double *vq = canopy_alloc((size_t)nranks, sizeof(double), "memory mapping", err), wq = 0;
-        rt->lean_now = 1;
-        st = vq ? plan_for(rt, o, S, kind, complex_arith, nranks, 0, SCHED_MAPPING_FLOPS, NULL, 1, &Q, err)
-                : (err && err->status ? err->status : CANOPY_ERR_NOMEM);
-        if (st == CANOPY_SUCCESS) {
-            st = plan_peaks(rt, o, S, &Q, kind, complex_arith, vq, &wq, err);
-            if (st == CANOPY_SUCCESS && wq < worst) {
-                sched_plan_free(P);
-                *P = Q;
-                memcpy(v, vq, (size_t)nranks * sizeof *v);
-                worst = wq;
-            } else {
-                sched_plan_free(&Q);
-                rt->lean_now = 0;
-            }
-        }
-        canopy_free(vq);
-    }
+    /* fanin-cuts=auto: over the limit, cut the fan-in buffers first (the same mapping, more
+     * messages); the memory mapping below then keeps them cut */
+    if (st == CANOPY_SUCCESS && o->fanin_cuts == 0 && limited && worst > rt->mem_limit)
+        st = plan_try_lighter(rt, o, S, kind, complex_arith, nranks, &rt->cuts_now, P, v, &worst, err);
+    /* top2d-shadow=auto: still over, the lean flat top next (the updates reading another rank's
+     * copy of a column block run as soon as its groups are there, so the copy goes; sched/README,
+     * "Shadows") */
+    if (st == CANOPY_SUCCESS && o->top2d_shadow == 0 && limited && worst > rt->mem_limit && P->cblk_xgrid)
+        st = plan_try_lighter(rt, o, S, kind, complex_arith, nranks, &rt->lean_now, P, v, &worst, err);
     if (st == CANOPY_SUCCESS && (o->mapping == 2 || (o->mapping == 0 && worst > rt->mem_limit)))
         st = plan_memory_fallback(rt, o, S, kind, complex_arith, nranks, P, v, worst, &memory, err);
     canopy_free(v);
