@@ -304,10 +304,10 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_num("load_scatter", m->load_scatter, 0);
     printf("\"n\": %lld, \"nnz_factor\": %lld, ", (long long)st->n, (long long)st->nnz_factor);
     json_num("flops", st->flops, 0);
-    printf("\"factorization\": \"%s\", \"ncblk\": %lld, \"tasks\": %lld, \"split_width\": %d, \"twod_levels\": %d, "
+    printf("\"factorization\": \"%s\", \"ncblk\": %lld, \"nblok\": %lld, \"tasks\": %lld, \"split_width\": %d, \"twod_levels\": %d, "
            "\"twod_cblks\": %lld, ",
-           canopy_factorization_name(st->factorization), (long long)st->ncblk, (long long)r->tasks, r->split_width,
-           r->twod_levels, (long long)r->twod_cblks);
+           canopy_factorization_name(st->factorization), (long long)st->ncblk, (long long)st->nblok, (long long)r->tasks,
+           r->split_width, r->twod_levels, (long long)r->twod_cblks);
     printf("\"mapping\": \"%s\", ", r->mapping == 2 ? "memory" : "flops");
     if (r->root_columns > 0) printf("\"root_grid\": [%d, %d, %lld], ", r->root_pr, r->root_pc, (long long)r->root_columns);
     else printf("\"root_grid\": null, ");
@@ -393,10 +393,10 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
            " from %d busy threads\n",
            po->latency, po->bandwidth * 1e-9, m->peak[COST_GEMM] * 1e-9, m->source, m->load_gemm, m->load_scatter,
            m->load_threads);
-    printf("  n = %lld, nnz(L) = %lld, flops = %.4g, %s, column blocks = %lld, tasks = %lld, split %d, 2D levels %d "
-           "(%lld column blocks)\n",
+    printf("  n = %lld, nnz(L) = %lld, flops = %.4g, %s, column blocks = %lld (bloks %lld), tasks = %lld, split %d, "
+           "2D levels %d (%lld column blocks)\n",
            (long long)st->n, (long long)st->nnz_factor, st->flops, canopy_factorization_name(st->factorization),
-           (long long)st->ncblk, (long long)r->tasks, r->split_width, r->twod_levels, (long long)r->twod_cblks);
+           (long long)st->ncblk, (long long)st->nblok, (long long)r->tasks, r->split_width, r->twod_levels, (long long)r->twod_cblks);
     printf("  analysis here: %.2f s (ordering %.2f, symbolic %.2f), plan %.2f s\n", st->time_analyze, st->time_order,
            st->time_symbolic, r->time_plan);
     printf("factorization: %.4g s predicted (%.4g GFlop/s); 1 x 1: %.4g s; speedup %.4g, efficiency %.1f%%\n",

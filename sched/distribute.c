@@ -27,6 +27,7 @@ typedef struct dist_contrib {
     int num;
     cint b;    /* first blok of the facing group, or -1: ... */
     int task;  /* ... the local UPDATE2D task */
+    cint k;    /* the blok's cblk */
 } dist_contrib;
 
 static int dist_cmp_contrib(const void *a, const void *b)
@@ -513,12 +514,12 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
     L->task_global = canopy_alloc(m, sizeof(int), "local tasks", err);
     L->cblk_task = canopy_alloc((size_t)n + 1, sizeof(int), "local plan", err);
     L->cblk_owner = canopy_alloc((size_t)n + 1, sizeof(int), "local plan", err);
-    L->blok_contrib = canopy_alloc((size_t)S->nblok + 1, sizeof(int), "local plan", err);
+    L->contrib_base = canopy_alloc((size_t)n + 1, sizeof(cint), "local plan", err);
     L->cblk_ncontrib = canopy_calloc((size_t)n + 1, sizeof(int), "local plan", err);
     L->recv_ptr = canopy_calloc((size_t)n + 2, sizeof(cint), "local plan", err);
     if (!D->npred || !D->succ_ptr || !D->owner || !D->snode || !D->prio || !D->list_ptr || !D->list || !D->kind ||
         !D->cblk || !D->first || (G->tile && (!D->tile || !D->tile_end)) || !L->task_contrib || !D->level || !D->cost || !L->ext || !L->task_global || !L->cblk_task ||
-        !L->cblk_owner || !L->blok_contrib || !L->cblk_ncontrib || !L->recv_ptr) {
+        !L->cblk_owner || !L->contrib_base || !L->cblk_ncontrib || !L->recv_ptr) {
         st = dist_nomem(err);
         goto out;
     }
@@ -590,7 +591,26 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
         goto out;
     }
     size_t np = 0, nc = 0;
-    for (cint b = 0; b < S->nblok; b++) L->blok_contrib[b] = -1;
+    /* the contribution numbers only of the cblks that contribute from this rank */
+    int64_t nb = 0;
+    for (cint k = 0; k < n; k++) {
+        L->contrib_base[k] = -1;
+        if (sched_root_has(&P->root, k)) continue;
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1] && L->contrib_base[k] < 0; b = e) {
+            e = symbolic_group_end(S, k, b);
+            if (P->blok_contrib[b] >= 0 && sched_src_rank(P, k, S->blok_fcblk[b]) == rank) {
+                L->contrib_base[k] = (cint)nb; /* at most nblok */
+                nb += S->cblk_fblok[k + 1] - S->cblk_fblok[k];
+            }
+        }
+    }
+    L->ncontrib_bloks = nb;
+    L->blok_contrib = canopy_alloc((size_t)nb + 1, sizeof(int), "local plan", err);
+    if (!L->blok_contrib) {
+        st = dist_nomem(err);
+        goto out;
+    }
+    for (int64_t x = 0; x < nb; x++) L->blok_contrib[x] = -1;
     for (cint k = 0; k < n && !sched_root_has(&P->root, k); k++) { /* the grid's root sends nothing */
         for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
             e = symbolic_group_end(S, k, b);
@@ -603,16 +623,19 @@ canopy_status sched_plan_local(const symbolic *S, const sched_plan *P, int rank,
                 L->update_msgs += parts;
                 L->update_entries += rows * h * parts;
             }
-            if (rk == rank && P->blok_contrib[b] >= 0) contrib[nc++] = (dist_contrib){j, P->blok_contrib[b], b, -1};
+            if (rk == rank && P->blok_contrib[b] >= 0) contrib[nc++] = (dist_contrib){j, P->blok_contrib[b], b, -1, k};
         }
     }
     for (int i = 0; i < ng; i++)
         if (g2l[i] >= 0 && G->kind[i] == SCHED_TASK_UPDATE2D)
-            contrib[nc++] = (dist_contrib){S->blok_fcblk[G->first[i]], P->task_contrib[i], -1, g2l[i]};
+            contrib[nc++] = (dist_contrib){S->blok_fcblk[G->first[i]], P->task_contrib[i], -1, g2l[i], -1};
     qsort(contrib, nc, sizeof *contrib, dist_cmp_contrib);
     for (size_t q = 0; q < nc; q++) {
         int num = L->cblk_ncontrib[contrib[q].j]++;
-        if (contrib[q].b >= 0) L->blok_contrib[contrib[q].b] = num;
+        if (contrib[q].b >= 0) {
+            cint b = contrib[q].b, k = contrib[q].k;
+            L->blok_contrib[L->contrib_base[k] + (b - S->cblk_fblok[k])] = num;
+        }
         else L->task_contrib[contrib[q].task] = num;
     }
     qsort(pairs, np, sizeof *pairs, dist_cmp_i64);
@@ -797,6 +820,7 @@ void sched_local_free(sched_local *L)
     canopy_free(L->cblk_task);
     canopy_free(L->cblk_owner);
     canopy_free(L->blok_contrib);
+    canopy_free(L->contrib_base);
     canopy_free(L->recv_seg);
     canopy_free(L->send_cut);
     canopy_free(L->send_nmsg);

@@ -29,8 +29,12 @@ typedef struct sched_local {
     sched_root root;              /**< the plan's root on a grid (sched/root.h; n == 0: none) */
     int *cblk_task;               /**< [ncblk] local task factoring the cblk, -1 on another rank */
     int *cblk_owner;              /**< [ncblk] local data-owner thread, -1 on another rank */
-    int *blok_contrib;            /**< [nblok] as the plan's, numbered among this rank's contributions
-                                       into the same target (-1: private or not this rank's) */
+    cint *contrib_base;           /**< [ncblk] where cblk k's bloks start in blok_contrib, -1 when none of its
+                                       groups contributes from this rank (sched_local_contrib reads both) */
+    int *blok_contrib;            /**< [ncontrib_bloks] as the plan's, numbered among this rank's contributions
+                                       into the same target (-1: private or not this rank's), for the bloks of
+                                       the cblks that contribute from this rank only (not 4 bytes of every blok) */
+    int64_t ncontrib_bloks;
     int *task_contrib;            /**< [factor.ntasks] UPDATE2D tasks: their number in the same sequence
                                        as blok_contrib; -1 for the other tasks */
     int *cblk_ncontrib;           /**< [ncblk] this rank's contributions into the cblk (local or not) */
@@ -89,6 +93,14 @@ typedef struct sched_local {
     int64_t update_msgs;          /**< remote updates: the messages without fan-in */
     int64_t update_entries;       /**< their scalars */
 } sched_local;
+
+/** The contribution number of blok @p b, the first of a facing group of cblk @p k (L->blok_contrib):
+ *  -1 when the group is private or not this rank's. */
+static inline int sched_local_contrib(const sched_local *L, const symbolic *S, cint k, cint b)
+{
+    cint o = L->contrib_base[k];
+    return o < 0 ? -1 : L->blok_contrib[o + (b - S->cblk_fblok[k])];
+}
 
 /**
  * Extract rank @p rank's share of @p P (built for @p S with any number of ranks; one rank gives

@@ -867,7 +867,7 @@ static void check_ranks(const symbolic *S, int R, int T, canopy_factorization ki
         int *used = calloc((size_t)S->nblok + 1, sizeof(int));
         for (cint k = 0; k < n; k++)
             for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
-                int c = L.blok_contrib[b];
+                int c = sched_local_contrib(&L, S, k, b);
                 if (c < 0) continue;
                 ck_assert_int_eq(P.cblk_rank[k], r);
                 cint j = S->blok_fcblk[b];

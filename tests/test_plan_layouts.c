@@ -174,11 +174,12 @@ static int cmp64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* a contribution: target, number in the plan, source blok */
+/* a contribution: target, number in the plan, source blok (and its local number, where one) */
 typedef struct contrib_t {
     cint j;
     int num;
     cint b;
+    int local;
 } contrib_t;
 
 static int cmp_contrib(const void *a, const void *b)
@@ -407,9 +408,9 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         size_t m = 0;
         for (cint k = 0; k < n; k++)
             for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b))
-                if (P.blok_contrib[b] >= 0) all[m++] = (contrib_t){S->blok_fcblk[b], P.blok_contrib[b], b};
+                if (P.blok_contrib[b] >= 0) all[m++] = (contrib_t){S->blok_fcblk[b], P.blok_contrib[b], b, -1};
         for (int i = 0; i < nt; i++)
-            if (D->kind[i] == SCHED_TASK_UPDATE2D) all[m++] = (contrib_t){S->blok_fcblk[D->first[i]], P.task_contrib[i], -1};
+            if (D->kind[i] == SCHED_TASK_UPDATE2D) all[m++] = (contrib_t){S->blok_fcblk[D->first[i]], P.task_contrib[i], -1, -1};
         qsort(all, m, sizeof *all, cmp_contrib);
         for (size_t q = 0; q < m; q++)
             REQUIRE(all[q].num == (q > 0 && all[q - 1].j == all[q].j ? all[q - 1].num + 1 : 0),
@@ -600,8 +601,8 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
                 if (P.cblk_rank[k] != r) continue;
                 for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b)) {
                     cint j = S->blok_fcblk[b];
-                    if (L.blok_contrib[b] >= 0 && P.cblk_rank[j] != r)
-                        REQUIRE(bag_rows(S, &L, sendq, j, L.blok_contrib[b], b, S->cblk_fblok[k + 1], &bag) == 0,
+                    if (sched_local_contrib(&L, S, k, b) >= 0 && P.cblk_rank[j] != r)
+                        REQUIRE(bag_rows(S, &L, sendq, j, sched_local_contrib(&L, S, k, b), b, S->cblk_fblok[k + 1], &bag) == 0,
                                 "%s: rank %d: a contribution of cblk %d into cblk %d outside its buffer", ctx, r, (int)k, (int)j);
                 }
             }
@@ -695,7 +696,7 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         }
         for (cint k = 0; k < n; k++) {
             for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b)) {
-                int c = L.blok_contrib[b];
+                int c = sched_local_contrib(&L, S, k, b);
                 if (P.cblk_rank[k] != r) {
                     REQUIRE(c < 0, "%s: rank %d numbers another rank's blok %d", ctx, r, (int)b);
                     continue;
@@ -721,15 +722,15 @@ static void check_layout(const symbolic *S, int R, int T, canopy_factorization k
         size_t m = 0;
         for (cint k = 0; k < n; k++)
             for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b = group_end(S, k, b))
-                if (P.cblk_rank[k] == r && L.blok_contrib[b] >= 0)
-                    trip[m++] = (contrib_t){S->blok_fcblk[b], P.blok_contrib[b], b};
+                if (P.cblk_rank[k] == r && sched_local_contrib(&L, S, k, b) >= 0)
+                    trip[m++] = (contrib_t){S->blok_fcblk[b], P.blok_contrib[b], b, sched_local_contrib(&L, S, k, b)};
         for (int l = 0; l < nl; l++)
             if (L.task_contrib[l] >= 0) /* b = -1 - local task */
-                trip[m++] = (contrib_t){S->blok_fcblk[D->first[L.task_global[l]]], P.task_contrib[L.task_global[l]], -1 - l};
+                trip[m++] = (contrib_t){S->blok_fcblk[D->first[L.task_global[l]]], P.task_contrib[L.task_global[l]], -1 - l, -1};
         qsort(trip, m, sizeof *trip, cmp_contrib);
         for (size_t q = 0; q < m; q++) {
             cint b = trip[q].b, j = trip[q].j;
-            int local = b >= 0 ? L.blok_contrib[b] : L.task_contrib[-1 - b];
+            int local = b >= 0 ? trip[q].local : L.task_contrib[-1 - b];
             REQUIRE(local == ++lastnum[j], "%s: rank %d: renumbering into cblk %d breaks the plan's order", ctx, r, (int)j);
         }
         /* static lists: this rank's tasks of each thread, in the plan's order */

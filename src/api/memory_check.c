@@ -68,7 +68,7 @@ bool api_memory_fits_rank0(canopy_solver *s)
     double pmax = symbolic_max_panel(S);
     int T = s->rt.nthreads > 0 ? s->rt.nthreads : 1;
     double work = numeric_predict_workspace(s->fact, s->A.arith, (double)S->max_update_buf, pmax, T, NULL, NULL);
-    double need = numeric_predict_bytes_counts(S, s->fact, s->A.arith, (double)S->cblk_coef[S->ncblk], work, s->stats.nnz, 1);
+    double need = numeric_predict_bytes_counts(S, s->fact, s->A.arith, (double)S->cblk_coef[S->ncblk], work, s->stats.nnz, 1, 0);
     double limit = solver_memory_limit(s);
     s->predicted_bytes = need;
     s->stats.memory_predicted_rank_max = need;

@@ -48,25 +48,52 @@ static inline int64_t fan_size(const symbolic *S, cint j, cint rows)
  *    map (sb + 12), and the factorization's entry map, send order and values received (sb + 16);
  *  - per cblk: the plan's ranks and owners (8 bytes: the rest of every rank's plan, about 150
  *    bytes a cblk on G3_circuit and growing with the tasks, is freed once the local plan is
- *    built, sched_plan_keep_local), the rank's local plan (about 50), the symbolic cblk arrays
+ *    built, sched_plan_keep_local), the rank's local plan (about 54), the symbolic cblk arrays
  *    (about 24) and the factor's per-cblk arrays (offsets, entry-map pointers, ticket locks,
  *    hand-over and solve lists: about 46);
- *  - per blok: the symbolic bloks (4 arrays of 4 bytes) and the factor's blok owners and solve
- *    fan-in lists (8).
+ *  - per blok: the symbolic bloks (4 arrays of 4 bytes);
+ *  - per blok of the rank's own cblks, the solve's fan-in lists (8), and per blok of the cblks
+ *    whose updates run here into other ranks' buffers, their contribution numbers (4): @p
+ *    rank_bloks bytes (rank_structure_bytes).
  */
-static double structure_dist(const symbolic *S, canopy_factorization kind, double sb, int64_t local_entries)
+static double structure_dist(const symbolic *S, canopy_factorization kind, double sb, int64_t local_entries,
+                             double rank_bloks)
 {
     double per_n = 20.0 + (kind != CANOPY_FACT_LLT ? 4.0 : 0) + (kind == CANOPY_FACT_LDLT ? sb : 0);
-    return (double)S->n * per_n + (double)local_entries * (2.0 * sb + 28.0) + (double)S->ncblk * 128.0 +
-           (double)S->nblok * 24.0;
+    return (double)S->n * per_n + (double)local_entries * (2.0 * sb + 28.0) + (double)S->ncblk * 132.0 +
+           (double)S->nblok * 16.0 + rank_bloks;
+}
+
+/* Bytes of the structure sized by each rank's own cblks (structure_dist), rb[q] for every rank q
+ * in one pass: 8 per off-diagonal blok of q's cblks (the solve's fan-in lists, numeric_build_fan)
+ * and 4 per blok of each cblk with a numbered group whose update runs on q (the local plan's
+ * contribution numbers, sched_plan_local). Without contribution numbers (blok_contrib NULL) every
+ * group counts. @p stamp: R scratch ints. */
+static void rank_structure_bytes(const symbolic *S, const sched_plan *P, int R, double *rb, cint *stamp)
+{
+    for (int q = 0; q < R; q++) rb[q] = 0, stamp[q] = -1;
+    for (cint k = 0; k < S->ncblk; k++) {
+        cint nb = S->cblk_fblok[k + 1] - S->cblk_fblok[k];
+        rb[P->cblk_rank[k]] += 8.0 * (double)(nb - 1);
+        if (sched_root_has(&P->root, k)) continue; /* the grid's root sends nothing */
+        for (cint b = S->cblk_fblok[k] + 1, e; b < S->cblk_fblok[k + 1]; b = e) {
+            e = symbolic_group_end(S, k, b);
+            int q = sched_src_rank(P, k, S->blok_fcblk[b]);
+            if ((P->blok_contrib == NULL || P->blok_contrib[b] >= 0) && stamp[q] != k) {
+                stamp[q] = k;
+                rb[q] += 4.0 * (double)nb;
+            }
+        }
+    }
 }
 
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, double workspace, int64_t local_entries, int nranks)
+                                    double panel_entries, double workspace, int64_t local_entries, int nranks,
+                                    double rank_bloks)
 {
     double sb = arith == CANOPY_COMPLEX ? 16.0 : 8.0, parts = kind == CANOPY_FACT_LU ? 2.0 : 1.0;
     double held = sb * parts * panel_entries + workspace;
-    if (nranks > 1) return held + structure_dist(S, kind, sb, local_entries);
+    if (nranks > 1) return held + structure_dist(S, kind, sb, local_entries, rank_bloks);
     /* one rank, by the allocator's labels the same way (G3_circuit: 476 MB of structure where the
      * earlier formula said 257): per entry, the factor's source copy of A (both triangles:
      * values and rows, sb + 4) and the entry map (16); per unknown, the ordering, col2cblk and
@@ -126,7 +153,12 @@ double numeric_predict_bytes(const symbolic *S, const sched_local *L, canopy_fac
     int own = L->nranks > 1; /* one rank: every worker sized for the largest (numeric.c) */
     double work = numeric_predict_workspace(kind, arith, L->update_max, L->panel_max, L->nthreads,
                                             own ? L->thread_upd : NULL, own ? L->thread_panel : NULL);
-    return numeric_predict_bytes_counts(S, kind, arith, held, work, local_entries, L->nranks);
+    /* the rank's fan-in lists (its own cblks' off-diagonal bloks) and contribution numbers */
+    double own_bloks = 0;
+    for (cint k = 0; k < S->ncblk; k++)
+        if (L->cblk_rank[k] == L->rank) own_bloks += S->cblk_fblok[k + 1] - S->cblk_fblok[k] - 1;
+    return numeric_predict_bytes_counts(S, kind, arith, held, work, local_entries, L->nranks,
+                                        8.0 * own_bloks + 4.0 * (double)L->ncontrib_bloks);
 }
 
 canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, canopy_factorization kind,
@@ -134,8 +166,16 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
                                     canopy_err *err)
 {
     int R = P->nranks > 0 ? P->nranks : 1, T = P->threads_per_rank > 0 ? P->threads_per_rank : P->nthreads;
-    double *own = canopy_calloc((size_t)R, sizeof(double), "memory prediction", err);
-    if (own == NULL) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    double *own = canopy_calloc(2 * (size_t)R, sizeof(double), "memory prediction", err);
+    cint *stamp = canopy_alloc((size_t)R, sizeof(cint), "memory prediction", err);
+    if (own == NULL || stamp == NULL) {
+        canopy_free(own);
+        canopy_free(stamp);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
+    double *rb = own + R;
+    if (R > 1) rank_structure_bytes(S, P, R, rb, stamp);
+    canopy_free(stamp);
     const double *v = NULL;
     canopy_status st = sched_plan_memory(S, P, &v, err);
     if (st != CANOPY_SUCCESS) {
@@ -154,7 +194,7 @@ canopy_status numeric_predict_ranks(const symbolic *S, const sched_plan *P, cano
         double after = root_scalars(S, &P->root, P->cblk_rank, q, kind) / parts; /* the root's step, after the buffers */
         const double *tu = R > 1 ? v + 5 * R + (size_t)q * T : NULL, *tp = R > 1 ? v + 5 * R + (size_t)R * T + (size_t)q * T : NULL;
         double work = numeric_predict_workspace(kind, arith, upd[q], pmax[q], T, tu, tp);
-        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), work, local, R);
+        memory[q] = numeric_predict_bytes_counts(S, kind, arith, own[q] + fmax(buffers, after), work, local, R, rb[q]);
         if (fanin) fanin[q] = buffers * parts * sb;
     }
     canopy_free(own);
@@ -240,7 +280,7 @@ static canopy_status numeric_panels_dist(numeric *F, canopy_err *err)
     if (!F->L || (kind == CANOPY_FACT_LU && !F->U) || (kind != CANOPY_FACT_LLT && !F->ipiv) ||
         (kind == CANOPY_FACT_LDLT && !F->dsub) || !F->work)
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
-    return numeric_build_fan(F, err);
+    return numeric_build_fan(F, F->exec.local->cblk_rank, F->exec.local->rank, err);
 }
 
 /*

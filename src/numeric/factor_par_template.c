@@ -474,7 +474,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
     case SCHED_TASK_UPDATE: {
         cint fb0 = d->first[task];
         return kupdate_guarded(pc, wk, k, fb0, symbolic_group_end(S, k, fb0), fb0, S->cblk_fblok[k + 1],
-                               pc->loc->blok_contrib[fb0], W);
+                               sched_local_contrib(pc->loc, S, k, fb0), W);
     }
     case SCHED_TASK_UPDATE2D: {
         cint fb0 = d->first[task], rb0 = d->tile[task];
@@ -495,7 +495,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
             for (cint b = S->cblk_fblok[q] + 1, bend = S->cblk_fblok[q + 1]; b < bend;) {
                 cint e = b + 1;
                 while (e < bend && S->blok_fcblk[e] == S->blok_fcblk[b]) e++;
-                int contrib = pc->loc->blok_contrib[b];
+                int contrib = sched_local_contrib(pc->loc, S, q, b);
                 cint j = S->blok_fcblk[b];
                 if (contrib < 0) { /* target inside this subtree */
                     size_t cap = pc->F->thread_sizes[3 * t];
@@ -520,7 +520,7 @@ static int ktask(void *ctx, int task, sched_worker *wk)
          * them in this order) */
         for (int x = pc->dist ? pc->loc->defer_ptr[task] : 0; pc->dist && x < pc->loc->defer_ptr[task + 1]; x++) {
             cint q = pc->loc->defer_cblk[x], b = pc->loc->defer_blok[x];
-            if (kupdate_guarded(pc, wk, q, b, symbolic_group_end(S, q, b), b, S->cblk_fblok[q + 1], pc->loc->blok_contrib[b], W) != 0)
+            if (kupdate_guarded(pc, wk, q, b, symbolic_group_end(S, q, b), b, S->cblk_fblok[q + 1], sched_local_contrib(pc->loc, S, q, b), W) != 0)
                 return 1;
         }
         return 0;

@@ -211,7 +211,7 @@ void numeric_free(numeric *F)
     canopy_free(F->amap_ptr);
     canopy_free(F->amap_src);
     canopy_free(F->amap_dst);
-    canopy_free(F->blok_cblk);
+    canopy_free(F->fan_cblk);
     canopy_free(F->fan_ptr);
     canopy_free(F->fan_blok);
     canopy_free(F->work);
@@ -316,25 +316,33 @@ canopy_status numeric_build_amap(numeric *F, const canopy_csc *A, canopy_err *er
     return CANOPY_SUCCESS;
 }
 
-/* Which cblk owns each blok, and the bloks facing each cblk (the fan-in lists of the solve). */
-canopy_status numeric_build_fan(numeric *F, canopy_err *err)
+/* The bloks facing each cblk and their cblks (the fan-in lists of the solve); with cblk_rank, only
+ * rank me's cblks' bloks: on several ranks each rank's share instead of 8 bytes of every blok. */
+canopy_status numeric_build_fan(numeric *F, const int *cblk_rank, int me, canopy_err *err)
 {
     const symbolic *S = F->S;
-    F->blok_cblk = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "blok owners", err);
     F->fan_ptr = canopy_calloc((size_t)S->ncblk + 1, sizeof(cint), "solve fan-in lists", err);
-    F->fan_blok = canopy_alloc((size_t)S->nblok + 1, sizeof(cint), "solve fan-in lists", err);
-    if (!F->blok_cblk || !F->fan_ptr || !F->fan_blok) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    if (!F->fan_ptr) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
     for (cint k = 0; k < S->ncblk; k++)
-        for (cint b = S->cblk_fblok[k]; b < S->cblk_fblok[k + 1]; b++) {
-            F->blok_cblk[b] = k;
-            if (b > S->cblk_fblok[k]) F->fan_ptr[S->blok_fcblk[b] + 1]++;
-        }
+        if (cblk_rank == NULL || cblk_rank[k] == me)
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) F->fan_ptr[S->blok_fcblk[b] + 1]++;
     for (cint j = 0; j < S->ncblk; j++) F->fan_ptr[j + 1] += F->fan_ptr[j];
+    size_t m = (size_t)F->fan_ptr[S->ncblk];
+    F->fan_blok = canopy_alloc(m + 1, sizeof(cint), "solve fan-in lists", err);
+    F->fan_cblk = canopy_alloc(m + 1, sizeof(cint), "solve fan-in lists", err);
     cint *next = canopy_alloc((size_t)S->ncblk + 1, sizeof(cint), "solve fan-in lists", err);
-    if (!next) return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    if (!F->fan_blok || !F->fan_cblk || !next) {
+        canopy_free(next);
+        return err && err->status ? err->status : CANOPY_ERR_NOMEM;
+    }
     memcpy(next, F->fan_ptr, (size_t)S->ncblk * sizeof(cint));
     for (cint k = 0; k < S->ncblk; k++)
-        for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) F->fan_blok[next[S->blok_fcblk[b]]++] = b;
+        if (cblk_rank == NULL || cblk_rank[k] == me)
+            for (cint b = S->cblk_fblok[k] + 1; b < S->cblk_fblok[k + 1]; b++) {
+                cint e = next[S->blok_fcblk[b]]++;
+                F->fan_blok[e] = b;
+                F->fan_cblk[e] = k;
+            }
     canopy_free(next);
     return CANOPY_SUCCESS;
 }
@@ -380,7 +388,7 @@ static canopy_status numeric_allocate(numeric *F, const symbolic *S, const canop
     if (!F->L || !F->amap_ptr || !F->amap_src || !F->amap_dst || !F->work || (kind == CANOPY_FACT_LU && !F->U) ||
         (kind != CANOPY_FACT_LLT && !F->ipiv) || (kind == CANOPY_FACT_LDLT && !F->dsub))
         return err && err->status ? err->status : CANOPY_ERR_NOMEM;
-    canopy_status st = numeric_build_fan(F, err);
+    canopy_status st = numeric_build_fan(F, NULL, 0, err);
     if (st != CANOPY_SUCCESS) return st;
     F->amap_nnz_in = nnz;
     return numeric_build_amap(F, A, err);

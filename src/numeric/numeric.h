@@ -166,9 +166,10 @@ typedef struct numeric {
     int64_t *amap_dst;              /**< its position in L (>= 0) or U (encoded -pos-2); built once */
     int64_t amap_nnz;               /**< entries kept (the upper triangle of symmetric kinds is not) */
     int64_t amap_nnz_in;            /**< entries of the matrix the map was built for */
-    cint *blok_cblk;                /**< [nblok] cblk owning each blok */
     cint *fan_ptr;                  /**< [ncblk+1] off-diagonal bloks facing cblk j (sources in order): */
-    cint *fan_blok;                 /**<   fan_blok[fan_ptr[j] .. fan_ptr[j+1]-1], for the fan-in forward solve */
+    cint *fan_blok;                 /**<   fan_blok[fan_ptr[j] .. fan_ptr[j+1]-1], for the fan-in forward solve, */
+    cint *fan_cblk;                 /**<   and the cblk of each; on several ranks only the rank's own cblks'
+                                         bloks (the solve reads no other), not 8 bytes of every blok */
     /* the threaded forward solve: each subtree task sums what it sends its ancestors in a
        contribution block laid out like its root's off-diagonal rows (built with the workers) */
     cint *sub_root;                 /**< [ncblk] root of the subtree task holding cblk k; -1 outside one */
@@ -312,11 +313,13 @@ canopy_status numeric_solve_dist_prepare(numeric *F, canopy_err *err);
  * The same from counts: @p panel_entries scalars of the rank's own panels and of the fan-in
  * buffers it holds at once at most (one part each; LU doubles them), @p workspace bytes of update
  * buffers (numeric_predict_workspace), and @p local_entries entries of A it holds, on a run of
- * @p nranks ranks (several: the structure every rank holds counted array by array, factor_dist.c).
+ * @p nranks ranks (several: the structure every rank holds counted array by array, factor_dist.c,
+ * and @p rank_bloks bytes of the structure sized by the rank's own cblks' bloks; 0 on one rank).
  * canopy-simulate prices every virtual rank with it.
  */
 double numeric_predict_bytes_counts(const symbolic *S, canopy_factorization kind, canopy_arith arith,
-                                    double panel_entries, double workspace, int64_t local_entries, int nranks);
+                                    double panel_entries, double workspace, int64_t local_entries, int nranks,
+                                    double rank_bloks);
 
 /** Bytes of the update workspaces: each of @p nthreads workers' buffer and spares, sized by
  * @p thread_upd [nthreads] and @p thread_panel (sched_thread_work: several ranks; the calling

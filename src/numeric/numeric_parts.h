@@ -7,8 +7,9 @@
 
 #include "numeric/numeric.h"
 
-/** The fan-in lists of the forward solve (fan_ptr, fan_blok) from the structure. */
-canopy_status numeric_build_fan(numeric *F, canopy_err *err);
+/** The fan-in lists of the forward solve (fan_ptr, fan_blok, fan_cblk) from the structure: every blok, or
+ *  with @p cblk_rank only those of the cblks k with cblk_rank[k] == @p me. */
+canopy_status numeric_build_fan(numeric *F, const int *cblk_rank, int me, canopy_err *err);
 /** The map from A's entries to their places in L and U (first factorization only). */
 canopy_status numeric_build_amap(numeric *F, const canopy_csc *A, canopy_err *err);
 /** A new factorization: the selected inverse of the last one is gone. */

@@ -127,7 +127,7 @@ static void kdp_forward(const kdpieces *q, int p)
     cint lo = fcol + (cint)p * KDS_PIECE, hi = lo + KDS_PIECE - 1;
     if (hi >= S->cblk_fcol[j + 1]) hi = S->cblk_fcol[j + 1] - 1;
     for (cint e = F->fan_ptr[j]; e < F->fan_ptr[j + 1]; e++) {
-        cint b = F->fan_blok[e], k = F->blok_cblk[b];
+        cint b = F->fan_blok[e], k = F->fan_cblk[e];
         if (L->cblk_rank[k] != L->rank) continue; /* another rank's block */
         cint r1 = S->blok_frow[b] > lo ? S->blok_frow[b] : lo, r2 = S->blok_lrow[b] < hi ? S->blok_lrow[b] : hi;
         if (r1 > r2) continue;
@@ -179,7 +179,7 @@ static int kds_fanin(const numeric *F, cint j, cint nrhs, SCALAR *y, SCALAR alph
     const sched_local *L = F->exec.local;
     double madds = 0;
     for (cint e = F->fan_ptr[j]; e < F->fan_ptr[j + 1]; e++) {
-        cint b = F->fan_blok[e], k = F->blok_cblk[b];
+        cint b = F->fan_blok[e], k = F->fan_cblk[e];
         if (L->cblk_rank[k] == L->rank)
             madds += (double)(S->blok_lrow[b] - S->blok_frow[b] + 1) * (double)(S->cblk_fcol[k + 1] - S->cblk_fcol[k]);
     }
@@ -358,7 +358,7 @@ canopy_status KSFX(numeric_solve_dist)(numeric *F, cint nrhs, SCALAR *y, canopy_
         if (L->cblk_rank[j] == me) kds_start(&d, i, &d.ops[i].fwd, comm_tags_id(j, COMM_ID_FORWARD));
         else
             for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++)
-                if (L->cblk_rank[F->blok_cblk[F->fan_blok[q]]] == me) left[i]++;
+                if (L->cblk_rank[F->fan_cblk[q]] == me) left[i]++;
     }
     for (cint j = 0; j < nc && !d.failed; j++) {
         if (L->cblk_rank[j] != me) continue;

@@ -238,7 +238,7 @@ static void kforward_from(const numeric *F, cint j, cint nrhs, SCALAR *y, int ra
     const symbolic *S = F->S;
     cint n = S->n;
     for (cint q = F->fan_ptr[j]; q < F->fan_ptr[j + 1]; q++) {
-        cint b = F->fan_blok[q], k = F->blok_cblk[b];
+        cint b = F->fan_blok[q], k = F->fan_cblk[q];
         if (rank >= 0 && F->exec.local->cblk_rank[k] != rank) continue; /* another rank's block */
         if (C && F->sub_root[k] >= 0) {
             if (F->sub_root[k] != k) continue;
