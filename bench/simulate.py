@@ -156,15 +156,15 @@ def scale_header(n, extra):
     print("\n**Predictions for %s** (canopy-simulate%s; network 1.5 us, 12 GB/s; "
           "memory and traffic per rank: median / max)\n" % (what, (" " + " ".join(extra)) if extra else ""))
     print("| nodes x threads | predicted (s) | 1x1 (s) | speedup | efficiency (busy) | critical path (s) | "
-          "idle, top 3 levels with tasks | factor GB | peak GB | heaviest x share | fan-in GB sent | fan-in msgs | "
+          "idle, top 3 levels with tasks | factor GB | peak GB | heaviest x share | analysis GB (x share) | fan-in GB sent | fan-in msgs | "
           "busiest node on the wire, GB sent / received (s at the bandwidth) | "
           "solve (s) | split / 2D levels | analysis + plan here (s) | wall here (s) |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
 
 
 def scale_row(P, T, r):
     if "time_factorize" not in r:
-        print("| %dx%d | failed | | | | | | | | | | | | | | | |" % (P, T))
+        print("| %dx%d | failed | | | | | | | | | | | | | | | | |" % (P, T))
         return
     lv = [x for x in r.get("levels", []) if x.get("tasks", 0) > 0]
     idle = ", ".join("%.0f%%" % (100 * x.get("idle_fraction", 0)) for x in lv[:3])
@@ -175,14 +175,18 @@ def scale_row(P, T, r):
     # the heaviest rank's predicted peak against an even share of the factors (issue 31's measure)
     share = 8.0 * r.get("nnz_factor", 0) * (2 if r.get("factorization") == "lu" else 1) / max(P, 1)
     heavy = "%.1fx" % (sp("memory_bytes", "max") / share) if share > 0 else "n/a"
+    # every rank's analysis (the plan of all ranks' tasks and the block structure): a node's peak is
+    # the larger of the two
+    ana = r.get("analysis_bytes", 0)
+    analysis = "%.2f (%.1fx)" % (ana * 1e-9, ana / share) if ana > 0 and share > 0 else "n/a"
     net = "%.1f / %.1f (%.3g)" % (r.get("net_sent_max", 0) * 1e-9, r.get("net_recv_max", 0) * 1e-9,
                                   r.get("net_bound", 0)) if "net_bound" in r else "n/a"
-    print("| %dx%d | %.3f | %.1f | %.0f | %.1f%% (%.1f%%) | %.3f | %s | %.2f / %.2f | %.2f / %.2f | %s | %.3f / %.3f | "
+    print("| %dx%d | %.3f | %.1f | %.0f | %.1f%% (%.1f%%) | %.3f | %s | %.2f / %.2f | %.2f / %.2f | %s | %s | %.3f / %.3f | "
           "%.0f / %.0f | %s | %.3f | %d / %d | %.0f + %.0f | %s |" % (
               P, T, r["time_factorize"], r["time_1x1"], r["speedup"], 100 * r["efficiency"],
               100 * r["efficiency_loaded"], r["critical_path"],
               idle, sp("factor_bytes", "median") * 1e-9, sp("factor_bytes", "max") * 1e-9,
-              sp("memory_bytes", "median") * 1e-9, sp("memory_bytes", "max") * 1e-9, heavy,
+              sp("memory_bytes", "median") * 1e-9, sp("memory_bytes", "max") * 1e-9, heavy, analysis,
               sp("bytes", "median") * 1e-9, sp("bytes", "max") * 1e-9, sp("msgs", "median"), sp("msgs", "max"),
               net, r["time_solve"], r["split_width"], r["twod_levels"], r["time_analyze"], r["time_plan"],
               "%.0f" % wall if wall else "n/a"))

@@ -328,6 +328,13 @@ printf '%s\n' "$j" | awk '{
         sub(".*\"heavy_" k "_bytes\": ", "", v[i]); sub(/,.*/, "", v[i]) }
     exit !(v[1] > 0 && v[2] > 0 && v[3] > 0 && v[1] + v[2] + v[3] <= m + 0 && m > 0) }' ||
     { echo "FAIL: simulate's heaviest rank's parts"; fails=$((fails + 1)); }
+# every rank's analysis: the plan and the block structure, 12 bytes a column, 24 a cblk, 16 a blok
+printf '%s\n' "$j" | awk '{
+    split("n ncblk nblok plan_bytes analysis_bytes", k, " ")
+    for (i = 1; i <= 5; i++) { v[i] = $0; sub(".*\"" k[i] "\": ", "", v[i]); sub(/[,}].*/, "", v[i]) }
+    want = v[4] + 12 * v[1] + 24 * v[2] + 16 * v[3]
+    exit !(v[3] > v[2] && v[2] > 0 && v[4] > 0 && (v[5] - want) ^ 2 <= (1e-5 * want) ^ 2) }' ||
+    { echo "FAIL: simulate's analysis bytes (the plan and the structure)"; fails=$((fails + 1)); }
 t "simulated trace reads back" 0 "$tr" "$trace"
 rm -f "$trace"
 # --mapping / --memory-limit: the real run's rule; memory lowers the heaviest rank (25^3 on 4 x 1:

@@ -492,6 +492,9 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
     /* what the plan holds, by the allocator (its scratch and the candidates it dropped are gone) */
     size_t now = canopy_mem_current();
     r->plan_bytes = now > held ? (double)(now - held) : 0;
+    /* the block structure beside it: perm, iperm and col2cblk a column, 4 arrays of 4 bytes and the
+     * panel offsets (8) a cblk, 4 arrays of 4 bytes a blok (base/structure.h) */
+    r->analysis_bytes = r->plan_bytes + 12.0 * (double)s->S.n + 24.0 * (double)s->S.ncblk + 16.0 * (double)s->S.nblok;
     r->mapping = o->ranks > 1 ? (s->rt.mapping_last == SCHED_MAPPING_MEMORY ? 2 : 1) : 0;
     r->time_plan = canopy_wtime() - t0;
     /* the 1 x 1 reference: the same structure on one thread, no load */
