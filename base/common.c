@@ -42,6 +42,13 @@ size_t canopy_mem_current(void) { return atomic_load(&mem_current); }
 size_t canopy_mem_peak(void) { return atomic_load(&mem_peak); }
 void canopy_mem_reset_peak(void) { atomic_store(&mem_peak, atomic_load(&mem_current)); }
 
+void canopy_mem_raise_peak(size_t bytes)
+{
+    size_t peak = atomic_load(&mem_peak);
+    while (bytes > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, bytes)) {
+    }
+}
+
 static _Atomic(const char *) fail_name;
 static atomic_long fail_name_skip;
 

@@ -72,6 +72,8 @@ bool canopy_alloc_fail_named_pending(void);
 size_t canopy_mem_current(void);
 size_t canopy_mem_peak(void);
 void canopy_mem_reset_peak(void);
+/** Raise the peak to @p bytes if it is lower (a phase's own peak measured after a reset put back). */
+void canopy_mem_raise_peak(size_t bytes);
 void canopy_free(void *p);
 /**
  * Account @p delta bytes obtained (> 0) or given back (< 0) outside canopy_alloc, e.g. pages

@@ -345,6 +345,7 @@ static void print_json(const char *name, const canopy_solver *s, const predict_r
     json_num("heavy_fanin_bytes", r->heavy_fanin, 0);
     json_num("heavy_work_bytes", r->heavy_work, 0);
     json_num("plan_bytes", r->plan_bytes, 0);
+    json_num("plan_peak_bytes", r->plan_peak_bytes, 0);
     json_num("analysis_bytes", r->analysis_bytes, 0);
     json_spread("msgs", &r->msgs);
     json_spread("bytes", &r->bytes);
@@ -456,9 +457,10 @@ static void print_text(const char *name, const canopy_solver *s, const predict_r
                r->heavy_rank, r->memory_bytes.max * 1e-9, r->heavy_factor * 1e-9, r->heavy_fanin * 1e-9,
                r->heavy_work * 1e-9, (r->memory_bytes.max - r->heavy_factor - r->heavy_fanin - r->heavy_work) * 1e-9);
     if (r->plan_bytes > 0)
-        printf("  during the analysis every rank holds the plan of all ranks' tasks, %.4g GB, beside the structure:\n"
-               "    %.4g GB at least on every rank (freed once its local plan is built: not in the peak above)%s\n",
-               r->plan_bytes * 1e-9, r->analysis_bytes * 1e-9,
+        printf("  during the analysis every rank holds the plan of all ranks' tasks, %.4g GB (%.4g GB at most while\n"
+               "    it plans), beside the structure: %.4g GB at least on every rank (freed once its local plan is\n"
+               "    built: not in the peak above)%s\n",
+               r->plan_bytes * 1e-9, r->plan_peak_bytes * 1e-9, r->analysis_bytes * 1e-9,
                r->analysis_bytes > r->memory_bytes.max ? ",\n    more than the factorization's heaviest: the analysis is every node's peak"
                                                         : "");
     if (r->mapping == 2) printf("  (the tree mapped onto the ranks by factor entries: option mapping)\n");

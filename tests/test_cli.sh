@@ -328,12 +328,13 @@ printf '%s\n' "$j" | awk '{
         sub(".*\"heavy_" k "_bytes\": ", "", v[i]); sub(/,.*/, "", v[i]) }
     exit !(v[1] > 0 && v[2] > 0 && v[3] > 0 && v[1] + v[2] + v[3] <= m + 0 && m > 0) }' ||
     { echo "FAIL: simulate's heaviest rank's parts"; fails=$((fails + 1)); }
-# every rank's analysis: the plan and the block structure, 12 bytes a column, 24 a cblk, 16 a blok
+# every rank's analysis: the planning's peak and the block structure, 12 bytes a column, 24 a cblk,
+# 16 a blok
 printf '%s\n' "$j" | awk '{
-    split("n ncblk nblok plan_bytes analysis_bytes", k, " ")
-    for (i = 1; i <= 5; i++) { v[i] = $0; sub(".*\"" k[i] "\": ", "", v[i]); sub(/[,}].*/, "", v[i]) }
+    split("n ncblk nblok plan_peak_bytes analysis_bytes plan_bytes", k, " ")
+    for (i = 1; i <= 6; i++) { v[i] = $0; sub(".*\"" k[i] "\": ", "", v[i]); sub(/[,}].*/, "", v[i]) }
     want = v[4] + 12 * v[1] + 24 * v[2] + 16 * v[3]
-    exit !(v[3] > v[2] && v[2] > 0 && v[4] > 0 && (v[5] - want) ^ 2 <= (1e-5 * want) ^ 2) }' ||
+    exit !(v[3] > v[2] && v[2] > 0 && v[4] + 0 >= v[6] + 0 && v[6] > 0 && (v[5] - want) ^ 2 <= (1e-5 * want) ^ 2) }' ||
     { echo "FAIL: simulate's analysis bytes (the plan and the structure)"; fails=$((fails + 1)); }
 t "simulated trace reads back" 0 "$tr" "$trace"
 rm -f "$trace"
@@ -425,7 +426,10 @@ off, on, lean, lim = [json.loads(l) for l in sys.stdin.read().strip().splitlines
 assert [x["top2d_shadow"] for x in (off, on, lean, lim)] == ["off", "on", "lean", "lean"], "modes"
 assert on["bytes"]["total"] < 0.5 * off["bytes"]["total"], ("fan-in bytes", on["bytes"]["total"], off["bytes"]["total"])
 assert lean["memory_bytes"]["max"] < on["memory_bytes"]["max"], ("lean", lean["memory_bytes"]["max"], on["memory_bytes"]["max"])
-assert lim["memory_bytes"]["max"] <= 48e6 < on["memory_bytes"]["max"], ("limit", lim["memory_bytes"]["max"])' ||
+assert lim["memory_bytes"]["max"] <= 48e6 < on["memory_bytes"]["max"], ("limit", lim["memory_bytes"]["max"])
+# the planning held at least its plan; under the limit the lean candidate beside the plain plan
+assert all(x["plan_peak_bytes"] >= x["plan_bytes"] > 0 for x in (off, on, lean, lim)), "plan peak"
+assert lim["plan_peak_bytes"] >= 2 * lim["plan_bytes"], ("two plans", lim["plan_peak_bytes"], lim["plan_bytes"])' ||
     { echo "FAIL: top2d-shadow (off, on, lean, auto under a memory limit)"; fails=$((fails + 1)); }
 
 echo "$fails failed"

@@ -486,15 +486,23 @@ canopy_status predict_layout(canopy_solver *s, const predict_opts *o, predict_re
      * this machine's free memory says nothing of the one simulated */
     s->rt.mem_limit = s->opts.memory_limit;
     s->rt.mem_nnz = (double)s->stats.nnz;
-    size_t held = canopy_mem_current();
+    /* the planning's own peak by the allocator: the peak is reset for it and put back after */
+    size_t held = canopy_mem_current(), before = canopy_mem_peak();
+    canopy_mem_reset_peak();
     canopy_status st = runtime_plan_for(&s->rt, &po, &s->S, s->fact, cplx, o->ranks, &P, &s->err);
+    size_t top = canopy_mem_peak();
+    canopy_mem_raise_peak(before);
     if (st != CANOPY_SUCCESS) return st;
-    /* what the plan holds, by the allocator (its scratch and the candidates it dropped are gone) */
+    /* what the plan holds, by the allocator (its scratch and the candidates it dropped are gone),
+     * and what the planning held at most (its scratch, and a lighter candidate beside the plan
+     * when the memory limit makes runtime_plan_for try one) */
     size_t now = canopy_mem_current();
     r->plan_bytes = now > held ? (double)(now - held) : 0;
+    r->plan_peak_bytes = top > held ? (double)(top - held) : 0;
     /* the block structure beside it: perm, iperm and col2cblk a column, 4 arrays of 4 bytes and the
      * panel offsets (8) a cblk, 4 arrays of 4 bytes a blok (base/structure.h) */
-    r->analysis_bytes = r->plan_bytes + 12.0 * (double)s->S.n + 24.0 * (double)s->S.ncblk + 16.0 * (double)s->S.nblok;
+    r->analysis_bytes = fmax(r->plan_bytes, r->plan_peak_bytes) + 12.0 * (double)s->S.n + 24.0 * (double)s->S.ncblk +
+                        16.0 * (double)s->S.nblok;
     r->mapping = o->ranks > 1 ? (s->rt.mapping_last == SCHED_MAPPING_MEMORY ? 2 : 1) : 0;
     r->time_plan = canopy_wtime() - t0;
     /* the 1 x 1 reference: the same structure on one thread, no load */

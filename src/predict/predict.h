@@ -67,9 +67,12 @@ typedef struct predict_report {
     double plan_bytes;            /**< the plan of every rank's tasks, which every rank builds during the analysis
                                        and frees once its local plan is built (sched_plan_keep_local): the
                                        analysis' share of every rank's memory that does not shrink with ranks */
-    double analysis_bytes;        /**< what every rank holds at least during the analysis, the plan and the block
-                                       structure (symbolic.h's arrays): a node's peak is the larger of this and
-                                       its memory_bytes (which counts the factorization only) */
+    double plan_peak_bytes;       /**< what the planning held at most beside what it found: its scratch, the
+                                       simulation's, and a lighter candidate beside the plan when memory-limit
+                                       makes the runtime try one (runtime_plan_for) */
+    double analysis_bytes;        /**< what every rank holds at least during the analysis, the planning's peak
+                                       and the block structure (structure.h's arrays): a node's peak is the larger
+                                       of this and its memory_bytes (which counts the factorization only) */
     predict_spread msgs, bytes;   /**< fan-in messages and bytes each rank sends (factorization) */
     int64_t update_msgs, update_bytes; /**< what one message per remote update would take (no fan-in) */
     predict_spread solve_msgs, solve_bytes; /**< messages and bytes each rank sends in the solve's trees */
