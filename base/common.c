@@ -128,7 +128,7 @@ void *canopy_realloc(void *p, size_t n, size_t sz, const char *what, canopy_err 
     unsigned char *base = (unsigned char *)p - HEADER;
     memcpy(&old, base, sizeof old);
     unsigned char *q = NULL;
-    if (!injected_failure()) q = realloc(base, bytes + HEADER);
+    if (!injected_failure() && !injected_named(what)) q = realloc(base, bytes + HEADER);
     if (q == NULL) {
         canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory growing %s to %zu bytes", what, bytes);
         return NULL;

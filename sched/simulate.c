@@ -276,9 +276,11 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
     S.spos = canopy_alloc((size_t)ns, sizeof(int), "simulation", err);
     int *leaf = S.leaf = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
     int *fill = canopy_alloc((size_t)T, sizeof(int), "simulation", err);
-    /* messages between groups (ranks): one arrival event per crossing edge */
-    size_t ne = (size_t)(n > 0 ? d->succ_ptr[n] : 0) + 1;
-    sim_ent *mh = group ? canopy_alloc(ne, sizeof(sim_ent), "simulation", err) : NULL;
+    /* messages between groups (ranks): one arrival event per crossing edge, in a heap grown as the
+     * messages in flight at once need (sized for every edge it was 16 bytes an edge: 5.4 GB of a
+     * 215^3 plan's 340 M edges on 256 x 16) */
+    size_t ne = (size_t)(n > 0 ? d->succ_ptr[n] : 0) + 1, mhcap = ne < 64 ? ne : 64;
+    sim_ent *mh = group ? canopy_alloc(mhcap, sizeof(sim_ent), "simulation", err) : NULL;
     int nmh = 0;
     if (d->list_ptr == NULL) d->list_ptr = canopy_alloc((size_t)T + 1, sizeof(int), "static lists", err);
     if (d->list == NULL) d->list = canopy_alloc(n1, sizeof(int), "static lists", err);
@@ -382,6 +384,17 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
                     gs = d->owner[i] / groups->size; /* the panel's own updates stay on its rank */
                 double dl = group ? (groups->edge_delay ? groups->edge_delay[q] : delay[sq]) : 0;
                 if (group && (gs < 0 || gs != group[i]) && dl > 0) {
+                    if ((size_t)nmh == mhcap) { /* each edge at most once: ne bounds it */
+                        size_t cap = 2 * mhcap < ne ? 2 * mhcap : ne;
+                        canopy_err e = {0};
+                        sim_ent *h = canopy_realloc(mh, cap, sizeof(sim_ent), "simulation messages", &e);
+                        if (h == NULL) {
+                            S.oom = 1; /* the successor never starts: reported below */
+                            continue;
+                        }
+                        mh = h;
+                        mhcap = cap;
+                    }
                     sim_push(mh, &nmh, q, now + dl, 1);
                 } else if (--cnt[sq] == 0) {
                     sim_release(&S, sq);
@@ -390,7 +403,7 @@ canopy_status sched_simulate(sched_dag *d, int *pref, const cint *serial, cint n
         }
     }
     if (S.oom) {
-        st = canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory growing the simulation's ready heaps");
+        st = canopy_err_set(err, CANOPY_ERR_NOMEM, "out of memory growing the simulation's heaps");
         goto out;
     }
     if (nseq != n) {

@@ -591,6 +591,33 @@ START_TEST(auto_shape)
 }
 END_TEST
 
+START_TEST(message_heap)
+{
+    /* the simulation's messages in flight grow their heap as they come (it was sized for every
+     * edge): the same plan whether it grows or not, and a failed growth is a clear error */
+    symbolic S;
+    laplacian_structure(14, 13, 12, 32, 64, &S);
+    sched_plan_opts o = {.nthreads = 4, .kind = CANOPY_FACT_LLT, .nranks = 16, .comm_latency = LAT, .comm_byte_time = BT,
+                         .twod_levels = 64, .top2d = SCHED_GRID_FLAT, .flat_shadow = 1};
+    sched_plan P, Q;
+    canopy_err err = {0};
+    ck_assert_msg(sched_plan_build(&S, NULL, &o, &P, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert_msg(sched_plan_build(&S, NULL, &o, &Q, &err) == CANOPY_SUCCESS, "%s", err.msg);
+    ck_assert(same_plan(&P, &Q, &S));
+    sched_plan_free(&Q);
+    /* more than the first 64 messages in flight at once on this layout: the heap grew */
+    canopy_alloc_fail_named("simulation messages", 0);
+    canopy_status st = sched_plan_build(&S, NULL, &o, &Q, &err);
+    int pending = canopy_alloc_fail_named_pending();
+    canopy_alloc_fail_named(NULL, 0);
+    ck_assert_msg(!pending, "the message heap never grew: the test no longer covers its growth");
+    ck_assert_int_eq(st, CANOPY_ERR_NOMEM);
+    ck_assert_msg(strstr(err.msg, "simulation") != NULL, "%s", err.msg);
+    sched_plan_free(&P);
+    symbolic_free(&S);
+}
+END_TEST
+
 START_TEST(off_is_today)
 {
     static const int RT[][2] = {{1, 4}, {2, 2}, {3, 4}, {8, 2}, {64, 4}, {1024, 1}};
@@ -629,6 +656,7 @@ int main(void)
     tcase_add_test(tc, shapes);
     tcase_add_test(tc, off_is_today);
     tcase_add_test(tc, auto_shape);
+    tcase_add_test(tc, message_heap);
     tcase_add_test(tc, grids);
     suite_add_tcase(s, tc);
     return testutil_run(s);
